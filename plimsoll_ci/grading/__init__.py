@@ -1,0 +1,1 @@
+"""Grading: controller protocol, sealed seed sets (commit -> reveal), scoring in sandboxes."""
