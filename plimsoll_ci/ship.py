@@ -1,0 +1,823 @@
+"""What a harness ships: `plimsoll.yaml` -> named ship sets -> the (path, bytes) that enter a sandbox.
+
+Public API (used by `plimsoll-ci scan --config`, `ship list`, the hook, the action and `history`):
+
+Config
+    `find_config(start) -> Path | None`            plimsoll.yaml at the git repository root
+                                                   (or, outside git, in `start` or a parent).
+    `load_config(path) -> Config`                  read and validate; `ConfigError` (exit 2) names
+                                                   the file and line: `plimsoll.yaml line 7:
+                                                   ship.viewer.include must be a list of globs`.
+    `parse_config(text, origin, base) -> Config`   the same from text; `base` is the config's folder.
+    `Config` fields: path, base, withheld (Path | None), key_env, key_file, mode (refuse|warn),
+    limits (dict name -> int, handed to `scan.Limits`), ship (dict name -> ShipSet).
+    `load_key(config) -> bytes | None`, `load_withheld(config, key=...) -> WithheldSet`.
+
+Ship sets
+    `ShipSet(name, include, exclude, command, inputs, root, timeout, line)`: globs
+    (gitignore-style: `*`, `?`, `[..]`, `**`; a pattern without `/` matches at any depth; a pattern
+    that names a folder ships everything under it; a trailing `/` matches folders only) or a
+    `command` that builds the shipped folder, run with `{out}` replaced by an empty temporary folder
+    (a string runs through `sh -c` with `{out}` shell-quoted; a list runs without a shell).
+    With a command, include/exclude filter the builder's output; `inputs` (globs) say which
+    repository files the builder reads (the hook re-runs it only when one of them changes;
+    default: any file).
+    `select(paths, ship_set) -> list[str]`         the paths a glob set ships, input order kept.
+
+Sources (each returns `list[ShippedFile]`, sorted by set then path)
+    `from_worktree(root, config, set_name=None)`   files on disk under `root` (default
+                                                   `config.base`), untracked files included.
+    `from_index(repo_root, config, set_name=None)` the staged blobs (`git ls-files -s` +
+                                                   `git cat-file --batch`), never the working tree.
+    `from_rev(repo_root, rev, config, set_name=None)` the tree of a commit.
+    A command set at the index or a commit runs its builder in a temporary checkout of that tree
+    (`git checkout-index --prefix` from the index or from a temporary index filled by
+    `git read-tree`), never in the user's working tree.
+    `build_command_set(ship_set, tree_dir, env=None) -> list[(path, bytes)]` runs one builder with
+    cwd `tree_dir` (the config's folder inside a checkout); reusable by history. A builder that
+    fails raises `BuilderFailed` carrying its exit code and output; the CLI exits with that code.
+    `collect(config_path, set_name, staged, rev, cwd) -> (Config, list[ShippedFile])` is the one
+    call behind `scan --config` and `ship list`.
+
+`ShippedFile(set_name, path, data, source, blob)`: `path` is the path as shipped (relative to the
+ship root; names are scanned on this), `source` the repository path it came from (None for builder
+output), `blob` the git object id when read from git (a cache key). `label(f)` is how a finding
+shows the file: the repository path for a glob set, `SET:path` for builder output.
+
+Paths in the config are relative to the config file's folder unless absolute. When the config lies
+outside the repository (an auditor's external config), ship globs apply from the repository root.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from plimsoll_ci.errors import BadInput, ConfigError, PlimsollError
+
+CONFIG_NAME = "plimsoll.yaml"
+DEFAULT_TIMEOUT = 600.0
+_SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_TOP_KEYS = ("withheld", "key", "ship", "mode", "limits")
+_SET_KEYS = ("include", "exclude", "command", "inputs", "root", "timeout", "description")
+
+
+class ShipSet(NamedTuple):
+    """One named ship set from `plimsoll.yaml`."""
+
+    name: str
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    command: str | tuple[str, ...] | None = None
+    inputs: tuple[str, ...] = ()
+    root: str = ""  # folder (relative to the config's folder) whose contents ship; "" = that folder
+    timeout: float = DEFAULT_TIMEOUT
+    line: int = 0  # line of the set in the config, for messages
+
+
+class Config(NamedTuple):
+    """A parsed `plimsoll.yaml`."""
+
+    path: Path
+    base: Path
+    withheld: Path | None
+    key_env: str | None
+    key_file: Path | None
+    mode: str
+    limits: dict[str, int]
+    ship: dict[str, ShipSet]
+
+
+class ShippedFile(NamedTuple):
+    """One file as it would enter a sandbox."""
+
+    set_name: str
+    path: str
+    data: bytes
+    source: str | None = None
+    blob: str | None = None
+
+
+class BuilderFailed(PlimsollError):
+    """A ship set's builder command exited non-zero or timed out; never treated as a pass."""
+
+    def __init__(self, set_name: str, code: int, output: str, where: str = "") -> None:
+        tail = output[-4000:]
+        msg = (f"ship set {set_name}: builder exited with code {code}{where}; "
+               f"fix the builder (its output follows)\n{tail}")
+        super().__init__(msg)
+        self.set_name = set_name
+        self.output = output
+        self.exit_code = code if 0 < code < 256 else 2
+
+
+# --------------------------------------------------------------------------- config
+
+
+class _Map(dict):
+    line = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: dict[Any, int] = {}
+
+
+class _Seq(list):
+    line = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[int] = []
+
+
+def _yaml_load(text: str, origin: str) -> Any:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def construct_map(loader: yaml.SafeLoader, node: yaml.MappingNode) -> _Map:
+        loader.flatten_mapping(node)
+        m = _Map()
+        m.line = node.start_mark.line + 1
+        for k_node, v_node in node.value:
+            key = loader.construct_object(k_node, deep=True)
+            kline = k_node.start_mark.line + 1
+            if not isinstance(key, str | int | float | bool) and key is not None:
+                raise ConfigError(f"{origin} line {kline}: keys must be plain names")
+            if key in m:
+                raise ConfigError(f"{origin} line {kline}: duplicate key {key!r}; keep one")
+            m[key] = loader.construct_object(v_node, deep=True)
+            m.lines[key] = v_node.start_mark.line + 1
+        return m
+
+    def construct_seq(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> _Seq:
+        s = _Seq()
+        s.line = node.start_mark.line + 1
+        for child in node.value:
+            s.append(loader.construct_object(child, deep=True))
+            s.lines.append(child.start_mark.line + 1)
+        return s
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_map)
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_seq)
+    try:
+        return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark else 0
+        problem = e.problem or e.context or "malformed YAML"
+        raise ConfigError(f"{origin} line {line}: {problem}; fix the YAML syntax") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{origin}: malformed YAML ({e.__class__.__name__})") from None
+
+
+def _line_of(m: Any, key: Any) -> int:
+    if isinstance(m, _Map):
+        return m.lines.get(key, m.line)
+    return 0
+
+
+def _str_list(value: Any, origin: str, line: int, what: str, kind: str = "globs") -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{origin} line {line}: {what} must be a list of {kind}")
+    for i, v in enumerate(value):
+        where = value.lines[i] if isinstance(value, _Seq) else line
+        if v.startswith("!"):
+            raise ConfigError(f"{origin} line {where}: {what}: negated pattern {v!r} is not "
+                              "supported; put it in exclude")
+        try:
+            _glob_regex(v)
+        except re.error:
+            raise ConfigError(f"{origin} line {where}: {what}: {v!r} is not a valid glob") from None
+    return tuple(value)
+
+
+def _relpath_ok(value: str) -> bool:
+    parts = Path(value).parts
+    return not Path(value).is_absolute() and ".." not in parts
+
+
+def parse_config(text: str, origin: str, base: Path) -> Config:
+    """Parse `plimsoll.yaml` text; `origin` names it in messages, `base` is its folder."""
+    base = Path(base).resolve()
+    doc = _yaml_load(text, origin)
+    if doc is None:
+        doc = _Map()
+    if not isinstance(doc, _Map):
+        raise ConfigError(f"{origin} line 1: the top level must be a mapping "
+                          f"(keys: {', '.join(_TOP_KEYS)})")
+    for key in doc:
+        if key not in _TOP_KEYS:
+            raise ConfigError(f"{origin} line {_line_of(doc, key)}: unknown key {key!r}; "
+                              f"expected one of {', '.join(_TOP_KEYS)}")
+
+    withheld = None
+    if doc.get("withheld") is not None:
+        w = doc["withheld"]
+        if not isinstance(w, str) or not w:
+            raise ConfigError(f"{origin} line {_line_of(doc, 'withheld')}: withheld must be the "
+                              "path of a withheld set (e.g. withheld.json)")
+        withheld = (base / w).resolve()
+
+    key_env = key_file = None
+    if doc.get("key") is not None:
+        k = doc["key"]
+        line = _line_of(doc, "key")
+        if not isinstance(k, _Map) or len(k) != 1 or next(iter(k)) not in ("env", "file"):
+            raise ConfigError(f"{origin} line {line}: key must be {{env: VARIABLE}} or "
+                              "{file: PATH} (a file outside the repository)")
+        kind, value = next(iter(k.items()))
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{origin} line {_line_of(k, kind)}: key.{kind} must be a string")
+        if kind == "env":
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+                raise ConfigError(f"{origin} line {_line_of(k, kind)}: key.env must be an "
+                                  "environment variable name, not the key itself")
+            key_env = value
+        else:
+            key_file = (base / os.path.expanduser(value)).resolve()
+            repo = _git_root(base)
+            if repo is not None and key_file.is_relative_to(repo):
+                raise ConfigError(f"{origin} line {_line_of(k, kind)}: key.file {value} is inside "
+                                  f"the repository {repo}; keep the key outside it "
+                                  "(or use key: {env: VARIABLE})")
+
+    mode = doc.get("mode", "refuse")
+    if mode not in ("refuse", "warn"):
+        raise ConfigError(f"{origin} line {_line_of(doc, 'mode')}: mode must be refuse or warn")
+
+    limits: dict[str, int] = {}
+    if doc.get("limits") is not None:
+        lim = doc["limits"]
+        if not isinstance(lim, _Map):
+            raise ConfigError(f"{origin} line {_line_of(doc, 'limits')}: limits must be a mapping "
+                              "of name: number (e.g. max_file_bytes: 50000000)")
+        for name, value in lim.items():
+            if not isinstance(name, str) or isinstance(value, bool) or not isinstance(value, int) \
+                    or value <= 0:
+                raise ConfigError(f"{origin} line {_line_of(lim, name)}: limits.{name} must be a "
+                                  "positive whole number")
+            limits[name] = value
+
+    ship: dict[str, ShipSet] = {}
+    raw = doc.get("ship")
+    if raw is not None:
+        if not isinstance(raw, _Map):
+            raise ConfigError(f"{origin} line {_line_of(doc, 'ship')}: ship must be a mapping of "
+                              "set name to {include, exclude} or {command}")
+        for name, body in raw.items():
+            ship[str(name)] = _parse_set(str(name), body, origin, _line_of(raw, name))
+    return Config(Path(origin) if not isinstance(origin, Path) else origin, base, withheld,
+                  key_env, key_file, mode, limits, ship)
+
+
+def _parse_set(name: str, body: Any, origin: str, line: int) -> ShipSet:
+    where = f"ship.{name}"
+    if not _SET_NAME.match(name):
+        raise ConfigError(f"{origin} line {line}: ship set name {name!r} must be letters, digits, "
+                          "'.', '_' or '-'")
+    if not isinstance(body, _Map):
+        raise ConfigError(f"{origin} line {line}: {where} must be a mapping with include/exclude "
+                          "globs or a command")
+    for key in body:
+        if key not in _SET_KEYS:
+            raise ConfigError(f"{origin} line {_line_of(body, key)}: {where}: unknown key {key!r}; "
+                              f"expected one of {', '.join(_SET_KEYS)}")
+    include = exclude = inputs = ()
+    if "include" in body:
+        include = _str_list(body["include"], origin, _line_of(body, "include"), f"{where}.include")
+    if "exclude" in body:
+        exclude = _str_list(body["exclude"], origin, _line_of(body, "exclude"), f"{where}.exclude")
+    command: str | tuple[str, ...] | None = None
+    if "command" in body:
+        c = body["command"]
+        cline = _line_of(body, "command")
+        if isinstance(c, str) and c.strip():
+            command = c
+        elif isinstance(c, list) and c and all(isinstance(v, str) for v in c):
+            command = tuple(c)
+        else:
+            raise ConfigError(f"{origin} line {cline}: {where}.command must be a command line "
+                              "(string) or a list of arguments")
+        text = command if isinstance(command, str) else " ".join(command)
+        if "{out}" not in text:
+            raise ConfigError(f"{origin} line {cline}: {where}.command must contain {{out}}, the "
+                              "folder the builder writes the shipped files into")
+    if "inputs" in body:
+        if command is None:
+            raise ConfigError(f"{origin} line {_line_of(body, 'inputs')}: {where}.inputs only "
+                              "applies to a command set")
+        inputs = _str_list(body["inputs"], origin, _line_of(body, "inputs"), f"{where}.inputs")
+    if command is None and not include:
+        raise ConfigError(f"{origin} line {line}: {where} needs include (a list of globs) or a "
+                          "command that builds the shipped folder")
+    root = ""
+    if "root" in body:
+        r = body["root"]
+        if not isinstance(r, str) or not _relpath_ok(r):
+            raise ConfigError(f"{origin} line {_line_of(body, 'root')}: {where}.root must be a "
+                              "relative folder inside the config's folder")
+        if command is not None:
+            raise ConfigError(f"{origin} line {_line_of(body, 'root')}: {where}.root only applies "
+                              "to a glob set (a command set ships its {out} folder)")
+        root = Path(r).as_posix().strip("/")
+        root = "" if root == "." else root
+    timeout = DEFAULT_TIMEOUT
+    if "timeout" in body:
+        t = body["timeout"]
+        if isinstance(t, bool) or not isinstance(t, int | float) or t <= 0:
+            raise ConfigError(f"{origin} line {_line_of(body, 'timeout')}: {where}.timeout must be "
+                              "a positive number of seconds")
+        timeout = float(t)
+    if "description" in body and not isinstance(body["description"], str):
+        raise ConfigError(f"{origin} line {_line_of(body, 'description')}: {where}.description "
+                          "must be text")
+    return ShipSet(name, include, exclude, command, inputs, root, timeout, line)
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read and validate a `plimsoll.yaml`; `ConfigError` names the file and line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such config file; create it or pass --config") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{p}: cannot read the config ({e.__class__.__name__})") from None
+    cfg = parse_config(text, str(p), p.resolve().parent)
+    return cfg._replace(path=p.resolve())
+
+
+def find_config(start: Path) -> Path | None:
+    """`plimsoll.yaml` at the git repository root containing `start` (else `start` or a parent)."""
+    start = Path(start).resolve()
+    repo = _git_root(start)
+    if repo is not None:
+        p = repo / CONFIG_NAME
+        return p if p.is_file() else None
+    for folder in (start, *start.parents):
+        p = folder / CONFIG_NAME
+        if p.is_file():
+            return p
+    return None
+
+
+def load_key(config: Config) -> bytes | None:
+    """The HMAC key named by the config (`key: {env|file}`), or None when none is configured."""
+    if config.key_env is None and config.key_file is None:
+        return None
+    from plimsoll_ci import withheld
+
+    return withheld.key_from(env=config.key_env,
+                             file=str(config.key_file) if config.key_file else None)
+
+
+def load_withheld(config: Config, key: bytes | None = None) -> Any:
+    """Load the config's withheld set (with `key`, or the configured key when `key` is None)."""
+    if config.withheld is None:
+        raise ConfigError(f"{config.path}: no `withheld:` path; add `withheld: withheld.json`")
+    from plimsoll_ci import withheld
+
+    return withheld.load(config.withheld, key=key if key is not None else load_key(config))
+
+
+# --------------------------------------------------------------------------- globs
+
+
+def _glob_regex(pattern: str) -> tuple[re.Pattern[str], bool]:
+    """Compile a gitignore-style glob; returns (regex, folders_only)."""
+    dir_only = pattern.endswith("/")
+    p = pattern.strip("/") if pattern.startswith("/") else pattern.rstrip("/")
+    anchored = pattern.startswith("/") or "/" in p
+    out = []
+    i = 0
+    n = len(p)
+    while i < n:
+        if p.startswith("**/", i) and (i == 0 or p[i - 1] == "/"):
+            out.append("(?:.*/)?")
+            i += 3
+        elif p.startswith("**", i) and (i == 0 or p[i - 1] == "/") and i + 2 == n:
+            out.append(".*")
+            i += 2
+        elif p[i] == "*":
+            out.append("[^/]*")
+            i += 1
+            while i < n and p[i] == "*":
+                i += 1
+        elif p[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif p[i] == "[":
+            j = p.find("]", i + 2 if i + 1 < n and p[i + 1] in "!^" else i + 1)
+            if j < 0:
+                out.append(re.escape(p[i]))
+                i += 1
+                continue
+            body = p[i + 1:j]
+            if body[:1] in ("!", "^"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = j + 1
+        elif p[i] == "\\" and i + 1 < n:
+            out.append(re.escape(p[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(p[i]))
+            i += 1
+    body = "".join(out)
+    if not anchored:
+        body = "(?:.*/)?" + body
+    return re.compile(body + r"\Z", re.DOTALL), dir_only
+
+
+class _Matcher:
+    """Compiled include/exclude lists; a path matches when it or one of its folders does."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.compiled = [_glob_regex(p) for p in patterns]
+
+    def __call__(self, path: str) -> bool:
+        if not self.compiled:
+            return False
+        parts = path.split("/")
+        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        for rx, dir_only in self.compiled:
+            candidates = prefixes[:-1] if dir_only else prefixes
+            for c in candidates:
+                if rx.match(c):
+                    return True
+        return False
+
+
+def select(paths: Iterable[str], ship_set: ShipSet) -> list[str]:
+    """The paths (relative to the ship root, `/`-separated) that `ship_set` ships, order kept.
+
+    A set without include (a command set with no filter) ships every path it is given.
+    """
+    inc = _Matcher(ship_set.include)
+    exc = _Matcher(ship_set.exclude)
+    out = []
+    for p in paths:
+        if ship_set.include and not inc(p):
+            continue
+        if exc(p):
+            continue
+        out.append(p)
+    return out
+
+
+def label(f: ShippedFile) -> str:
+    """How a finding names a shipped file: its repository path, or `SET:path` for builder output."""
+    return f.source if f.source is not None else f"{f.set_name}:{f.path}"
+
+
+def items(files: Iterable[ShippedFile]) -> list[tuple[str, bytes]]:
+    """(label, bytes) pairs for `scan.scan_items`, one per distinct label."""
+    seen: dict[str, bytes] = {}
+    for f in files:
+        seen.setdefault(label(f), f.data)
+    return list(seen.items())
+
+
+# --------------------------------------------------------------------------- git plumbing
+
+
+def _git_env() -> dict[str, str]:
+    return dict(os.environ)
+
+
+def _git(repo: Path, *args: str, env: dict[str, str] | None = None,
+         input: bytes | None = None) -> bytes:
+    proc = subprocess.run(["git", "-C", str(repo), *args], input=input, capture_output=True,
+                          env=env)
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip()
+        raise BadInput(f"git {' '.join(args[:2])} in {repo} failed: {err}")
+    return proc.stdout
+
+
+def _git_root(path: Path) -> Path | None:
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    try:
+        proc = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"],
+                              capture_output=True)
+    except OSError:
+        return None
+    if proc.returncode != 0:
+        return None
+    return Path(os.fsdecode(proc.stdout.strip())).resolve()
+
+
+def repo_root(path: Path) -> Path:
+    """The top folder of the git working tree containing `path`; `BadInput` outside git."""
+    root = _git_root(path)
+    if root is None:
+        raise BadInput(f"{path}: not inside a git repository; --staged and --rev need git")
+    return root
+
+
+class TreeEntry(NamedTuple):
+    """A file in the index or a commit: mode (octal text), object id, repository path."""
+
+    mode: str
+    oid: str
+    path: str
+
+
+def index_entries(repo: Path) -> list[TreeEntry]:
+    """Every staged file (`git ls-files -s`); honours GIT_INDEX_FILE as git's own hooks set it."""
+    out = _git(repo, "ls-files", "-s", "-z")
+    entries: dict[str, TreeEntry] = {}
+    for rec in out.split(b"\0"):
+        if not rec:
+            continue
+        meta, _, path = rec.partition(b"\t")
+        mode, oid, stage = meta.decode().split()
+        p = os.fsdecode(path)
+        # An unmerged path has stages 1-3; judge "ours" (2) as what the commit would carry.
+        if stage in ("0", "2") or p not in entries:
+            entries[p] = TreeEntry(mode, oid, p)
+    return list(entries.values())
+
+
+def rev_entries(repo: Path, rev: str) -> list[TreeEntry]:
+    """Every file in the tree of `rev` (`git ls-tree -r`)."""
+    commit = resolve_rev(repo, rev)
+    out = _git(repo, "ls-tree", "-r", "-z", "--full-tree", commit)
+    entries = []
+    for rec in out.split(b"\0"):
+        if not rec:
+            continue
+        meta, _, path = rec.partition(b"\t")
+        mode, _kind, oid = meta.decode().split()
+        entries.append(TreeEntry(mode, oid, os.fsdecode(path)))
+    return entries
+
+
+def resolve_rev(repo: Path, rev: str) -> str:
+    """The commit id `rev` names; `BadInput` when it names none."""
+    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet",
+                           f"{rev}^{{commit}}"], capture_output=True)
+    if proc.returncode != 0:
+        raise BadInput(f"{repo}: {rev!r} is not a commit in this repository; "
+                       "check the name (a shallow clone may need `git fetch --unshallow`)")
+    return proc.stdout.decode().strip()
+
+
+def read_blobs(repo: Path, oids: Iterable[str]) -> dict[str, bytes]:
+    """Contents of many blobs through one `git cat-file --batch`."""
+    want = list(dict.fromkeys(oids))
+    if not want:
+        return {}
+    out = _git(repo, "cat-file", "--batch", input="".join(o + "\n" for o in want).encode())
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    for oid in want:
+        nl = out.index(b"\n", pos)
+        header = out[pos:nl].decode().split()
+        pos = nl + 1
+        if len(header) < 3 or header[1] == "missing":
+            raise BadInput(f"{repo}: git object {oid} is missing; the repository is incomplete "
+                           "(a partial or shallow clone?)")
+        size = int(header[2])
+        blobs[oid] = out[pos:pos + size]
+        pos += size + 1
+    return blobs
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def _sets(config: Config, set_name: str | None) -> list[ShipSet]:
+    if set_name is not None:
+        if set_name not in config.ship:
+            known = ", ".join(config.ship) or "none"
+            raise BadInput(f"{config.path}: no ship set named {set_name!r} (sets: {known})")
+        return [config.ship[set_name]]
+    if not config.ship:
+        raise ConfigError(f"{config.path}: no ship sets; add a `ship:` mapping "
+                          "(name: {include: [globs]} or name: {command: ... {out}})")
+    return list(config.ship.values())
+
+
+def _prefix(config: Config, repo: Path) -> str:
+    """The config's folder relative to the repository root ('' for the root or an external config)."""
+    try:
+        rel = config.base.relative_to(repo.resolve())
+    except ValueError:
+        return ""
+    s = rel.as_posix()
+    return "" if s == "." else s + "/"
+
+
+def _walk(folder: Path) -> list[tuple[str, Path]]:
+    """Every file under `folder` (no `.git`), as (relative path, absolute path), sorted.
+
+    Folder symlinks are not descended (a loop cannot hang us); they are returned as entries whose
+    content is the link text, so the link's name and target are still scanned.
+    """
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        base = Path(dirpath)
+        for d in list(dirnames):
+            if (base / d).is_symlink():
+                dirnames.remove(d)
+                found.append(((base / d).relative_to(folder).as_posix(), base / d))
+        for name in filenames:
+            p = base / name
+            found.append((p.relative_to(folder).as_posix(), p))
+    found.sort()
+    return found
+
+
+def _read(p: Path) -> bytes:
+    try:
+        if p.is_symlink() and not p.exists():
+            return os.fsencode(os.readlink(p))
+        if p.is_symlink() and p.is_dir():
+            return os.fsencode(os.readlink(p))
+        return p.read_bytes()
+    except OSError as e:
+        raise BadInput(f"{p}: cannot read a shipped file ({e.strerror}); fix its permissions") \
+            from None
+
+
+def from_worktree(root: Path | None, config: Config, set_name: str | None = None) -> list[ShippedFile]:
+    """What each ship set ships from the files on disk under `root` (default: the config's folder)."""
+    root = Path(root or config.base).resolve()
+    repo = _git_root(root) or root
+    shown_prefix = _prefix(config._replace(base=root), repo)
+    files: list[ShippedFile] = []
+    walked: list[tuple[str, Path]] | None = None
+    for s in _sets(config, set_name):
+        if s.command is not None:
+            for path, data in build_command_set(s, root, env=_builder_env(config)):
+                files.append(ShippedFile(s.name, path, data))
+            continue
+        if walked is None:
+            walked = _walk(root)
+        rootp = s.root + "/" if s.root else ""
+        candidates = {rel[len(rootp):]: p for rel, p in walked if rel.startswith(rootp)}
+        for rel in select(candidates, s):
+            files.append(ShippedFile(s.name, rel, _read(candidates[rel]),
+                                     source=shown_prefix + rootp + rel))
+    return files
+
+
+def _from_entries(repo: Path, entries: list[TreeEntry], config: Config, set_name: str | None,
+                  checkout: Any, what: str, read: bool = True) -> list[ShippedFile]:
+    prefix = _prefix(config, repo)
+    files: list[ShippedFile] = []
+    wanted: list[tuple[ShipSet, str, TreeEntry]] = []
+    for s in _sets(config, set_name):
+        if s.command is not None:
+            with tempfile.TemporaryDirectory(prefix="plimsoll-tree-") as tmp:
+                checkout(Path(tmp))
+                tree_dir = Path(tmp) / prefix if prefix else Path(tmp)
+                tree_dir.mkdir(parents=True, exist_ok=True)
+                for path, data in build_command_set(s, tree_dir, env=_builder_env(config),
+                                                    where=f" at {what}"):
+                    files.append(ShippedFile(s.name, path, data))
+            continue
+        start = prefix + (s.root + "/" if s.root else "")
+        by_rel = {}
+        for e in entries:
+            if e.mode == "160000" or not e.path.startswith(start):
+                continue  # submodules are not part of this repository's content
+            by_rel[e.path[len(start):]] = e
+        for rel in select(by_rel, s):
+            wanted.append((s, rel, by_rel[rel]))
+    blobs = read_blobs(repo, [e.oid for _, _, e in wanted]) if read else {}
+    for s, rel, e in wanted:
+        files.append(ShippedFile(s.name, rel, blobs.get(e.oid, b""), source=e.path, blob=e.oid))
+    files.sort(key=lambda f: (list(config.ship).index(f.set_name), f.path))
+    return files
+
+
+def from_index(repo_root: Path, config: Config, set_name: str | None = None,
+               read: bool = True) -> list[ShippedFile]:
+    """What each ship set ships from the staged content (the git index), never the working tree.
+
+    With `read=False` glob-set files carry empty data and their blob id (the hook reads only the
+    blobs it has not already judged clean).
+    """
+    repo = Path(repo_root).resolve()
+    entries = index_entries(repo)
+
+    def checkout(dest: Path) -> None:
+        _git(repo, "checkout-index", "-a", "-f", f"--prefix={dest}/")
+
+    return _from_entries(repo, entries, config, set_name, checkout, "the index", read)
+
+
+def from_rev(repo_root: Path, rev: str, config: Config, set_name: str | None = None,
+             read: bool = True) -> list[ShippedFile]:
+    """What each ship set ships from the tree of commit `rev`."""
+    repo = Path(repo_root).resolve()
+    commit = resolve_rev(repo, rev)
+    entries = rev_entries(repo, commit)
+
+    def checkout(dest: Path) -> None:
+        # A throwaway index: the user's index and working tree are never touched.
+        with tempfile.TemporaryDirectory(prefix="plimsoll-index-") as idx:
+            env = _git_env()
+            env["GIT_INDEX_FILE"] = str(Path(idx) / "index")
+            _git(repo, "read-tree", commit, env=env)
+            _git(repo, "checkout-index", "-a", "-f", f"--prefix={dest}/", env=env)
+
+    return _from_entries(repo, entries, config, set_name, checkout, f"commit {commit[:12]}", read)
+
+
+def _builder_env(config: Config | None) -> dict[str, str]:
+    env = dict(os.environ)
+    # The builder is harness code working in a throwaway checkout: no git hook state that points
+    # it at the user's repository, and no HMAC key it could copy into what ships.
+    for var in ("GIT_INDEX_FILE", "GIT_DIR", "GIT_WORK_TREE", "GIT_PREFIX",
+                "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"):
+        env.pop(var, None)
+    if config is not None and config.key_env:
+        env.pop(config.key_env, None)
+    return env
+
+
+def build_command_set(ship_set: ShipSet, tree_dir: Path, env: dict[str, str] | None = None,
+                      where: str = "") -> list[tuple[str, bytes]]:
+    """Run a command set's builder with cwd `tree_dir`; return what it wrote into `{out}`.
+
+    `tree_dir` is the config's folder inside a checkout. The output is filtered by the set's
+    include/exclude when given. A non-zero exit or a timeout raises `BuilderFailed`.
+    """
+    if ship_set.command is None:
+        raise ValueError(f"ship set {ship_set.name} has no command")
+    with tempfile.TemporaryDirectory(prefix=f"plimsoll-ship-{ship_set.name}-") as out:
+        outp = Path(out) / "out"
+        outp.mkdir()
+        if isinstance(ship_set.command, str):
+            argv: list[str] | str = ship_set.command.replace("{out}", shlex.quote(str(outp)))
+            shell = True
+        else:
+            argv = [a.replace("{out}", str(outp)) for a in ship_set.command]
+            shell = False
+            if not shutil.which(argv[0], path=(env or os.environ).get("PATH")) \
+                    and not (Path(tree_dir) / argv[0]).exists():
+                raise BuilderFailed(ship_set.name, 127, f"{argv[0]}: command not found", where)
+        run_env = dict(env if env is not None else _builder_env(None))
+        run_env["PLIMSOLL_OUT"] = str(outp)
+        run_env["PLIMSOLL_SHIP_SET"] = ship_set.name
+        try:
+            proc = subprocess.run(argv, shell=shell, cwd=str(tree_dir), env=run_env,
+                                  stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=ship_set.timeout)
+        except subprocess.TimeoutExpired as e:
+            text = (e.stdout or b"").decode("utf-8", "replace") + \
+                (e.stderr or b"").decode("utf-8", "replace")
+            raise BuilderFailed(ship_set.name, 124, text + f"\n(timed out after "
+                                f"{ship_set.timeout:g} s; raise ship.{ship_set.name}.timeout)",
+                                where) from None
+        if proc.returncode != 0:
+            text = proc.stdout.decode("utf-8", "replace") + proc.stderr.decode("utf-8", "replace")
+            code = proc.returncode if proc.returncode > 0 else 128 - proc.returncode
+            raise BuilderFailed(ship_set.name, code, text, where)
+        walked = _walk(outp)
+        paths = {rel: p for rel, p in walked}
+        keep = select(paths, ship_set) if (ship_set.include or ship_set.exclude) else list(paths)
+        return [(rel, _read(paths[rel])) for rel in keep]
+
+
+# --------------------------------------------------------------------------- one call
+
+
+def collect(config_path: str | None, set_name: str | None, staged: bool, rev: str | None,
+            cwd: Path) -> tuple[Config, list[ShippedFile]]:
+    """Load the config (found at the repository root when `config_path` is None) and return
+    what ships from the working tree, the index (`staged`) or commit `rev`.
+    """
+    if staged and rev:
+        raise BadInput("--staged and --rev are exclusive; pick the index or one commit")
+    cwd = Path(cwd).resolve()
+    if config_path is None:
+        found = find_config(cwd)
+        if found is None:
+            raise BadInput(f"{cwd}: no {CONFIG_NAME} at the repository root; create one "
+                           "or pass --config FILE")
+        config = load_config(found)
+    else:
+        p = Path(config_path)
+        config = load_config(p if p.is_absolute() else cwd / p)
+    if staged:
+        return config, from_index(repo_root(config.base if _git_root(config.base) else cwd),
+                                  config, set_name)
+    if rev is not None:
+        return config, from_rev(repo_root(config.base if _git_root(config.base) else cwd), rev,
+                                config, set_name)
+    return config, from_worktree(None, config, set_name)
