@@ -1,0 +1,372 @@
+"""The bundle: JSON Lines of signed run records, hash-chained, ending in a signed checkpoint.
+
+Line N (1-based, `\\n`-terminated, canonical JSON):
+
+    record:     {"envelope": DSSE, "index": N, "kind": "record", "previous": H, "result": {...}}
+    checkpoint: {"envelope": DSSE, "index": N, "kind": "checkpoint", "previous": H}
+
+`H` is the digest of line N-1 (64 zeros for line 1), where a line's digest is
+SHA-256(b"plimsoll-ci bundle-line v1\\x00" || the line's bytes without its newline). The record's
+envelope signs an in-toto Statement whose subject is the SHA-256 of `result`; the checkpoint, always
+and only the last line, signs the record count and the digest of the last record line. So editing,
+deleting, reordering, duplicating or cutting lines is caught, and only a key holder can re-seal.
+
+Appending takes an exclusive `fcntl` lock on `BUNDLE.lock`, checks the existing bundle under the
+signer's key (a damaged or foreign bundle is never re-sealed), writes the whole new bundle to
+`BUNDLE.unsealed`, fsyncs it, renames it over `BUNDLE` and fsyncs the folder. A crash before the
+rename leaves the previous bundle untouched and, at most, a `BUNDLE.unsealed` file to delete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from plimsoll_ci.attest import canonical, dsse, record
+from plimsoll_ci.attest.keys import PublicKey, Signer
+from plimsoll_ci.errors import BadInput
+
+LINE_DOMAIN = b"plimsoll-ci bundle-line v1\x00"
+GENESIS = "0" * 64
+RECORD_KEYS = frozenset({"envelope", "index", "kind", "previous", "result"})
+CHECKPOINT_KEYS = frozenset({"envelope", "index", "kind", "previous"})
+
+
+def line_digest(line: bytes) -> str:
+    """The domain-separated SHA-256 (hex) of one bundle line, without its newline."""
+    return hashlib.sha256(LINE_DOMAIN + line).hexdigest()
+
+
+class Problem(NamedTuple):
+    """One reason a bundle does not verify, at a 1-based line number."""
+
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"bundle line {self.line}: {self.reason}"
+
+
+class RecordSummary(NamedTuple):
+    """What a verified record says, for the summary."""
+
+    line: int
+    course: str
+    provider: str
+    tier: str
+    practice_set: str | None
+    fresh_commitment: str | None
+    result_sha256: str
+
+
+class Report(NamedTuple):
+    """The outcome of verifying a bundle: every problem found, and the records that verified."""
+
+    problems: list[Problem]
+    records: list[RecordSummary]
+    count: int
+    keyid: str
+
+    @property
+    def ok(self) -> bool:
+        """True when no problem was found."""
+        return not self.problems
+
+
+def _check_record(n: int, doc: dict, public: PublicKey, problems: list[Problem]) -> RecordSummary | None:
+    def bad(reason: str) -> None:
+        problems.append(Problem(n, reason))
+
+    opened = dsse.open_envelope(doc["envelope"], public)
+    for reason in opened.problems:
+        bad(reason)
+    if opened.payload is None:
+        return None
+    try:
+        statement = canonical.loads(opened.payload)
+    except canonical.NotCanonical as e:
+        bad(f"signed statement: {e}")
+        return None
+    subject, frame = record.statement_subject(statement, record.PREDICATE_TYPE, record.RESULT_NAME)
+    for reason in frame:
+        bad(reason)
+    if subject is None:
+        return None
+    predicate = statement["predicate"]
+    shape = record.check_predicate(predicate)
+    for reason in shape:
+        bad(f"predicate: {reason}")
+    if shape:
+        return None
+    try:
+        stored = record.result_digest(doc["result"])
+    except BadInput:
+        stored = None
+    if stored != subject:
+        bad("stored result does not match the signed result digest")
+    if predicate["result"]["sha256"] != subject:
+        bad("predicate result digest does not match the statement subject")
+    for reason in record.check_fresh_set(predicate):
+        bad(reason)
+    inputs, sandbox = predicate["inputs"], predicate["sandbox"]
+    return RecordSummary(
+        line=n,
+        course=inputs["course"],
+        provider=sandbox["provider"],
+        tier=sandbox["tier"],
+        practice_set=None if inputs["practiceSet"] is None else inputs["practiceSet"]["sha256"],
+        fresh_commitment=None if inputs["freshSet"] is None else inputs["freshSet"]["commitment"],
+        result_sha256=subject,
+    )
+
+
+def _check_checkpoint(n: int, doc: dict, head: str, public: PublicKey, problems: list[Problem]) -> None:
+    def bad(reason: str) -> None:
+        problems.append(Problem(n, f"checkpoint: {reason}"))
+
+    opened = dsse.open_envelope(doc["envelope"], public)
+    for reason in opened.problems:
+        bad(reason)
+    if opened.payload is None:
+        return
+    try:
+        statement = canonical.loads(opened.payload)
+    except canonical.NotCanonical as e:
+        bad(f"signed statement: {e}")
+        return
+    subject, frame = record.statement_subject(
+        statement, record.CHECKPOINT_TYPE, record.CHECKPOINT_SUBJECT
+    )
+    for reason in frame:
+        bad(reason)
+    if subject is None:
+        return
+    pred = statement["predicate"]
+    if not isinstance(pred, dict) or set(pred) != {"count"} or type(pred["count"]) is not int:
+        bad('predicate must be exactly {"count": N}')
+        return
+    if pred["count"] != n - 1:
+        bad(f"seals {pred['count']} records but {n - 1} lines precede it (lines added or removed)")
+    if doc["index"] != pred["count"] + 1:
+        bad(f"index {doc['index']} is not the sealed count + 1")
+    if subject != head:
+        bad("sealed head digest does not match the line before it (a record changed or is missing)")
+
+
+def verify_bytes(data: bytes, public: PublicKey, expect_count: int | None = None) -> Report:
+    """Verify a bundle's bytes under `public`; every problem, each with its line number."""
+    problems: list[Problem] = []
+    records: list[RecordSummary] = []
+    if not data:
+        return Report([Problem(1, "empty bundle: no records and no checkpoint")], [], 0, public.keyid)
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    else:
+        problems.append(Problem(len(lines), "line does not end with a newline (bundle cut short?)"))
+    previous = GENESIS
+    offset = 0  # index - line number; reported only where it changes, so one gap is one problem
+    sealed = False
+    for n, raw in enumerate(lines, 1):
+        digest = line_digest(raw)
+        try:
+            doc = canonical.loads(raw)
+        except canonical.NotCanonical as e:
+            problems.append(Problem(n, f"not a bundle line: {e}"))
+            previous = digest
+            continue
+        kind = doc.get("kind") if isinstance(doc, dict) else None
+        wanted = {"record": RECORD_KEYS, "checkpoint": CHECKPOINT_KEYS}.get(kind)  # type: ignore[arg-type]
+        if wanted is None or set(doc) != wanted:
+            problems.append(Problem(n, 'not a bundle line: needs "kind" record or checkpoint and its fields'))
+            previous = digest
+            continue
+        index = doc["index"]
+        if type(index) is not int:
+            problems.append(Problem(n, "index is not an integer"))
+        elif index - n != offset:
+            problems.append(
+                Problem(n, f"index {index} does not follow the line before (a line is missing, "
+                        "duplicated or out of order)")
+            )
+            offset = index - n
+        if doc["previous"] != previous:
+            what = "the start of the bundle" if n == 1 else f"line {n - 1}"
+            problems.append(Problem(n, f"previous digest does not match {what}"))
+        if kind == "record":
+            if sealed:
+                problems.append(Problem(n, "record after the checkpoint"))
+            summary = _check_record(n, doc, public, problems)
+            if summary is not None:
+                records.append(summary)
+        else:
+            if n != len(lines):
+                problems.append(Problem(n, "checkpoint before the last line"))
+            sealed = True
+            _check_checkpoint(n, doc, previous, public, problems)
+        previous = digest
+    last = lines[-1] if lines else b""
+    last_is_checkpoint = False
+    try:
+        tail = canonical.loads(last)
+        last_is_checkpoint = isinstance(tail, dict) and tail.get("kind") == "checkpoint"
+    except canonical.NotCanonical:
+        pass
+    if not last_is_checkpoint:
+        problems.append(
+            Problem(len(lines), "the bundle ends here without a signed checkpoint (cut short, "
+                    "or never sealed)")
+        )
+    count = len(lines) - 1 if last_is_checkpoint else len(lines)
+    if expect_count is not None and count != expect_count:
+        problems.append(Problem(len(lines), f"expected {expect_count} records, the bundle has {count}"))
+    problems.sort(key=lambda p: p.line)  # stable: reasons on one line keep their order
+    return Report(problems, records, count, public.keyid)
+
+
+def verify_bundle(
+    bundle_path: str | os.PathLike[str], public: PublicKey, expect_count: int | None = None
+) -> Report:
+    """Read and verify the bundle at `bundle_path` (BadInput when it cannot be read)."""
+    path = Path(bundle_path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise BadInput(f"bundle {path}: cannot read ({e.strerror})") from None
+    return verify_bytes(data, public, expect_count)
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def unsealed_path(bundle_path: str | os.PathLike[str]) -> Path:
+    """Where an append writes before the rename; left behind only by a crash."""
+    path = Path(bundle_path)
+    return path.with_name(path.name + ".unsealed")
+
+
+def lock_path(bundle_path: str | os.PathLike[str]) -> Path:
+    """The lock file appenders of `bundle_path` share."""
+    path = Path(bundle_path)
+    return path.with_name(path.name + ".lock")
+
+
+def _replace_atomically(path: Path, content: bytes) -> None:
+    temp = unsealed_path(path)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(content)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temp, path)
+    _fsync_dir(path.parent)
+
+
+def _record_line(index: int, previous: str, result_doc: Any, predicate: Any, signer: Signer) -> bytes:
+    problems = record.check_predicate(predicate)
+    if problems:
+        raise BadInput(f"run record {index}: {problems[0]}")
+    problems = record.check_fresh_set(predicate)
+    if problems:
+        raise BadInput(f"run record {index}: {problems[0]}; refusing to sign")
+    statement = record.make_statement(result_doc, predicate)
+    envelope = dsse.sign(canonical.dumps(statement), signer)
+    doc = {"envelope": envelope, "index": index, "kind": "record", "previous": previous,
+           "result": result_doc}
+    return canonical.dumps(doc)
+
+
+def _checkpoint_line(count: int, head: str, signer: Signer) -> bytes:
+    envelope = dsse.sign(canonical.dumps(record.make_checkpoint(count, head)), signer)
+    doc = {"envelope": envelope, "index": count + 1, "kind": "checkpoint", "previous": head}
+    return canonical.dumps(doc)
+
+
+def append_runs(
+    bundle_path: str | os.PathLike[str], runs: Sequence[tuple[Any, Any]], signer: Signer
+) -> int:
+    """Append signed records for `runs` (pairs of result document, predicate); the new count.
+
+    Creates the bundle when it does not exist. Refuses (BadInput) a bundle that does not verify
+    under `signer`'s public key, so a damaged or foreign bundle is never re-sealed.
+    """
+    path = Path(bundle_path)
+    if not runs:
+        raise BadInput(f"bundle {path}: nothing to append")
+    if not path.parent.is_dir():
+        raise BadInput(f"bundle {path}: folder {path.parent} does not exist; create it first")
+    with _locked(lock_path(path)):
+        try:
+            old = path.read_bytes()
+        except FileNotFoundError:
+            old = None
+        except OSError as e:
+            raise BadInput(f"bundle {path}: cannot read ({e.strerror})") from None
+        if old is None:
+            body, count, head = b"", 0, GENESIS
+        else:
+            report = verify_bytes(old, signer.public)
+            if not report.ok:
+                shown = "; ".join(str(p) for p in report.problems[:3])
+                raise BadInput(
+                    f"bundle {path}: does not verify under this run's key ({shown}); refusing to "
+                    "append. Use the key that started it, or a new bundle path"
+                )
+            cut = old.rstrip(b"\n").rfind(b"\n") + 1  # start of the checkpoint line
+            body, count = old[:cut], report.count
+            head = line_digest(old[: cut - 1].rsplit(b"\n", 1)[-1])
+        new_lines = []
+        for result_doc, predicate in runs:
+            count += 1
+            line = _record_line(count, head, result_doc, predicate, signer)
+            new_lines.append(line)
+            head = line_digest(line)
+        new_lines.append(_checkpoint_line(count, head, signer))
+        _replace_atomically(path, body + b"\n".join(new_lines) + b"\n")
+    return count
+
+
+def append_run(
+    bundle_path: str | os.PathLike[str], result_doc: Any, predicate: Any, signer: Signer
+) -> int:
+    """Append one signed run record to the bundle (created if missing); the new record count."""
+    return append_runs(bundle_path, [(result_doc, predicate)], signer)
+
+
+def summarize(report: Report) -> dict[str, Any]:
+    """A JSON-ready summary of a verified bundle: counts by tier, provider, course and set."""
+    commitments = [r.fresh_commitment for r in report.records if r.fresh_commitment is not None]
+    return {
+        "records": report.count,
+        "keyid": report.keyid,
+        "tiers": dict(Counter(r.tier for r in report.records)),
+        "providers": dict(Counter(r.provider for r in report.records)),
+        "courses": dict(Counter(r.course for r in report.records)),
+        "practice_sets": sorted({r.practice_set for r in report.records if r.practice_set}),
+        "fresh_sets": {"committed": len(commitments), "revealed_and_matching": len(commitments),
+                       "distinct": len(set(commitments))},
+    }

@@ -1,0 +1,57 @@
+"""Demo run records: plausible results and predicates without running a grading.
+
+For tests, the benchmark and docs. The numbers are made up; the fresh sets are real (drawn,
+committed and revealed), so a demo bundle exercises every check `verify` makes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+from plimsoll_ci.attest import bundle, record
+from plimsoll_ci.attest.keys import Signer
+from plimsoll_ci.grading import fresh
+
+_PROVIDERS = (("gvisor", "kernel"), ("docker", "kernel"), ("process", "process"))
+
+
+def demo_run(i: int, flights: int = 4) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The (result document, predicate) of made-up run number `i`."""
+    fresh_set = fresh.draw(flights)
+    landed = (i * 7) % (flights + 1)
+    result = {
+        "course": "hard",
+        "flights": [
+            {"flight": k, "outcome": "landed" if k < landed else "crashed", "cpu_s": 0.25 + k / 100}
+            for k in range(flights)
+        ],
+        "landed": landed,
+        "total": flights,
+    }
+    provider, tier = _PROVIDERS[i % len(_PROVIDERS)]
+    controller = {
+        "controller.py": hashlib.sha256(b"def step(obs): return [0.0, 0.0]  # %d" % i).hexdigest(),
+        "requirements.txt": hashlib.sha256(b"").hexdigest(),
+    }
+    predicate = record.make_predicate(
+        result_doc=result,
+        controller_files=controller,
+        course="hard",
+        provider=provider,
+        tier=tier,
+        evidence={"runtime": provider, "checks": {"network": "loopback only", "root": "read-only"}},
+        cpu_budget={"per_tick_s": 0.05, "per_flight_s": 30.0},
+        started="2026-01-31T12:00:00Z",
+        finished="2026-01-31T12:00:05Z",
+        practice_set_digest=hashlib.sha256(b"practice seeds v1").hexdigest(),
+        fresh_commitment=fresh.commit(fresh_set),
+        fresh_reveal=fresh.reveal(fresh_set),
+    )
+    return result, predicate
+
+
+def write_demo_bundle(path: str | os.PathLike[str], signer: Signer, count: int) -> int:
+    """Append `count` demo records to the bundle at `path` in one sealed write; the new count."""
+    return bundle.append_runs(path, [demo_run(i) for i in range(count)], signer)

@@ -1,0 +1,271 @@
+"""Run records: the grading-run predicate, the in-toto Statement v1 around it, and their checks.
+
+One record per grading run. The Statement's subject is the SHA-256 of the result document's
+canonical JSON bytes; the predicate (type `PREDICATE_TYPE`) says what was graded, against which seed
+sets, in which sandbox tier, under which CPU budget, when, and with which result:
+
+    {
+      "cpuBudget": {...},                                  # as the grader configured it
+      "freshSetReveal": {"salt": hex, "seeds": [...]} | null,
+      "inputs": {
+        "controller": [{"path": "...", "sha256": hex}, ...],   # sorted by path
+        "course": "...",
+        "freshSet": {"commitment": hex} | null,
+        "practiceSet": {"sha256": hex} | null
+      },
+      "result": {"sha256": hex},
+      "run": {"finishedOn": "YYYY-MM-DDTHH:MM:SSZ", "startedOn": "..."},
+      "sandbox": {"evidence": {...}, "provider": "...", "tier": "process|container|kernel|vm"},
+      "tool": {"name": "plimsoll-ci", "version": "..."}
+    }
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from plimsoll_ci.attest import canonical
+from plimsoll_ci.errors import BadInput
+from plimsoll_ci.grading import fresh
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://plimsoll-ci.dev/grading-run/v1"
+CHECKPOINT_TYPE = "https://plimsoll-ci.dev/bundle-checkpoint/v1"
+RESULT_NAME = "grading-result.json"
+CHECKPOINT_SUBJECT = "bundle-head"
+TIERS = ("process", "container", "kernel", "vm")  # weakest first
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+_HEX = frozenset("0123456789abcdef")
+_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
+def is_utc_time(value: Any) -> bool:
+    """True for a real UTC time written exactly like 2026-01-31T12:00:00Z."""
+    if not isinstance(value, str) or not _TIME.fullmatch(value):
+        return False
+    try:
+        dt.datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def is_sha256_hex(value: Any) -> bool:
+    """True for exactly 64 lowercase hex digits."""
+    return isinstance(value, str) and len(value) == 64 and set(value) <= _HEX
+
+
+def result_digest(result_doc: Any) -> str:
+    """SHA-256 (hex) of the result document's canonical JSON bytes (the Statement's subject)."""
+    try:
+        return hashlib.sha256(canonical.dumps(result_doc)).hexdigest()
+    except ValueError as e:
+        raise BadInput(f"result document: cannot be written as canonical JSON ({e})") from None
+
+
+def _timestamp(value: dt.datetime | str, what: str) -> str:
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            raise BadInput(f"{what}: a datetime without a time zone; pass an aware UTC time")
+        return value.astimezone(dt.UTC).strftime(TIME_FORMAT)
+    if not is_utc_time(value):
+        raise BadInput(f"{what}: {value!r} is not a UTC time like 2026-01-31T12:00:00Z")
+    return value
+
+
+def make_predicate(
+    *,
+    result_doc: Mapping[str, Any],
+    controller_files: Mapping[str, str],
+    course: str,
+    provider: str,
+    tier: str,
+    evidence: Mapping[str, Any],
+    cpu_budget: Mapping[str, Any],
+    started: dt.datetime | str,
+    finished: dt.datetime | str,
+    practice_set_digest: str | None = None,
+    fresh_commitment: str | None = None,
+    fresh_reveal: Mapping[str, Any] | None = None,
+    tool_version: str | None = None,
+) -> dict[str, Any]:
+    """The grading-run predicate; checks what it can so a bad record is never signed.
+
+    `controller_files` maps each controller file's path to the SHA-256 (hex) the trusted side
+    computed; `fresh_commitment` / `fresh_reveal` come from `plimsoll_ci.grading.fresh.commit` and
+    `.reveal` and must match; `started` / `finished` are aware datetimes or `...Z` strings.
+    """
+    if tool_version is None:
+        from plimsoll_ci import __version__ as tool_version
+    files = []
+    for path, digest in sorted(controller_files.items()):
+        if not is_sha256_hex(digest):
+            raise BadInput(f"controller file {path}: digest is not a SHA-256 in lowercase hex")
+        files.append({"path": path, "sha256": digest})
+    if tier not in TIERS:
+        raise BadInput(f"tier {tier!r}: not one of {', '.join(TIERS)}")
+    if practice_set_digest is not None and not is_sha256_hex(practice_set_digest):
+        raise BadInput("practice set digest: not a SHA-256 in lowercase hex")
+    if fresh_commitment is None:
+        if fresh_reveal is not None:
+            raise BadInput("fresh set: a reveal without a commitment; pass fresh_commitment too")
+        fresh_set = None
+    else:
+        if fresh_reveal is None:
+            raise BadInput("fresh set: committed but not revealed; pass fresh_reveal after grading")
+        if not fresh.check_reveal(fresh_commitment, dict(fresh_reveal)):
+            raise BadInput("fresh set: the reveal does not match its commitment; refusing to sign")
+        fresh_set = {"commitment": fresh_commitment}
+    start, end = _timestamp(started, "start time"), _timestamp(finished, "end time")
+    if end < start:
+        raise BadInput(f"run times: finished {end} is before started {start}")
+    predicate = {
+        "cpuBudget": dict(cpu_budget),
+        "freshSetReveal": None if fresh_reveal is None else dict(fresh_reveal),
+        "inputs": {
+            "controller": files,
+            "course": course,
+            "freshSet": fresh_set,
+            "practiceSet": None if practice_set_digest is None else {"sha256": practice_set_digest},
+        },
+        "result": {"sha256": result_digest(result_doc)},
+        "run": {"finishedOn": end, "startedOn": start},
+        "sandbox": {"evidence": dict(evidence), "provider": provider, "tier": tier},
+        "tool": {"name": "plimsoll-ci", "version": tool_version},
+    }
+    problems = check_predicate(predicate)
+    if problems:
+        raise BadInput(f"run record: {problems[0]}")
+    return predicate
+
+
+def make_statement(result_doc: Any, predicate: Mapping[str, Any]) -> dict[str, Any]:
+    """The in-toto Statement v1 for one run; the predicate's result digest must match."""
+    digest = result_digest(result_doc)
+    if predicate.get("result", {}).get("sha256") != digest:
+        raise BadInput("run record: the predicate's result digest is not this result's digest")
+    return {
+        "_type": STATEMENT_TYPE,
+        "predicate": dict(predicate),
+        "predicateType": PREDICATE_TYPE,
+        "subject": [{"digest": {"sha256": digest}, "name": RESULT_NAME}],
+    }
+
+
+def make_checkpoint(count: int, head: str) -> dict[str, Any]:
+    """The checkpoint Statement: `count` records, the last one's line digest `head`."""
+    return {
+        "_type": STATEMENT_TYPE,
+        "predicate": {"count": count},
+        "predicateType": CHECKPOINT_TYPE,
+        "subject": [{"digest": {"sha256": head}, "name": CHECKPOINT_SUBJECT}],
+    }
+
+
+def _keys(obj: Any, keys: set[str], where: str, problems: list[str]) -> bool:
+    if not isinstance(obj, dict):
+        problems.append(f"{where} is not an object")
+        return False
+    if set(obj) != keys:
+        problems.append(f"{where} must have exactly the fields {', '.join(sorted(keys))}")
+        return False
+    return True
+
+
+def statement_subject(statement: Any, predicate_type: str, name: str) -> tuple[str | None, list[str]]:
+    """Check a Statement's frame (type, predicate type, one named subject); its subject digest."""
+    problems: list[str] = []
+    if not _keys(statement, {"_type", "predicate", "predicateType", "subject"}, "statement", problems):
+        return None, problems
+    if statement["_type"] != STATEMENT_TYPE:
+        problems.append(f"statement _type is not {STATEMENT_TYPE}")
+    if statement["predicateType"] != predicate_type:
+        problems.append(f"predicate type is not {predicate_type}")
+    subject = statement["subject"]
+    if not isinstance(subject, list) or len(subject) != 1:
+        problems.append("statement must have exactly one subject")
+        return None, problems
+    if not _keys(subject[0], {"digest", "name"}, "subject", problems):
+        return None, problems
+    if subject[0]["name"] != name:
+        problems.append(f"subject name is not {name}")
+    digest = subject[0]["digest"]
+    if not _keys(digest, {"sha256"}, "subject digest", problems) or not is_sha256_hex(
+        digest["sha256"]
+    ):
+        if not problems:
+            problems.append("subject digest is not a SHA-256 in lowercase hex")
+        return None, problems
+    return digest["sha256"], problems
+
+
+def check_predicate(pred: Any) -> list[str]:
+    """Every way `pred` departs from the grading-run predicate's shape (empty when it fits)."""
+    p: list[str] = []
+    top = {"cpuBudget", "freshSetReveal", "inputs", "result", "run", "sandbox", "tool"}
+    if not _keys(pred, top, "predicate", p):
+        return p
+    if not isinstance(pred["cpuBudget"], dict):
+        p.append("cpuBudget is not an object")
+    inputs = pred["inputs"]
+    if _keys(inputs, {"controller", "course", "freshSet", "practiceSet"}, "inputs", p):
+        files = inputs["controller"]
+        if not isinstance(files, list) or not files:
+            p.append("inputs.controller must list the controller's files")
+        else:
+            paths = []
+            for f in files:
+                if _keys(f, {"path", "sha256"}, "controller file", p):
+                    if not isinstance(f["path"], str) or not is_sha256_hex(f["sha256"]):
+                        p.append("controller file needs a path and a SHA-256 in lowercase hex")
+                    paths.append(f["path"])
+            if all(isinstance(x, str) for x in paths) and paths != sorted(set(paths)):
+                p.append("controller files must be sorted by path, each once")
+        if not isinstance(inputs["course"], str) or not inputs["course"]:
+            p.append("inputs.course must name the course")
+        if inputs["practiceSet"] is not None:
+            if _keys(inputs["practiceSet"], {"sha256"}, "inputs.practiceSet", p):
+                if not is_sha256_hex(inputs["practiceSet"]["sha256"]):
+                    p.append("practice set digest is not a SHA-256 in lowercase hex")
+        if inputs["freshSet"] is not None:
+            if _keys(inputs["freshSet"], {"commitment"}, "inputs.freshSet", p):
+                if not is_sha256_hex(inputs["freshSet"]["commitment"]):
+                    p.append("fresh set commitment is not a SHA-256 in lowercase hex")
+    if _keys(pred["result"], {"sha256"}, "result", p) and not is_sha256_hex(pred["result"]["sha256"]):
+        p.append("result digest is not a SHA-256 in lowercase hex")
+    run = pred["run"]
+    if _keys(run, {"finishedOn", "startedOn"}, "run", p):
+        if not (is_utc_time(run["startedOn"]) and is_utc_time(run["finishedOn"])):
+            p.append("run times must be UTC times like 2026-01-31T12:00:00Z")
+        elif run["finishedOn"] < run["startedOn"]:
+            p.append("run finished before it started")
+    sandbox = pred["sandbox"]
+    if _keys(sandbox, {"evidence", "provider", "tier"}, "sandbox", p):
+        if sandbox["tier"] not in TIERS:
+            p.append(f"sandbox tier is not one of {', '.join(TIERS)}")
+        if not isinstance(sandbox["provider"], str) or not sandbox["provider"]:
+            p.append("sandbox provider must be named")
+        if not isinstance(sandbox["evidence"], dict):
+            p.append("sandbox evidence is not an object")
+    tool = pred["tool"]
+    if _keys(tool, {"name", "version"}, "tool", p):
+        if tool["name"] != "plimsoll-ci" or not isinstance(tool["version"], str):
+            p.append("tool must be plimsoll-ci with a version string")
+    return p
+
+
+def check_fresh_set(pred: Mapping[str, Any]) -> list[str]:
+    """Whether a (well-shaped) predicate's fresh set reveal matches its commitment."""
+    committed = pred["inputs"]["freshSet"]
+    revealed = pred["freshSetReveal"]
+    if committed is None:
+        return [] if revealed is None else ["fresh set revealed but never committed to"]
+    if revealed is None:
+        return ["fresh set committed to but never revealed"]
+    if not fresh.check_reveal(committed["commitment"], revealed):
+        return ["fresh set reveal does not match its commitment"]
+    return []
