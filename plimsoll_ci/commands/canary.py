@@ -1,0 +1,72 @@
+"""`plimsoll-ci canary make|check`: plant made-up markers, then check the harness kept them back."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Subcommands `make` and `check`."""
+    sub = parser.add_subparsers(dest="canary_command", metavar="make|check")
+    sub.required = True
+    mk = sub.add_parser("make", help="make one marker per hiding place",
+                        description="Make one made-up marker per hiding place, shaped like what "
+                                    "hides there, and write them with their digests.")
+    mk.add_argument("places", nargs="+", metavar="PLACE",
+                    help="hiding places, e.g. truth-labels step-times clip-names")
+    mk.add_argument("--kind", action="append", default=[], metavar="PLACE=KIND",
+                    help="word|number|time|filename for a place (default: guessed from its "
+                         "name: *time*/*step* time, *seed*/*id* number, *clip*/*file*/*name* "
+                         "filename, else word); repeatable")
+    # `--o` is what the plimsoll-eval-integrity front turns `-o` into
+    mk.add_argument("-o", "--output", "--o", dest="output", required=True, metavar="FILE",
+                    help="canary file to write (refuses to overwrite one)")
+    mk.add_argument("--force", action="store_true", help="overwrite an existing canary file")
+    ck = sub.add_parser("check", help="check markers were planted and never sent",
+                        description="Pass only when every marker is in the planted tree and "
+                                    "none is in any recorded request.")
+    ck.add_argument("--sealed", required=True, metavar="CANARY", help="canary file from make")
+    ck.add_argument("--planted", required=True, metavar="DIR",
+                    help="where the harness planted the markers (its secret places)")
+    ck.add_argument("--requests", required=True, metavar="DIR", help="recorded requests")
+    ck.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _make(args: argparse.Namespace) -> int:
+    import os
+
+    from plimsoll_ci import canary
+    from plimsoll_ci.errors import BadInput
+
+    kinds = canary.parse_kinds(args.kind, args.places)
+    doc, markers = canary.make(args.places, kinds)
+    if os.path.exists(args.output) and not args.force:
+        raise BadInput(f"-o {args.output}: already exists; a canary file is not overwritten "
+                       "(pass --force, or pick another name)")
+    try:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(canary.dumps(doc))
+    except OSError as e:
+        raise BadInput(f"-o {args.output}: cannot write ({e.strerror})") from None
+    for m in markers:
+        print(f"{m.place}: {m.kind} marker", file=sys.stderr)
+    print(f"wrote {len(markers)} canary marker(s) to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from plimsoll_ci import canary
+
+    c = canary.load(args.sealed)
+    result = canary.check(c, args.planted, args.requests)
+    if args.format == "json":
+        sys.stdout.write(canary.render_json(result))
+    else:
+        sys.stdout.write(canary.render_text(result, args.planted, args.requests))
+    return 0 if result.ok else 1
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch to make or check."""
+    return _make(args) if args.canary_command == "make" else _check(args)
