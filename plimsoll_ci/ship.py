@@ -565,6 +565,8 @@ def rev_entries(repo: Path, rev: str) -> list[TreeEntry]:
 
 def resolve_rev(repo: Path, rev: str) -> str:
     """The commit id `rev` names; `BadInput` when it names none."""
+    if not rev or rev.startswith("-"):
+        raise BadInput(f"{rev!r} is not a revision; name a commit (e.g. HEAD or a commit id)")
     proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet",
                            f"{rev}^{{commit}}"], capture_output=True)
     if proc.returncode != 0:
@@ -797,10 +799,40 @@ def build_command_set(ship_set: ShipSet, tree_dir: Path, env: dict[str, str] | N
 # --------------------------------------------------------------------------- one call
 
 
+def config_at(repo: Path, config_path: Path, rev: str | None) -> Config:
+    """The config as committed at `rev` (`":"` = the index), read from git; the working-tree file
+    when that version does not have it. Relative paths still resolve in the working tree.
+    """
+    repo = Path(repo).resolve()
+    config_path = Path(config_path).resolve()
+    try:
+        rel = config_path.relative_to(repo).as_posix()
+    except ValueError:
+        return load_config(config_path)  # an external config: the same for every version
+    spec = f":{rel}" if rev == ":" else f"{resolve_rev(repo, rev)}:{rel}" if rev else None
+    if spec is None:
+        return load_config(config_path)
+    proc = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", spec], capture_output=True)
+    if proc.returncode != 0:
+        return load_config(config_path)
+    where = "staged" if rev == ":" else f"at {rev}"
+    try:
+        text = proc.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{rel} ({where}): not UTF-8 text; save the config as UTF-8") from None
+    cfg = parse_config(text, f"{rel} ({where})", config_path.parent)
+    return cfg._replace(path=config_path)
+
+
 def collect(config_path: str | None, set_name: str | None, staged: bool, rev: str | None,
             cwd: Path) -> tuple[Config, list[ShippedFile]]:
-    """Load the config (found at the repository root when `config_path` is None) and return
-    what ships from the working tree, the index (`staged`) or commit `rev`.
+    """Load the config and return what ships from the working tree, the index (`staged`) or
+    commit `rev`.
+
+    Without `config_path`, `plimsoll.yaml` at the repository root is used, in the version that is
+    staged (`staged`) or committed at `rev` when that version has one, so a commit is judged by
+    its own ship sets; an explicit `config_path` is used as it is on disk for every source (an
+    auditor's external config).
     """
     if staged and rev:
         raise BadInput("--staged and --rev are exclusive; pick the index or one commit")
@@ -810,14 +842,17 @@ def collect(config_path: str | None, set_name: str | None, staged: bool, rev: st
         if found is None:
             raise BadInput(f"{cwd}: no {CONFIG_NAME} at the repository root; create one "
                            "or pass --config FILE")
-        config = load_config(found)
+        if staged or rev:
+            repo = repo_root(cwd)
+            config = config_at(repo, found, ":" if staged else rev)
+        else:
+            config = load_config(found)
     else:
         p = Path(config_path)
         config = load_config(p if p.is_absolute() else cwd / p)
+    if not (staged or rev):
+        return config, from_worktree(None, config, set_name)
+    repo = repo_root(config.base if _git_root(config.base) else cwd)
     if staged:
-        return config, from_index(repo_root(config.base if _git_root(config.base) else cwd),
-                                  config, set_name)
-    if rev is not None:
-        return config, from_rev(repo_root(config.base if _git_root(config.base) else cwd), rev,
-                                config, set_name)
-    return config, from_worktree(None, config, set_name)
+        return config, from_index(repo, config, set_name)
+    return config, from_rev(repo, rev, config, set_name)

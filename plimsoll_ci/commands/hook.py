@@ -1,0 +1,38 @@
+"""`plimsoll-ci hook ship-scan|withheld-guard [FILENAMES...]`: the pre-commit entry points."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Two hooks, each taking the file names pre-commit passes."""
+    sub = parser.add_subparsers(dest="hook", metavar="HOOK")
+    p = sub.add_parser(
+        "ship-scan", help="scan the staged ship sets (or each pushed commit on pre-push)",
+        description="Scan the staged version of every ship set in plimsoll.yaml when one of "
+                    "FILENAMES can change what ships; with no FILENAMES scan everything. On "
+                    "pre-push (PRE_COMMIT_FROM_REF/PRE_COMMIT_TO_REF set) scan every commit "
+                    "being pushed. Exit 0 clean, 1 refused, 2 bad input.")
+    p.add_argument("--config", metavar="FILE", help="plimsoll.yaml (default: at the repo root)")
+    p.add_argument("filenames", nargs="*", help="changed files, as pre-commit passes them")
+    g = sub.add_parser(
+        "withheld-guard", help="refuse an unkeyed guessable withheld set or a raw values file",
+        description="Refuse committing an unkeyed withheld set of guessable values, and a file "
+                    "whose lines are the values a withheld set was built from.")
+    g.add_argument("--config", metavar="FILE", help="plimsoll.yaml (default: at the repo root)")
+    g.add_argument("filenames", nargs="*", help="files being committed (default: all tracked)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the chosen hook in the current folder (pre-commit runs hooks at the repo root)."""
+    from pathlib import Path
+
+    from plimsoll_ci import hook
+    from plimsoll_ci.errors import BadInput
+
+    if args.hook == "ship-scan":
+        return hook.ship_scan(args.filenames, Path.cwd(), args.config)
+    if args.hook == "withheld-guard":
+        return hook.withheld_guard(args.filenames, Path.cwd(), args.config)
+    raise BadInput("hook: name one: `plimsoll-ci hook ship-scan` or `hook withheld-guard`")

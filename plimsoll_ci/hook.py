@@ -1,0 +1,463 @@
+"""pre-commit entry points: the ship scan of what is being committed or pushed, and the guard.
+
+`ship_scan(filenames, cwd)` (hook `plimsoll-ship-scan`):
+- pre-commit stage: scans the *staged* version of every ship set (the git index, never the working
+  tree), when one of `filenames` is shipped, is the config, the withheld set, or an input of a
+  command set. Called with no filenames (by hand, or `pre-commit run --all-files` on an empty
+  list) it scans everything. A ship set that ships nothing is an error: the hook never passes by
+  scanning nothing.
+- pre-push stage (pre-commit sets `PRE_COMMIT_FROM_REF` / `PRE_COMMIT_TO_REF`): scans the tree of
+  every commit in `FROM..TO`, merges included, each with its own `plimsoll.yaml` when it has one.
+
+`withheld_guard(filenames, cwd)` (hook `plimsoll-withheld-guard`) refuses:
+- a withheld set that is unkeyed and holds value entries (a guessable seed hashed with plain SHA-256
+  is brute-forced in minutes: key it);
+- a file whose lines are the values a withheld set was built from (the seeds file itself).
+
+Warm runs are fast because content already judged clean is remembered under the git folder
+(`plimsoll/clean-*`), keyed by git blob id (or SHA-256 for builder output) and by the withheld
+set's digest, the limits and the scanner's version; a finding or a note is never cached, and
+names are always scanned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import IO, Any, NamedTuple
+
+from plimsoll_ci import ship
+from plimsoll_ci.errors import BadInput, ConfigError
+
+ZERO = "0" * 40
+
+
+# --------------------------------------------------------------------------- clean-content cache
+
+
+class CleanCache:
+    """Content keys already scanned clean under one (withheld set, limits, scanner) combination."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.keys: set[str] = set()
+        self.new: set[str] = set()
+        if path is not None:
+            try:
+                self.keys = set(path.read_text(encoding="ascii").split())
+            except (OSError, UnicodeDecodeError):
+                self.keys = set()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.keys
+
+    def add(self, key: str) -> None:
+        if key not in self.keys:
+            self.keys.add(key)
+            self.new.add(key)
+
+    def save(self) -> None:
+        """Write the cache atomically; a failure to write only costs speed next time."""
+        if self.path is None or not self.new:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text("\n".join(sorted(self.keys)) + "\n", encoding="ascii")
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
+
+
+def _scanner_version() -> str:
+    """Changes whenever the scanning code does, so an upgrade never trusts an old verdict."""
+    import plimsoll_ci
+    from plimsoll_ci import scan
+
+    parts = [plimsoll_ci.__version__]
+    roots = [Path(scan.__file__)]
+    match_dir = Path(scan.__file__).parent / "match"
+    if match_dir.is_dir():
+        roots += sorted(match_dir.glob("*.py"))
+    for p in roots:
+        try:
+            st = p.stat()
+            parts.append(f"{p.name}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append(p.name)
+    return "|".join(parts)
+
+
+def open_cache(repo: Path | None, wset: Any, limits: dict[str, int]) -> CleanCache:
+    """The clean-content cache for this withheld set under the repository's git folder."""
+    if repo is None:
+        return CleanCache(None)
+    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--git-common-dir"],
+                          capture_output=True)
+    if proc.returncode != 0:
+        return CleanCache(None)
+    git_dir = Path(os.fsdecode(proc.stdout.strip()))
+    if not git_dir.is_absolute():
+        git_dir = repo / git_dir
+    tag = hashlib.sha256(json.dumps([str(getattr(wset, "digest", "")),
+                                     sorted(limits.items()), _scanner_version()]).encode())
+    return CleanCache(git_dir / "plimsoll" / f"clean-{tag.hexdigest()[:32]}")
+
+
+# --------------------------------------------------------------------------- scanning
+
+
+def make_limits(config: ship.Config) -> Any:
+    """`scan.Limits` from the config's `limits:`; an unknown name is a config error."""
+    from plimsoll_ci import scan
+
+    try:
+        return scan.Limits(**config.limits) if config.limits else scan.Limits()
+    except TypeError:
+        known = ", ".join(getattr(scan.Limits, "_fields", ()))
+        raise ConfigError(f"{config.path}: unknown name in limits: "
+                          f"{', '.join(config.limits)}; known: {known}") from None
+
+
+def _content_key(f: ship.ShippedFile) -> str:
+    if f.blob is not None:
+        return "git:" + f.blob
+    return "sha256:" + hashlib.sha256(f.data).hexdigest()
+
+
+def scan_shipped(files: Sequence[ship.ShippedFile], wset: Any, limits: Any = None,
+                 cache: CleanCache | None = None, repo: Path | None = None) -> Any:
+    """Scan shipped files (contents and shipped names) -> `scan.ScanResult`.
+
+    Findings name each file by `ship.label` (the repository path, or `SET:path` for builder
+    output). Files read from git with `read=False` (empty data, a blob id) are read here, only
+    when `cache` does not already know their content is clean.
+    """
+    from plimsoll_ci import scan
+
+    cache = cache if cache is not None else CleanCache(None)
+    need = [f.blob for f in files if f.blob is not None and not f.data
+            and "git:" + f.blob not in cache]
+    blobs = ship.read_blobs(repo, need) if (need and repo is not None) else {}
+    scanner = scan.Scanner(wset, limits)
+    findings: list[Any] = []
+    notes: list[str] = []
+    seen_content: set[str] = set()
+    seen_names: set[tuple[str, str]] = set()
+    nbytes = 0
+    for f in files:
+        lbl = ship.label(f)
+        if (lbl, f.path) not in seen_names:
+            seen_names.add((lbl, f.path))
+            findings += [x._replace(path=lbl) for x in scanner.scan_name(f.path)]
+        key = _content_key(f)
+        if key in seen_content or key in cache:
+            continue
+        seen_content.add(key)
+        data = blobs.get(f.blob, f.data) if f.blob is not None else f.data
+        nbytes += len(data)
+        found, more = scanner.scan_content(data, lbl)
+        findings += found
+        notes += more
+        if not found and not more:
+            cache.add(key)
+    findings = list(dict.fromkeys(findings))
+    return scan.ScanResult(findings, notes, len({ship.label(f) for f in files}), nbytes)
+
+
+def render(result: Any, fmt: str = "text") -> str:
+    """The lead's report renderer (text, json, sarif, markdown)."""
+    from plimsoll_ci import report
+
+    return report.render(result, fmt)
+
+
+# --------------------------------------------------------------------------- ship-scan hook
+
+
+class Verdict(NamedTuple):
+    """What a hook run decided: exit code and what it scanned."""
+
+    code: int
+    findings: int
+    files: int
+
+
+def _relevant(filenames: Sequence[str], config: ship.Config, repo: Path) -> bool:
+    """Whether any changed file can change what ships (or what counts as withheld)."""
+    if not filenames:
+        return True  # by hand or an empty --all-files list: scan everything
+    prefix = ship._prefix(config, repo)
+    watched = {config.path.resolve()}
+    if config.withheld is not None:
+        watched.add(config.withheld.resolve())
+    rels = []
+    for name in filenames:
+        p = (repo / name).resolve()
+        if p in watched:
+            return True
+        rel = Path(name).as_posix()
+        if rel.startswith(prefix):
+            rels.append(rel[len(prefix):])
+    for s in config.ship.values():
+        if s.command is not None:
+            if not s.inputs or ship.select(rels, s._replace(include=s.inputs, exclude=())):
+                return True
+            continue
+        root = s.root + "/" if s.root else ""
+        under = [r[len(root):] for r in rels if r.startswith(root)]
+        if ship.select(under, s):
+            return True
+    return False
+
+
+def _check_not_empty(config: ship.Config, files: Sequence[ship.ShippedFile], where: str) -> None:
+    shipped = {f.set_name for f in files}
+    empty = [name for name in config.ship if name not in shipped]
+    if empty:
+        raise BadInput(f"{config.path}: ship set {', '.join(empty)} ships no files at {where}; "
+                       "fix its include globs or builder (the hook never passes by scanning "
+                       "nothing)")
+
+
+def _config(config_path: str | None, repo: Path, rev: str | None) -> ship.Config:
+    if config_path is not None:
+        p = Path(config_path)
+        return ship.load_config(p if p.is_absolute() else repo / p)
+    found = ship.find_config(repo)
+    if found is None:
+        raise BadInput(f"{repo}: no {ship.CONFIG_NAME} at the repository root; create one "
+                       "(see docs/ship-sets.md) or pass --config")
+    return ship.config_at(repo, found, rev)
+
+
+def push_range(env: dict[str, str] | None = None) -> tuple[str | None, str | None]:
+    """(from, to) of a pre-push run as pre-commit passes them (None, None otherwise)."""
+    env = dict(os.environ if env is None else env)
+    to = env.get("PRE_COMMIT_TO_REF") or env.get("PRE_COMMIT_SOURCE")
+    frm = env.get("PRE_COMMIT_FROM_REF") or env.get("PRE_COMMIT_ORIGIN")
+    if not to:
+        return None, None
+    return (frm if frm and frm != ZERO else None), to
+
+
+def commits_between(repo: Path, frm: str | None, to: str) -> list[str]:
+    """Every commit in `frm..to`, oldest first, merges included (just `to` when `frm` is None)."""
+    to_id = ship.resolve_rev(repo, to)
+    if frm is None:
+        return [to_id]
+    frm_id = ship.resolve_rev(repo, frm)
+    proc = subprocess.run(["git", "-C", str(repo), "rev-list", "--reverse", "--topo-order",
+                           f"{frm_id}..{to_id}"], capture_output=True)
+    if proc.returncode != 0:
+        raise BadInput(f"{repo}: cannot list commits {frm}..{to}: "
+                       f"{proc.stderr.decode('utf-8', 'replace').strip()}")
+    return proc.stdout.decode().split()
+
+
+def _subject(repo: Path, commit: str) -> str:
+    proc = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%s", commit],
+                          capture_output=True)
+    return proc.stdout.decode("utf-8", "replace").strip()
+
+
+def scan_commits(repo: Path, commits: Sequence[str], config_path: str | None,
+                 set_name: str | None = None, key: bytes | None = None,
+                 ) -> list[tuple[str, Any, Any]]:
+    """Scan the ship sets of each commit -> [(commit, config, ScanResult)], sharing one cache."""
+    results = []
+    wsets: dict[Path, tuple[Any, CleanCache]] = {}
+    for commit in commits:
+        config = _config(config_path, repo, commit)
+        files = ship.from_rev(repo, commit, config, set_name, read=False)
+        if set_name is None:
+            _check_not_empty(config, files, f"commit {commit[:12]}")
+        wpath = config.withheld
+        if wpath not in wsets:
+            wset = ship.load_withheld(config, key=key)
+            wsets[wpath] = (wset, open_cache(repo, wset, config.limits))
+        wset, cache = wsets[wpath]
+        results.append((commit, config, scan_shipped(files, wset, make_limits(config), cache,
+                                                     repo)))
+    for _, cache in wsets.values():
+        cache.save()
+    return results
+
+
+def ship_scan(filenames: Sequence[str], cwd: Path, config_path: str | None = None,
+              out: IO[str] | None = None, env: dict[str, str] | None = None) -> int:
+    """The `plimsoll-ship-scan` hook; returns the exit code (0 pass, 1 refused, 2 bad input)."""
+    out = out or sys.stdout
+    repo = ship.repo_root(Path(cwd))
+    frm, to = push_range(env)
+    if to is not None:
+        return _push(repo, frm, to, config_path, out)
+    config = _config(config_path, repo, ":")
+    if not _relevant(filenames, config, repo):
+        return 0
+    files = ship.from_index(repo, config, read=False)
+    _check_not_empty(config, files, "the index")
+    wset = ship.load_withheld(config)
+    cache = open_cache(repo, wset, config.limits)
+    result = scan_shipped(files, wset, make_limits(config), cache, repo)
+    cache.save()
+    return _report(result, config, "staged", out)
+
+
+def _report(result: Any, config: ship.Config, where: str, out: IO[str]) -> int:
+    n = len(result.findings)
+    if n or result.notes:
+        out.write(render(result, "text").rstrip("\n") + "\n")
+    if n:
+        verb = "refused" if config.mode == "refuse" else "warning only (mode: warn)"
+        out.write(f"plimsoll ship scan: {n} withheld value(s) would ship ({where}); {verb}.\n"
+                  "Remove them from the shipped files or exclude those files from the ship set. "
+                  "If this ever left your machine, rotate the seeds: see docs/when-it-fires.md\n")
+        return 1 if config.mode == "refuse" else 0
+    return 0
+
+
+def _push(repo: Path, frm: str | None, to: str, config_path: str | None, out: IO[str]) -> int:
+    commits = commits_between(repo, frm, to)
+    code = 0
+    for commit, config, result in scan_commits(repo, commits, config_path):
+        if result.findings or result.notes:
+            out.write(f"commit {commit[:12]} {_subject(repo, commit)}\n")
+        code = max(code, _report(result, config, f"commit {commit[:12]}", out))
+    if code == 0:
+        return 0
+    return code
+
+
+# --------------------------------------------------------------------------- withheld guard
+
+
+def _staged_bytes(repo: Path, name: str) -> bytes | None:
+    proc = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f":{name}"],
+                          capture_output=True)
+    if proc.returncode == 0:
+        return proc.stdout
+    try:
+        return (repo / name).read_bytes()
+    except OSError:
+        return None
+
+
+def _as_withheld_doc(data: bytes) -> dict | None:
+    if not data.lstrip().startswith(b"{") or len(data) > 64 * 1024 * 1024:
+        return None
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    tag = str(doc.get("format", ""))
+    return doc if tag.startswith(("plimsoll-withheld/", "plimsoll-sealed/")) else None
+
+
+def _guessable_unkeyed(doc: dict) -> list[str]:
+    """Ids of value entries a brute force can recover: unkeyed, with under 64 bits of entropy."""
+    if doc.get("keyed") or doc.get("key_id"):
+        return []
+    ids = []
+    for e in doc.get("entries", []):
+        if not isinstance(e, dict) or e.get("kind") not in ("number", "text", "value"):
+            continue
+        bits = e.get("bits", e.get("entropy_bits"))
+        if bits is None or float(bits) < 64:
+            ids.append(str(e.get("id", "?")))
+    return ids
+
+
+def guard_findings(repo: Path, filenames: Sequence[str], wsets: Iterable[tuple[str, Any]],
+                   ) -> list[str]:
+    """Problems the guard refuses, one message per file (never a value)."""
+    from plimsoll_ci import scan
+
+    problems = []
+    scanners = [(origin, scan.Scanner(w)) for origin, w in wsets]
+    for name in filenames:
+        data = _staged_bytes(repo, name)
+        if data is None:
+            continue
+        doc = _as_withheld_doc(data)
+        if doc is not None:
+            weak = _guessable_unkeyed(doc)
+            if weak:
+                shown = ", ".join(weak[:5]) + (f" and {len(weak) - 5} more" if len(weak) > 5 else "")
+                problems.append(
+                    f"{name}: an unkeyed withheld set with {len(weak)} guessable value(s) "
+                    f"({shown}); plain SHA-256 of a seed is brute-forced in minutes. Rebuild it "
+                    "keyed: plimsoll-ci withheld build --key-env VAR ... (see docs/pre-commit.md)")
+            continue
+        if len(data) > 4 * 1024 * 1024 or b"\0" in data[:8192]:
+            continue
+        lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines()]
+        lines = [ln for ln in lines if ln and not ln.startswith("#")]
+        if not lines:
+            continue
+        for origin, scanner in scanners:
+            hits = set()
+            n = 0
+            for i, ln in enumerate(lines):
+                found = [f for f in scanner.scan_text(ln, name) if f.kind == "value"]
+                if found:
+                    n += 1
+                    hits.update(f.entry for f in found)
+                if i > 200 and n == 0:
+                    break
+            if n and (n == len(lines) or (n >= 2 and n * 2 >= len(lines))):
+                problems.append(
+                    f"{name}: {n} of its {len(lines)} lines are values of the withheld set "
+                    f"{origin} ({len(hits)} entries); this looks like the file the set was built "
+                    "from. Keep it outside the repository (or in a private store) and commit only "
+                    "the keyed withheld set")
+                break
+    return problems
+
+
+def withheld_guard(filenames: Sequence[str], cwd: Path, config_path: str | None = None,
+                   out: IO[str] | None = None) -> int:
+    """The `plimsoll-withheld-guard` hook; 0 pass, 1 refused, 2 bad input."""
+    out = out or sys.stdout
+    repo = ship.repo_root(Path(cwd))
+    wsets: list[tuple[str, Any]] = []
+    config = None
+    if config_path is not None or ship.find_config(repo) is not None:
+        config = _config(config_path, repo, ":")
+    if config is not None and config.withheld is not None and config.withheld.is_file():
+        wsets.append((_shown(config.withheld, repo), ship.load_withheld(config)))
+    if not filenames:
+        proc = subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], capture_output=True)
+        filenames = [os.fsdecode(n) for n in proc.stdout.split(b"\0") if n]
+    # Sets being committed now count too (the seeds file may arrive in the same commit).
+    if config is not None:
+        from plimsoll_ci import withheld
+
+        key = ship.load_key(config)
+        for name in filenames:
+            data = _staged_bytes(repo, name)
+            doc = _as_withheld_doc(data or b"")
+            if doc is None or (config.withheld and (repo / name).resolve() == config.withheld):
+                continue
+            try:
+                wsets.append((name, withheld.parse(doc, key=key, origin=name)))
+            except BadInput:
+                continue  # a set under another key: its own guard line still applies
+    problems = guard_findings(repo, filenames, wsets)
+    for p in problems:
+        out.write(p + "\n")
+    return 1 if problems else 0
+
+
+def _shown(path: Path, repo: Path) -> str:
+    try:
+        return path.resolve().relative_to(repo).as_posix()
+    except ValueError:
+        return str(path)
