@@ -353,6 +353,7 @@ def start_in_thread(upstream: str, out: str, host: str = "127.0.0.1", port: int 
                     keep_credentials: bool = False) -> tuple[http.server.HTTPServer, str]:
     """Start a proxy on a daemon thread; returns (server, base URL). Call server.shutdown()."""
     server = make_server(upstream, out, host, port, keep_credentials)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                     daemon=True).start()
     bound_host, bound_port = server.server_address[:2]
     return server, f"http://{bound_host}:{bound_port}"

@@ -1,0 +1,92 @@
+"""Fixtures for the tripwire tests: a local upstream model endpoint and a recording proxy."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import pytest
+
+
+class Upstream(NamedTuple):
+    url: str
+    received: list  # (method, path, headers dict, body bytes) per request
+    release: threading.Event  # a streaming answer waits on this before its last event
+
+
+class _UpstreamHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    received: list
+    release: threading.Event
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.received.append((self.command, self.path, dict(self.headers), body))
+        wants_stream = False
+        if self.headers.get("Content-Type", "").startswith("application/json"):
+            try:
+                wants_stream = bool(json.loads(body).get("stream"))
+            except ValueError:
+                pass
+        if wants_stream:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            events = [b'data: {"delta": "one"}\n\n', None, b'data: {"delta": "two"}\n\n',
+                      b"data: [DONE]\n\n"]
+            for ev in events:
+                if ev is None:
+                    # the client must have seen the first event before the rest is produced
+                    self.release.wait(10)
+                    continue
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(ev), ev))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        out = json.dumps({"id": "chatcmpl-1", "choices": [{"message": {
+            "role": "assistant", "content": "a guess"}}], "got_bytes": len(body)}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    do_PUT = do_POST
+
+
+@pytest.fixture
+def upstream() -> Iterator[Upstream]:
+    received: list = []
+    release = threading.Event()
+    handler = type("H", (_UpstreamHandler,), {"received": received, "release": release})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                     daemon=True).start()
+    try:
+        yield Upstream(f"http://127.0.0.1:{server.server_address[1]}", received, release)
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def proxy(upstream: Upstream, tmp_path):
+    """(base URL of a recording proxy in front of `upstream`, the folder it records into)."""
+    from plimsoll_ci.record import start_in_thread
+
+    out = tmp_path / "recorded"
+    server, url = start_in_thread(upstream.url, str(out))
+    try:
+        yield url, out
+    finally:
+        server.shutdown()
+        server.server_close()
