@@ -172,7 +172,7 @@ def verify_bytes(data: bytes, public: PublicKey, expect_count: int | None = None
         problems.append(Problem(len(lines), "line does not end with a newline (bundle cut short?)"))
     previous = GENESIS
     offset = 0  # index - line number; reported only where it changes, so one gap is one problem
-    sealed = False
+    sealed = 0  # line number of the first checkpoint
     for n, raw in enumerate(lines, 1):
         digest = line_digest(raw)
         try:
@@ -199,16 +199,14 @@ def verify_bytes(data: bytes, public: PublicKey, expect_count: int | None = None
         if doc["previous"] != previous:
             what = "the start of the bundle" if n == 1 else f"line {n - 1}"
             problems.append(Problem(n, f"previous digest does not match {what}"))
+        if sealed:
+            problems.append(Problem(n, f"line after the checkpoint on line {sealed}"))
         if kind == "record":
-            if sealed:
-                problems.append(Problem(n, "record after the checkpoint"))
             summary = _check_record(n, doc, public, problems)
             if summary is not None:
                 records.append(summary)
         else:
-            if n != len(lines):
-                problems.append(Problem(n, "checkpoint before the last line"))
-            sealed = True
+            sealed = sealed or n
             _check_checkpoint(n, doc, previous, public, problems)
         previous = digest
     last = lines[-1] if lines else b""

@@ -1,0 +1,64 @@
+"""`plimsoll-ci verify --pub KEY BUNDLE [--expect-count N]`: check a bundle of signed run records."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--pub KEY BUNDLE [--expect-count N] [--format text|json]`."""
+    parser.add_argument("bundle", metavar="BUNDLE", help="the bundle (.intoto.jsonl) to verify")
+    parser.add_argument("--pub", required=True, metavar="KEY", help="the signer's public key (PEM)")
+    parser.add_argument(
+        "--expect-count", type=int, metavar="N",
+        help="also require exactly N records (catches a bundle rolled back to an earlier state)",
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _plural(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in sorted(counts.items())) or "none"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print a summary and return 0, or print every problem as `bundle line N: reason` and return 1."""
+    import json
+
+    from plimsoll_ci.attest.bundle import summarize, verify_bundle
+    from plimsoll_ci.attest.keys import load_public_key
+    from plimsoll_ci.errors import BadInput
+
+    if args.expect_count is not None and args.expect_count < 1:
+        raise BadInput(f"--expect-count {args.expect_count}: a bundle holds at least one record")
+    public = load_public_key(args.pub)
+    report = verify_bundle(args.bundle, public, args.expect_count)
+    if args.format == "json":
+        doc = {"bundle": args.bundle, "ok": report.ok, "problems": [str(p) for p in report.problems]}
+        if report.ok:
+            doc["summary"] = summarize(report)
+        print(json.dumps(doc, indent=2, sort_keys=True))
+    elif report.ok:
+        s = summarize(report)
+        fresh = s["fresh_sets"]
+        print(f"bundle {args.bundle}: verified")
+        print(f"  records:       {s['records']} (sealed by the checkpoint on line {s['records'] + 1})")
+        print(f"  key id:        {s['keyid']}")
+        print(f"  tiers:         {_plural(s['tiers'])}")
+        print(f"  providers:     {_plural(s['providers'])}")
+        print(f"  courses:       {_plural(s['courses'])}")
+        sets = ", ".join(d[:16] + "..." for d in s["practice_sets"]) or "none"
+        print(f"  practice sets: {len(s['practice_sets'])} ({sets})")
+        print(f"  fresh sets:    {fresh['committed']} committed, each reveal matches its commitment")
+    else:
+        for problem in report.problems:
+            print(problem)
+    if not report.ok:
+        n = len(report.problems)
+        print(
+            f"plimsoll-ci: verify: {args.bundle} does not verify "
+            f"({n} problem{'s' if n != 1 else ''}); do not trust its records",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
