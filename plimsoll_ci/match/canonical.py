@@ -1,0 +1,124 @@
+"""Canonical forms of withheld values and their domain-separated digests.
+
+A value is a **number** when it reads as one (`31.5`, `3.15e1`, `0x1f`, `1_000`, `0:31.5`), else
+**text**. Numbers canonicalize to their plain decimal form without sign or trailing zeros, so every
+spelling of the same quantity has one digest. Text canonicalizes to ASCII-lowercase with every run
+of white space collapsed to one space.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from decimal import Decimal, InvalidOperation
+
+DOMAIN = b"plimsoll-ci/value/v1\0"
+
+_DEC = rb"[0-9](?:_?[0-9])*(?:\.[0-9](?:_?[0-9])*)?(?:[eE][+-]?[0-9]+)?"
+_INT_ALT = rb"0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+"
+# A whole number token as written in content; boundaries are checked by the extractor.
+NUMBER_RE = re.compile(rb"(?:" + _INT_ALT + rb"|" + _DEC + rb")")
+CLOCK_RE = re.compile(rb"([0-9]{1,3}):([0-5][0-9])(?::([0-5][0-9]))?(\.[0-9]+)?")
+_WHOLE_NUMBER = re.compile(rb"[+-]?(?:" + _INT_ALT + rb"|" + _DEC + rb")")
+_WHOLE_CLOCK = re.compile(rb"[0-9]{1,3}:[0-5][0-9](?::[0-5][0-9])?(?:\.[0-9]+)?")
+_WS = re.compile(rb"(?:\s|\xc2\xa0)+")
+
+
+def number_canon(token: bytes) -> bytes | None:
+    """Canonical decimal form of one number token (`0x1F` -> `31`, `31.50` -> `31.5`), or None."""
+    t = token.replace(b"_", b"").lstrip(b"+-")
+    try:
+        if len(t) > 2 and t[0:1] == b"0" and t[1:2] in b"xXoObB":
+            base = {b"x": 16, b"o": 8, b"b": 2}[t[1:2].lower()]
+            return str(int(t[2:], base)).encode()
+        if len(t) > 400:
+            return None
+        d = Decimal(t.decode("ascii"))
+    except (ValueError, InvalidOperation, UnicodeDecodeError):
+        return None
+    if not d.is_finite() or abs(d.adjusted()) > 80:
+        return None
+    s = format(d.normalize(), "f")
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return (s or "0").encode()
+
+
+def clock_canon(m: re.Match[bytes]) -> bytes | None:
+    """Seconds of an `m:ss(.f)` or `h:mm:ss(.f)` clock match, in canonical decimal form."""
+    a, b, c, frac = m.group(1), m.group(2), m.group(3), m.group(4) or b""
+    if c is None:
+        seconds = Decimal(int(a) * 60 + int(b))
+    else:
+        seconds = Decimal(int(a) * 3600 + int(b) * 60 + int(c))
+    if frac:
+        seconds += Decimal(frac.decode())
+    return number_canon(str(seconds).encode())
+
+
+def text_canon(text: bytes) -> bytes:
+    """ASCII-lowercase with white space runs collapsed to one space, stripped."""
+    return _WS.sub(b" ", text).strip().lower()
+
+
+def _is_word(c: int) -> bool:
+    return c >= 0x80 or 48 <= c <= 57 or 97 <= c <= 122 or 65 <= c <= 90
+
+
+def text_value_canon(text: bytes) -> bytes:
+    """Canonical form of a text value: `text_canon`, then without leading/trailing punctuation.
+
+    A value is matched as a whole token run, so its ends must be word characters.
+    """
+    t = text_canon(text)
+    i, j = 0, len(t)
+    while i < j and not _is_word(t[i]):
+        i += 1
+    while j > i and not _is_word(t[j - 1]):
+        j -= 1
+    return t[i:j]
+
+
+def classify(value: str) -> tuple[str, bytes]:
+    """(`number` | `text`, canonical bytes) of a withheld value as written in a values file."""
+    raw = value.strip().encode("utf-8")
+    if _WHOLE_NUMBER.fullmatch(raw):
+        canon = number_canon(raw)
+        if canon is not None:
+            return "number", canon
+    if _WHOLE_CLOCK.fullmatch(raw):
+        m = CLOCK_RE.fullmatch(raw)
+        if m is not None:
+            canon = clock_canon(m)
+            if canon is not None:
+                return "number", canon
+    return "text", text_value_canon(raw)
+
+
+def digest(kind: str, canon: bytes, key: bytes | None) -> bytes:
+    """Domain-separated SHA-256 (or HMAC-SHA-256 under `key`) of a canonical value."""
+    msg = DOMAIN + kind.encode() + b"\0" + canon
+    if key is None:
+        return hashlib.sha256(msg).digest()
+    return hmac.new(key, msg, hashlib.sha256).digest()
+
+
+def file_digest(data: bytes, key: bytes | None) -> bytes:
+    """SHA-256 of a whole file (HMAC-SHA-256 under `key`, so keyed sets stay keyed)."""
+    if key is None:
+        return hashlib.sha256(data).digest()
+    return hmac.new(key, b"plimsoll-ci/file/v1\0" + data, hashlib.sha256).digest()
+
+
+def key_id(key: bytes) -> str:
+    """A short public id of an HMAC key, so a wrong key is detected without storing the key."""
+    return hashlib.sha256(b"plimsoll-ci/key-id/v1\0" + key).hexdigest()[:16]
+
+
+def text_shape(canon: bytes) -> tuple[int, int]:
+    """(length of the first alphanumeric run, canonical length): the extractor's prefilter."""
+    n = 0
+    while n < len(canon) and _is_word(canon[n]):
+        n += 1
+    return (n, len(canon))

@@ -1,0 +1,297 @@
+"""Withheld sets: build, load, validate. Digests only — a set never holds a value.
+
+Format (JSON, canonical: sorted keys, two-space indent, trailing newline)::
+
+    {"format": "plimsoll-withheld/1", "scheme": "sha256" | "hmac-sha256", "key_id": str | null,
+     "mode": "refuse" | "warn",
+     "entries": [{"id": "seeds.txt:2", "kind": "value", "type": "number", "digest": hex, "shape": {}},
+                 {"id": "sim/gen.py", "kind": "file", "digest": hex, "size": int},
+                 {"id": "sim/gen.py", "kind": "source", "fingerprints": [hex16...],
+                  "threshold": 0.3}]}
+
+Sealed sets (the tripwire's, issue 8) have the same shape with format `plimsoll-sealed/1`.
+The shape of a value (digit count, first word length, total length) is stored beside its digest:
+the scan's prefilter needs it, and it tells no more than a value's length.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from plimsoll_ci.errors import BadInput, WithheldSetError
+
+FORMAT = "plimsoll-withheld/1"
+SEALED_FORMAT = "plimsoll-sealed/1"
+FORMATS = (FORMAT, SEALED_FORMAT)
+DEFAULT_SOURCE_THRESHOLD = 0.3
+HASH_RATE = 1e10  # SHA-256 per second on one GPU, the attacker we warn about
+
+
+class Entry(NamedTuple):
+    id: str
+    kind: str  # "value" | "file" | "source"
+    digest: str = ""  # hex (value, file)
+    vtype: str = ""  # "number" | "text" for values
+    shape: dict = {}
+    fingerprints: frozenset = frozenset()
+    threshold: float = DEFAULT_SOURCE_THRESHOLD
+
+
+class WithheldSet(NamedTuple):
+    origin: str
+    format: str
+    scheme: str
+    key_id: str | None
+    mode: str
+    entries: list[Entry]
+    digest: str  # SHA-256 of the set file's canonical bytes
+    key: bytes | None
+
+    @property
+    def keyed(self) -> bool:
+        return self.scheme == "hmac-sha256"
+
+
+def key_from(env: str | None = None, file: str | None = None) -> bytes | None:
+    """The HMAC key from an environment variable or a file; BadInput when named but missing."""
+    if env and file:
+        raise BadInput("give the key once: --key-env or --key-file, not both")
+    if env:
+        val = os.environ.get(env)
+        if not val:
+            raise BadInput(f"key: environment variable {env} is not set or empty; "
+                           "export it (from a CI secret) or use --key-file")
+        return val.encode("utf-8")
+    if file:
+        try:
+            data = Path(file).read_bytes().rstrip(b"\r\n")
+        except OSError as e:
+            raise BadInput(f"key file {file}: cannot read ({e.strerror})") from None
+        if not data:
+            raise BadInput(f"key file {file}: empty")
+        return data
+    return None
+
+
+def entropy_bits(value: str) -> float:
+    """A generous estimate of the guessable entropy of a value, in bits."""
+    from plimsoll_ci.match.canonical import classify
+
+    vtype, canon = classify(value)
+    if vtype == "number":
+        digits = sum(c.isdigit() for c in canon.decode())
+        return digits * math.log2(10)
+    s = value.strip()
+    pool = 0
+    if any(c.islower() for c in s):
+        pool += 26
+    if any(c.isupper() for c in s):
+        pool += 26
+    if any(c.isdigit() for c in s):
+        pool += 10
+    if any(not c.isalnum() for c in s):
+        pool += 33
+    return len(s) * math.log2(max(pool, 2))
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("years", 3.15e7), ("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= size:
+            return f"{seconds / size:,.0f} {unit}"
+    return "under a second" if seconds < 1 else f"{seconds:.0f} seconds"
+
+
+def read_values(path: str) -> list[tuple[str, str]]:
+    """(entry id `FILE:LINE`, value) for every non-empty, non-comment line of a values file."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except OSError as e:
+        raise BadInput(f"values file {path}: cannot read ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise BadInput(f"values file {path}: not UTF-8 at byte {e.start}") from None
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        v = line.strip()
+        if v and not v.startswith("#"):
+            out.append((f"{path}:{n}", v))
+    return out
+
+
+def build_set(
+    values: Iterable[tuple[str, str]] = (),
+    files: Iterable[tuple[str, bytes]] = (),
+    sources: Iterable[tuple[str, bytes]] = (),
+    key: bytes | None = None,
+    tag: str = FORMAT,
+    mode: str = "refuse",
+    threshold: float = DEFAULT_SOURCE_THRESHOLD,
+) -> tuple[dict, list[str]]:
+    """The set document for these entries, and warnings for stderr. Neither holds a value."""
+    from plimsoll_ci.match.canonical import classify, digest, file_digest, key_id
+    from plimsoll_ci.match.fingerprint import fingerprints
+    from plimsoll_ci.match.index import number_shape, text_shape_dict
+
+    if mode not in ("refuse", "warn"):
+        raise BadInput(f"mode must be refuse or warn, not {mode!r}")
+    entries: list[dict] = []
+    warnings: list[str] = []
+    seen: set[str] = set()
+    for eid, value in values:
+        vtype, canon = classify(value)
+        if not canon:
+            raise BadInput(f"{eid}: the value has no letters or digits to match")
+        d = digest(vtype, canon, key).hex()
+        if d in seen:
+            warnings.append(f"{eid}: same value as an earlier entry (kept; both ids will be named)")
+        seen.add(d)
+        shape = number_shape(canon) if vtype == "number" else text_shape_dict(canon)
+        entries.append({"id": eid, "kind": "value", "type": vtype, "digest": d, "shape": shape})
+        if key is None:
+            bits = entropy_bits(value)
+            if bits < 64:
+                secs = 2**bits / HASH_RATE
+                warnings.append(
+                    f"{eid}: about {bits:.0f} bits of guessable entropy; plain SHA-256 of it "
+                    f"is brute-forced in about {_duration(secs)} at {HASH_RATE:.0e} hashes/s. "
+                    "Key the set: --key-env VAR or --key-file FILE (outside the repository)")
+    for eid, data in files:
+        entries.append({"id": eid, "kind": "file", "digest": file_digest(data, key).hex(),
+                        "size": len(data)})
+    for eid, data in sources:
+        fps = sorted(fingerprints(data, key))
+        if len(fps) < 4:
+            warnings.append(f"{eid}: source too short to fingerprint reliably ({len(fps)} prints)")
+        entries.append({"id": eid, "kind": "source", "fingerprints": [f"{x:016x}" for x in fps],
+                        "threshold": threshold})
+    ids = [e["id"] for e in entries]
+    dup = {i for i in ids if ids.count(i) > 1}
+    if dup:
+        raise BadInput(f"duplicate entry ids: {', '.join(sorted(dup))}")
+    doc = {
+        "format": tag,
+        "scheme": "hmac-sha256" if key is not None else "sha256",
+        "key_id": key_id(key) if key is not None else None,
+        "mode": mode,
+        "entries": entries,
+    }
+    return doc, warnings
+
+
+def dumps(doc: dict) -> str:
+    """The canonical text of a set document."""
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def load(path: str | os.PathLike[str], key: bytes | None = None) -> WithheldSet:
+    """Read and validate a withheld (or sealed) set file."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise WithheldSetError(f"withheld set {p}: no such file") from None
+    except OSError as e:
+        raise WithheldSetError(f"withheld set {p}: cannot read ({e.strerror})") from None
+    try:
+        doc = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        pos = f"line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) \
+            else f"byte {e.start}"
+        raise WithheldSetError(f"withheld set {p}: not valid JSON at {pos}") from None
+    return parse(doc, key=key, origin=str(p), raw=raw)
+
+
+def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
+          raw: bytes | None = None) -> WithheldSet:
+    """Validate a set document; every problem is reported at once."""
+    import hashlib
+
+    from plimsoll_ci.match.canonical import key_id
+
+    problems: list[str] = []
+    if not isinstance(doc, dict):
+        raise WithheldSetError(f"withheld set {origin}: not a JSON object")
+    fmt = doc.get("format")
+    if fmt not in FORMATS:
+        raise WithheldSetError(f"withheld set {origin}: format is {fmt!r}, expected {FORMAT!r}")
+    scheme = doc.get("scheme")
+    if scheme not in ("sha256", "hmac-sha256"):
+        problems.append(f"scheme is {scheme!r}, expected sha256 or hmac-sha256")
+    mode = doc.get("mode", "refuse")
+    if mode not in ("refuse", "warn"):
+        problems.append(f"mode is {mode!r}, expected refuse or warn")
+    kid = doc.get("key_id")
+    if scheme == "hmac-sha256":
+        if key is None:
+            raise WithheldSetError(
+                f"withheld set {origin} is keyed (key id {kid}): give its key with --key-env VAR "
+                "or --key-file FILE, or `key:` in plimsoll.yaml")
+        if key_id(key) != kid:
+            raise WithheldSetError(
+                f"withheld set {origin}: the key given has id {key_id(key)}, the set was built "
+                f"with key id {kid}: wrong key")
+    elif scheme == "sha256":
+        key = None
+    raw_entries = doc.get("entries")
+    entries: list[Entry] = []
+    if not isinstance(raw_entries, list):
+        problems.append("entries must be a list")
+        raw_entries = []
+    for i, e in enumerate(raw_entries):
+        where = f"entry {i + 1}"
+        if not isinstance(e, dict) or not isinstance(e.get("id"), str):
+            problems.append(f"{where}: must be an object with a string id")
+            continue
+        where = f"entry {i + 1} ({e['id']})"
+        kind = e.get("kind")
+        try:
+            if kind == "value":
+                d = e["digest"]
+                if not (isinstance(d, str) and len(d) == 64):
+                    raise ValueError("digest must be 64 hex digits")
+                bytes.fromhex(d)
+                vt = e.get("type")
+                if vt not in ("number", "text"):
+                    raise ValueError("type must be number or text")
+                shape = e.get("shape")
+                if not isinstance(shape, dict):
+                    raise ValueError("shape must be an object")
+                if vt == "number":
+                    int(shape["digits"]), int(shape["sig"])
+                else:
+                    int(shape["first"]), int(shape["len"])
+                entries.append(Entry(e["id"], "value", d, vt, shape))
+            elif kind == "file":
+                d = e["digest"]
+                bytes.fromhex(d)
+                if len(d) != 64:
+                    raise ValueError("digest must be 64 hex digits")
+                entries.append(Entry(e["id"], "file", d))
+            elif kind == "source":
+                fps = frozenset(int(x, 16) for x in e["fingerprints"])
+                thr = float(e.get("threshold", DEFAULT_SOURCE_THRESHOLD))
+                if not 0 < thr <= 1:
+                    raise ValueError("threshold must be in (0, 1]")
+                entries.append(Entry(e["id"], "source", fingerprints=fps, threshold=thr))
+            else:
+                raise ValueError(f"kind {kind!r} is not value, file or source")
+        except (KeyError, TypeError, ValueError) as err:
+            msg = f"missing field {err}" if isinstance(err, KeyError) else str(err)
+            problems.append(f"{where}: {msg}")
+    if problems:
+        raise WithheldSetError(f"withheld set {origin}: " + "; ".join(problems))
+    if raw is None:
+        raw = dumps(doc).encode()
+    return WithheldSet(origin, fmt, scheme, kid, mode, entries,
+                       hashlib.sha256(raw).hexdigest(), key)
+
+
+def guessable_values(wset: WithheldSet) -> Sequence[Entry]:
+    """Value entries of an unkeyed set (their digests can be brute-forced when guessable)."""
+    if wset.keyed:
+        return []
+    return [e for e in wset.entries if e.kind == "value"]
