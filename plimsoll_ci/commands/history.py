@@ -1,0 +1,82 @@
+"""`plimsoll-ci history`: replay git history; first leak, fix and windows per withheld entry."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`history --set withheld.json [--config F] [REV-RANGE... | --all] [--format ...] [--bisect E]`."""
+    parser.add_argument("revs", nargs="*", metavar="REV-RANGE",
+                        help="commits to replay, as git takes them (main, A..B); default HEAD")
+    parser.add_argument("--all", dest="all_refs", action="store_true",
+                        help="every branch and tag")
+    parser.add_argument("--set", dest="set_path", required=True, metavar="FILE",
+                        help="the withheld set (JSON) to look for")
+    parser.add_argument("--config", metavar="FILE",
+                        help="judge every commit by this plimsoll.yaml (auditor mode); "
+                             "default: each commit's own plimsoll.yaml")
+    parser.add_argument("--key-env", metavar="VAR", help="HMAC key of a keyed set, from $VAR")
+    parser.add_argument("--key-file", metavar="FILE", help="HMAC key of a keyed set, from FILE")
+    parser.add_argument("--format", choices=("text", "json", "sarif", "markdown"), default="text")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the report here (default "
+                        "stdout)")
+    parser.add_argument("--bisect", metavar="ENTRY",
+                        help="find the first commit shipping ENTRY in O(log n) scans along first "
+                             "parents (assumes it kept shipping once introduced)")
+    parser.add_argument("--shallow-ok", action="store_true",
+                        help="replay a shallow clone anyway (the report notes the boundary)")
+    parser.add_argument("--repo", default=".", metavar="DIR", help="the repository (default .)")
+    parser.add_argument("--jobs", type=int, default=0, metavar="N",
+                        help="scanning processes (default: one per core)")
+    parser.add_argument("--max-blob-bytes", type=int, default=64 << 20, metavar="N",
+                        help="scan at most the first N bytes of a blob (noted when hit)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write .git/plimsoll-cache/")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay (or bisect); exit 0 when nothing withheld shipped, 1 when something did, 2 bad input."""
+    import os
+    import sys
+
+    from plimsoll_ci import history, withheld
+    from plimsoll_ci.errors import BadInput
+
+    if args.jobs < 0:
+        raise BadInput("--jobs must be 0 (one per core) or more")
+    if args.max_blob_bytes <= 0:
+        raise BadInput("--max-blob-bytes must be a positive number of bytes")
+    if args.bisect and args.all_refs:
+        raise BadInput("--bisect needs one line of history; give a branch or range, not --all")
+    key = None
+    if args.key_env or args.key_file:
+        key = withheld.key_from(env=args.key_env, file=args.key_file)
+    elif args.config:
+        from plimsoll_ci import ship
+
+        key = ship.load_key(ship.load_config(args.config))
+    wset = withheld.load(args.set_path, key=key)
+    options = history.Options(
+        revs=tuple(args.revs), all_refs=args.all_refs,
+        config=os.path.abspath(args.config) if args.config else None,
+        shallow_ok=args.shallow_ok, jobs=args.jobs, max_blob_bytes=args.max_blob_bytes,
+        use_cache=not args.no_cache, progress=False if args.no_progress else None)
+    if args.bisect:
+        result = history.bisect(args.repo, wset, args.bisect, options)
+        text = history.render_bisect(result, "json" if args.format == "json" else "text")
+        found = result.first is not None
+    else:
+        report = history.replay(args.repo, wset, options)
+        text = history.render(report, args.format)
+        found = bool(report.entries)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise BadInput(f"{args.output}: cannot write the report ({e.strerror})") from None
+    else:
+        sys.stdout.write(text)
+    return 1 if found else 0

@@ -1,0 +1,44 @@
+"""The hackathon's leak, replayed from the repository alone."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import LEAK, run_cli
+
+
+def test_history_names_first_commit_fix_and_46_minute_window(argon: dict) -> None:
+    repo = argon["repo"]
+    proc = run_cli("history", "--set", str(argon["set"]), "--format", "json", "--no-progress",
+                   cwd=repo.path)
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [e["entry"] for e in doc["entries"]] == ["seeds.txt:2"]
+    e = doc["entries"][0]
+    assert e["first"]["commit"] == argon["first"]
+    assert e["fixed"]["commit"] == argon["fix"]
+    assert e["window_seconds"] == 46 * 60
+    assert len(e["windows"]) == 1
+    assert e["windows"][0]["commits"] == [argon["first"], *argon["middle"]]
+    assert "drone:viewer/replay.html" in e["first"]["paths"]
+    finding = e["first"]["findings"][0]
+    assert finding["line"] == 4 and finding["set"] == "drone"
+    assert doc["commits_scanned"] == 6
+    # the seeds file lives in the repository but never ships: nothing is said about it
+    assert "seeds.txt" not in json.dumps([c["paths"] for c in e["commits"]])
+    assert LEAK not in proc.stdout
+
+
+def test_history_text_report_says_when_and_for_how_long(argon: dict) -> None:
+    proc = run_cli("history", "--set", str(argon["set"]), "--no-progress", cwd=argon["repo"].path)
+    assert proc.returncode == 1
+    assert "seeds.txt:2: shipped 46 min across 4 commits" in proc.stdout
+    assert argon["first"][:12] in proc.stdout and argon["fix"][:12] in proc.stdout
+    assert "viewer/replay.html:4:" in proc.stdout
+
+
+def test_history_before_the_task_is_clean(argon: dict) -> None:
+    proc = run_cli("history", "--set", str(argon["set"]), "--no-progress", argon["base"],
+                   cwd=argon["repo"].path)
+    assert proc.returncode == 0, proc.stderr
+    assert "nothing withheld shipped" in proc.stdout
