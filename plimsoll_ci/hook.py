@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -150,24 +151,40 @@ def scan_shipped(files: Sequence[ship.ShippedFile], wset: Any, limits: Any = Non
     seen_content: set[str] = set()
     seen_names: set[tuple[str, str]] = set()
     nbytes = 0
+    max_bytes = getattr(limits or scan.Limits(), "max_file_bytes", None)
     for f in files:
         lbl = ship.label(f)
         if (lbl, f.path) not in seen_names:
             seen_names.add((lbl, f.path))
-            findings += [x._replace(path=lbl) for x in scanner.scan_name(f.path)]
+            findings += [_name_finding(x, f, lbl) for x in scanner.scan_name(f.path)]
         key = _content_key(f)
         if key in seen_content or key in cache:
             continue
         seen_content.add(key)
         data = blobs.get(f.blob, f.data) if f.blob is not None else f.data
         nbytes += len(data)
-        found, more = scanner.scan_content(data, lbl)
+        more: list[str] = []
+        if max_bytes is not None and len(data) > max_bytes:
+            more.append(f"{lbl}: {len(data)} bytes, over the {max_bytes}-byte file bound: "
+                        "scanned up to the bound")
+            data = data[:max_bytes]
+        found, decode_notes = scanner.scan_content(data, lbl)
+        more += decode_notes
         findings += found
         notes += more
         if not found and not more:
             cache.add(key)
     findings = list(dict.fromkeys(findings))
     return scan.ScanResult(findings, notes, len({ship.label(f) for f in files}), nbytes)
+
+
+def _name_finding(x: Any, f: ship.ShippedFile, lbl: str) -> Any:
+    """A name finding placed in the repository: the file itself, or one of its folders."""
+    if x.path == f.path or not x.path.endswith("/"):
+        return x._replace(path=lbl)
+    if f.source is not None and f.source.endswith(f.path):
+        return x._replace(path=f.source[: len(f.source) - len(f.path)] + x.path)
+    return x._replace(path=f"{f.set_name}:{x.path}")
 
 
 def render(result: Any, fmt: str = "text") -> str:
@@ -362,15 +379,26 @@ def _as_withheld_doc(data: bytes) -> dict | None:
 
 
 def _guessable_unkeyed(doc: dict) -> list[str]:
-    """Ids of value entries a brute force can recover: unkeyed, with under 64 bits of entropy."""
-    if doc.get("keyed") or doc.get("key_id"):
+    """Ids of value entries a brute force can recover: unkeyed, under 64 bits of entropy.
+
+    The set stores each value's shape (digit count, length), which bounds its entropy: a
+    10-digit seed is about 33 bits, minutes of hashing. Text is counted at 36 symbols a character.
+    """
+    if doc.get("scheme") != "sha256":
         return []
     ids = []
     for e in doc.get("entries", []):
-        if not isinstance(e, dict) or e.get("kind") not in ("number", "text", "value"):
+        if not isinstance(e, dict) or e.get("kind") != "value":
             continue
-        bits = e.get("bits", e.get("entropy_bits"))
-        if bits is None or float(bits) < 64:
+        shape = e.get("shape") if isinstance(e.get("shape"), dict) else {}
+        try:
+            if e.get("type") == "number":
+                bits = int(shape.get("digits", 0)) * math.log2(10)
+            else:
+                bits = int(shape.get("len", 0)) * math.log2(36)
+        except (TypeError, ValueError):
+            bits = 0.0
+        if bits < 64:
             ids.append(str(e.get("id", "?")))
     return ids
 
@@ -437,19 +465,18 @@ def withheld_guard(filenames: Sequence[str], cwd: Path, config_path: str | None 
         proc = subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], capture_output=True)
         filenames = [os.fsdecode(n) for n in proc.stdout.split(b"\0") if n]
     # Sets being committed now count too (the seeds file may arrive in the same commit).
-    if config is not None:
-        from plimsoll_ci import withheld
+    from plimsoll_ci import withheld
 
-        key = ship.load_key(config)
-        for name in filenames:
-            data = _staged_bytes(repo, name)
-            doc = _as_withheld_doc(data or b"")
-            if doc is None or (config.withheld and (repo / name).resolve() == config.withheld):
-                continue
-            try:
-                wsets.append((name, withheld.parse(doc, key=key, origin=name)))
-            except BadInput:
-                continue  # a set under another key: its own guard line still applies
+    key = ship.load_key(config) if config is not None else None
+    configured = config.withheld if config is not None else None
+    for name in filenames:
+        doc = _as_withheld_doc(_staged_bytes(repo, name) or b"")
+        if doc is None or (configured is not None and (repo / name).resolve() == configured):
+            continue
+        try:
+            wsets.append((name, withheld.parse(doc, key=key, origin=name)))
+        except BadInput:
+            continue  # keyed under a key we do not have: its own guard line still applies
     problems = guard_findings(repo, filenames, wsets)
     for p in problems:
         out.write(p + "\n")

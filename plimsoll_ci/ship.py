@@ -91,7 +91,7 @@ class Config(NamedTuple):
     key_env: str | None
     key_file: Path | None
     mode: str
-    limits: dict[str, int]
+    limits: dict[str, float]
     ship: dict[str, ShipSet]
 
 
@@ -254,17 +254,17 @@ def parse_config(text: str, origin: str, base: Path) -> Config:
     if mode not in ("refuse", "warn"):
         raise ConfigError(f"{origin} line {_line_of(doc, 'mode')}: mode must be refuse or warn")
 
-    limits: dict[str, int] = {}
+    limits: dict[str, float] = {}
     if doc.get("limits") is not None:
         lim = doc["limits"]
         if not isinstance(lim, _Map):
             raise ConfigError(f"{origin} line {_line_of(doc, 'limits')}: limits must be a mapping "
                               "of name: number (e.g. max_file_bytes: 50000000)")
         for name, value in lim.items():
-            if not isinstance(name, str) or isinstance(value, bool) or not isinstance(value, int) \
-                    or value <= 0:
+            if not isinstance(name, str) or isinstance(value, bool) \
+                    or not isinstance(value, int | float) or value <= 0:
                 raise ConfigError(f"{origin} line {_line_of(lim, name)}: limits.{name} must be a "
-                                  "positive whole number")
+                                  "positive number")
             limits[name] = value
 
     ship: dict[str, ShipSet] = {}
