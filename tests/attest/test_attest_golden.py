@@ -1,0 +1,83 @@
+"""Golden vectors pin every format: canonical JSON, PAE, key id, commitment, line digest, bundle.
+
+`golden/runs.intoto.jsonl` was written by the code below with a fixed test key (Ed25519 signs
+deterministically), so re-writing it must give the same bytes. If a format change is meant,
+bump the version in its type URI or domain tag, and regenerate with
+`python3 tests/attest/test_attest_golden.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from attest_forge import fixed_signer
+
+from plimsoll_ci.attest import bundle, canonical, dsse, keys, record
+from plimsoll_ci.grading import fresh
+
+HERE = Path(__file__).parent / "golden"
+SIGNER = fixed_signer(7)  # a TEST key: its private half is bytes([7]) * 32, public by design
+
+
+def golden_runs() -> list[tuple[dict, dict]]:
+    runs = []
+    for i, (provider, tier) in enumerate([("gvisor", "kernel"), ("process", "process")]):
+        fs = fresh.make([2718281828 + i, 1234567890], salt=bytes([i]) * 32)
+        result = {"flights": [{"flight": 0, "outcome": "landed", "t": 31.5}], "landed": 1,
+                  "note": "caf\u00e9", "total": 1}
+        predicate = record.make_predicate(
+            result_doc=result, controller_files={"controller.py": "ab" * 32}, course="hard",
+            provider=provider, tier=tier, evidence={"runtime": "runsc"},
+            cpu_budget={"per_tick_s": 0.05}, started="2026-01-31T12:00:00Z",
+            finished="2026-01-31T12:00:05Z", practice_set_digest="cd" * 32,
+            fresh_commitment=fresh.commit(fs), fresh_reveal=fresh.reveal(fs), tool_version="0.1.0",
+        )
+        runs.append((result, predicate))
+    return runs
+
+
+def vectors(tmp: Path) -> dict:
+    path = tmp / "runs.intoto.jsonl"
+    bundle.append_runs(path, golden_runs(), SIGNER)
+    data = path.read_bytes()
+    fs = fresh.make([101, 2718281828], salt=bytes(range(32)))
+    return {
+        "canonical_json": canonical.dumps({"b": [1, 2.5, "\u00e9"], "a": None}).decode(),
+        "pae": dsse.pae("http://example.com/HelloWorld", b"hello world").decode(),
+        "keyid": SIGNER.keyid,
+        "fresh_commitment": fresh.commit(fs),
+        "line_digest_of_empty_object": bundle.line_digest(b"{}"),
+        "bundle_sha256": hashlib.sha256(data).hexdigest(),
+        "_bundle": data,
+    }
+
+
+def test_formats_match_the_golden_vectors(tmp_path):
+    expected = json.loads((HERE / "vectors.json").read_text())
+    got = vectors(tmp_path)
+    assert got.pop("_bundle") == (HERE / "runs.intoto.jsonl").read_bytes()
+    assert got == expected
+    assert got["canonical_json"] == '{"a":null,"b":[1,2.5,"\\u00e9"]}'
+    assert got["pae"] == "DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+
+
+def test_the_golden_bundle_verifies_with_the_golden_public_key():
+    public = keys.load_public_key(HERE / "test-key.pub")
+    assert public == SIGNER.public
+    report = bundle.verify_bundle(HERE / "runs.intoto.jsonl", public, expect_count=2)
+    assert report.ok, report.problems
+    assert [r.tier for r in report.records] == ["kernel", "process"]
+
+
+if __name__ == "__main__":  # regenerate (only for a deliberate, versioned format change)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        got = vectors(Path(tmp))
+    (HERE / "runs.intoto.jsonl").write_bytes(got.pop("_bundle"))
+    (HERE / "vectors.json").write_text(json.dumps(got, indent=2, sort_keys=True) + "\n")
+    (HERE / "test-key.pub").write_bytes(SIGNER.public.pem())
+    print(f"wrote {HERE}", file=sys.stderr)

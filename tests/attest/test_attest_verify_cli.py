@@ -1,0 +1,106 @@
+"""`plimsoll-ci verify`: a summary on success, every problem as `bundle line N: reason`, exit 1."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from attest_forge import lines_of
+
+from plimsoll_ci.attest import demo, keys
+from plimsoll_ci.cli import main
+
+
+@pytest.fixture()
+def signed(tmp_path):
+    signer = keys.write_keypair(tmp_path / "ci")
+    path = tmp_path / "runs.intoto.jsonl"
+    demo.write_demo_bundle(path, signer, 3)
+    return path, tmp_path / "ci.pub", signer
+
+
+def test_verify_prints_a_summary_of_a_good_bundle(signed, capsys):
+    path, pub, signer = signed
+    assert main(["verify", "--pub", str(pub), str(path), "--expect-count", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "verified" in out
+    assert "records:       3" in out
+    assert signer.keyid in out
+    assert "tiers:         kernel 2, process 1" in out
+    assert "fresh sets:    3 committed, each reveal matches" in out
+    assert "practice sets: 1" in out
+
+
+def test_verify_never_prints_a_fresh_seed(signed, capsys):
+    path, pub, _ = signed
+    main(["verify", "--pub", str(pub), str(path)])
+    main(["verify", "--pub", str(pub), str(path), "--format", "json"])
+    out = capsys.readouterr().out
+    from plimsoll_ci.attest import canonical
+
+    for line in lines_of(path.read_bytes())[:-1]:
+        payload = canonical.loads(line.rstrip(b"\n"))["envelope"]["payload"]
+        reveal = canonical.loads(canonical.b64decode(payload))["predicate"]["freshSetReveal"]
+        assert all(str(seed) not in out for seed in reveal["seeds"])
+        assert reveal["salt"] not in out
+
+
+def test_verify_json_summary(signed, capsys):
+    path, pub, _ = signed
+    assert main(["verify", "--pub", str(pub), str(path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] and doc["summary"]["records"] == 3
+    assert doc["summary"]["providers"] == {"gvisor": 1, "docker": 1, "process": 1}
+
+
+def test_verify_reports_every_problem_with_its_line_and_exits_1(signed, capsys):
+    path, pub, _ = signed
+    lines = lines_of(path.read_bytes())
+    lines[0] = lines[0].replace(b'"landed":0', b'"landed":4')
+    lines[1], lines[2] = lines[2], lines[1]
+    path.write_bytes(b"".join(lines))
+    assert main(["verify", "--pub", str(pub), str(path)]) == 1
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
+    assert out[0] == "bundle line 1: stored result does not match the signed result digest"
+    assert all(line.startswith("bundle line ") for line in out)
+    assert {int(line.split()[2].rstrip(":")) for line in out} >= {1, 2, 3}
+    assert "does not verify" in captured.err and "do not trust" in captured.err
+
+
+def test_verify_refuses_the_wrong_public_key(signed, tmp_path, capsys):
+    path, _, _ = signed
+    keys.write_keypair(tmp_path / "other")
+    assert main(["verify", "--pub", str(tmp_path / "other.pub"), str(path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out] == [f"bundle line {n}" for n in (1, 2, 3, 4)]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--pub", "{pub}", "{dir}/missing.intoto.jsonl"], "cannot read"),
+        (["--pub", "{dir}/missing.pub", "{bundle}"], "cannot read"),
+        (["--pub", "{bundle}", "{bundle}"], "not a PEM public key"),
+        (["--pub", "{pub}", "{bundle}", "--expect-count", "0"], "at least one record"),
+    ],
+)
+def test_verify_bad_input_exits_2_with_a_clear_message(signed, capsys, argv, message):
+    path, pub, _ = signed
+    argv = [a.format(pub=pub, dir=path.parent, bundle=path) for a in argv]
+    assert main(["verify", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_installed_cli_verifies_end_to_end(signed):
+    path, pub, _ = signed
+    ok = subprocess.run([sys.executable, "-m", "plimsoll_ci", "verify", "--pub", str(pub), str(path)],
+                        capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    path.write_bytes(path.read_bytes()[:-10])
+    cut = subprocess.run([sys.executable, "-m", "plimsoll_ci", "verify", "--pub", str(pub), str(path)],
+                         capture_output=True, text=True, timeout=60)
+    assert cut.returncode == 1
+    assert cut.stdout.startswith("bundle line 4: ")
