@@ -102,8 +102,11 @@ def entropy_bits(value: str) -> float:
 def _duration(seconds: float) -> str:
     for unit, size in (("years", 3.15e7), ("days", 86400), ("hours", 3600), ("minutes", 60)):
         if seconds >= size:
-            return f"{seconds / size:,.0f} {unit}"
-    return "under a second" if seconds < 1 else f"{seconds:.0f} seconds"
+            n = seconds / size
+            return f"{n:,.0f} {unit if round(n) != 1 else unit[:-1]}"
+    if seconds < 1.5:
+        return "a second or less"
+    return f"{seconds:.0f} seconds"
 
 
 def read_values(path: str) -> list[tuple[str, str]]:

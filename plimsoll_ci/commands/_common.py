@@ -1,0 +1,78 @@
+"""Arguments and output shared by the commands that read withheld sets and write reports."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+
+def add_key_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--key-env VAR` / `--key-file F`: the HMAC key of a keyed set (never on the command line)."""
+    parser.add_argument("--key-env", metavar="VAR",
+                        help="environment variable holding the HMAC key of a keyed set")
+    parser.add_argument("--key-file", metavar="FILE",
+                        help="file holding the HMAC key (keep it outside the repository)")
+
+
+def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
+    """Bounds of the scan; a bound that is hit is a note in the report."""
+    g = parser.add_argument_group("bounds (a bound that is hit becomes a note)")
+    g.add_argument("--max-file-bytes", type=int, metavar="N", help="bytes read per file")
+    g.add_argument("--max-decompressed", type=int, metavar="N",
+                   help="bytes out of one compression stream or archive member")
+    g.add_argument("--max-members", type=int, metavar="N", help="members read per archive")
+    g.add_argument("--max-region", type=int, metavar="N",
+                   help="bytes of one encoded region (base64, hex, escapes)")
+
+
+def limits_from(args: argparse.Namespace, extra: dict | None = None):  # -> scan.Limits
+    """scan.Limits from the config's `limits:` and the command line (the command line wins)."""
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.scan import Limits
+
+    values: dict = {}
+    for k, v in (extra or {}).items():
+        if k not in Limits._fields:
+            raise BadInput(f"limits: unknown bound {k!r}; known: {', '.join(Limits._fields)}")
+        values[k] = v
+    for k in ("max_file_bytes", "max_decompressed", "max_members", "max_region"):
+        v = getattr(args, k, None)
+        if v is not None:
+            if v <= 0:
+                raise BadInput(f"--{k.replace('_', '-')} must be positive, not {v}")
+            values[k] = v
+    return Limits(**values)
+
+
+def write_output(text: str, output: str | None) -> None:
+    """Print, or write `output` atomically (a temp file renamed over it: never half-written)."""
+    if not output:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    from plimsoll_ci.errors import BadInput
+
+    target = Path(output)
+    folder = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as e:
+        raise BadInput(f"output {output}: cannot write in {folder} ({e.strerror})") from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
