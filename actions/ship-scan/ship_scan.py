@@ -159,26 +159,21 @@ def _fetchable(repo: Path, base: str) -> None:
 
 def _markdown(result: object, per_commit: list[tuple[str, int, int]], mode: str,
               repo: Path) -> str:
-    from plimsoll_ci import hook
+    from plimsoll_ci import hook, report
 
-    lines = ["## plimsoll ship scan", ""]
-    n = len(result.findings)  # type: ignore[attr-defined]
-    verdict = ":x: withheld values ship" if n else ":white_check_mark: nothing withheld ships"
-    lines.append(f"{verdict} — {n} finding(s), {len(per_commit)} commit(s) scanned "
-                 f"(mode `{mode}`).")
-    lines.append("")
+    text = report.to_markdown(result, title="plimsoll ship scan").rstrip("\n")
+    lines = [text, "", f"Mode `{mode}`: {len(per_commit)} commit(s) scanned.", ""]
     if len(per_commit) > 1:
         lines += ["| commit | subject | findings | notes |", "| --- | --- | --- | --- |"]
         for commit, nf, nn in per_commit:
-            subject = hook._subject(repo, commit).replace("|", "\\|")
+            subject = hook._subject(repo, commit).replace("|", "\\|").replace("`", "'")
             lines.append(f"| `{commit[:12]}` | {subject} | {nf} | {nn} |")
         lines.append("")
-    lines.append(hook.render(result, "markdown"))
-    if n:
-        lines += ["", "What to do: remove the value from the shipped file or exclude the file "
-                  "from its ship set; if the branch was ever pushed, treat the values as public "
-                  "and rotate them (see docs/when-it-fires.md)."]
-    return "\n".join(lines) + "\n"
+    if result.findings:  # type: ignore[attr-defined]
+        lines += ["What to do: remove the value from the shipped file or exclude the file from "
+                  "its ship set; if the branch was ever pushed, treat the values as public and "
+                  "rotate them (see docs/when-it-fires.md).", ""]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
