@@ -1,8 +1,9 @@
 """Candidate extraction: find withheld values in a buffer as whole token runs.
 
-Vectorized with numpy: digit runs and word runs are found with array operations, the shape
-prefilter from the index drops every run that cannot be an entry's spelling, and only the
-survivors are canonicalized and hashed in Python.
+Large buffers are vectorized with numpy: digit runs and word runs are found with array operations,
+the shape prefilter from the index drops every run that cannot be an entry's spelling, and only the
+survivors are canonicalized and hashed in Python. Small buffers take the same steps with `re`, so
+a scan of a few files never pays numpy's import (cold start).
 
 Boundaries: a number is a maximal numeric token, so `3107713414` is found in `seed3107713414`
 and `seed-3107713414.json` but never inside `13107713414`, and `31.5` is never in `131.5`.
@@ -14,27 +15,20 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-import numpy as np
-
 from plimsoll_ci.match.canonical import CLOCK_RE, NUMBER_RE, clock_canon, number_canon
 from plimsoll_ci.match.index import ValueIndex
 
-_DIGIT = np.zeros(256, dtype=bool)
-_DIGIT[48:58] = True
-_WORD = np.zeros(256, dtype=bool)
-_WORD[48:58] = True
-_WORD[65:91] = True
-_WORD[97:123] = True
-_WORD[128:] = True
-_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
+SMALL = 64 * 1024  # below this many bytes, the pure-Python path is as fast and imports nothing
 _WS = re.compile(rb"(?:\s|\xc2\xa0)+")
+_DIGIT_RUN = re.compile(rb"[0-9]+")
+_WORD_RUN = re.compile(rb"[0-9A-Za-z\x80-\xff]+")
+_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
 _DOT, _COLON, _UNDER, _ZERO = 46, 58, 95, 48
-_CONT = np.zeros(256, dtype=bool)  # bytes after a digit run that continue a number token
-for _c in b"eE_xXoObB":
-    _CONT[_c] = True
-_HEXPFX = np.zeros(256, dtype=bool)
-for _c in b"xXoObB":
-    _HEXPFX[_c] = True
+_IS_DIGIT = bytes(1 if 48 <= c <= 57 else 0 for c in range(256))
+_IS_WORD = bytes(1 if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c >= 128) else 0
+                 for c in range(256))
+_CONT = bytes(1 if c in b"eE_xXoObB" else 0 for c in range(256))  # continue a number token
+_HEXPFX = bytes(1 if c in b"xXoObB" else 0 for c in range(256))
 
 
 class Match(NamedTuple):
@@ -44,115 +38,195 @@ class Match(NamedTuple):
     kind: str  # "number" | "text"
 
 
-def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    d = np.diff(mask.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
-
-
 def find_values(buf: bytes, index: ValueIndex) -> list[Match]:
     """Every place in `buf` where a withheld value occurs, with the ids of its entries."""
     if not buf:
         return []
     out: list[Match] = []
-    a = np.frombuffer(buf, dtype=np.uint8)
+    small = len(buf) < SMALL
     if index.has_numbers:
-        out.extend(_numbers(buf, a, index))
+        out.extend(_numbers_small(buf, index) if small else _numbers_np(buf, index))
     if index.text_shapes:
-        out.extend(_texts(buf, a, index))
+        out.extend(_texts_small(buf, index) if small else _texts_np(buf, index))
     return out
 
 
-def _numbers(buf: bytes, a: np.ndarray, index: ValueIndex) -> list[Match]:
-    isd = _DIGIT[a]
-    starts, ends = _runs(isd)
+# --- the checks every surviving candidate goes through ---------------------------------------
+
+
+def _plain(buf: bytes, s: int, e: int, index: ValueIndex, out: list[Match]) -> None:
+    tok = buf[s:e]
+    canon = number_canon(tok) if tok[0] == _ZERO else tok
+    if canon is not None:
+        ids = index.number_ids(canon)
+        if ids:
+            out.append(Match(s, e, ids, "number"))
+
+
+def _token(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
+    m = NUMBER_RE.match(buf, s)
+    if m is None or (m.end() < len(buf) and _IS_DIGIT[buf[m.end()]]):
+        return
+    canon = number_canon(m.group())
+    ids = index.number_ids(canon) if canon is not None else []
+    if ids:
+        out.append(Match(s, m.end(), ids, "number"))
+
+
+def _clock(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
+    m = CLOCK_RE.match(buf, s)
+    if m is None or (m.end() < len(buf) and _IS_DIGIT[buf[m.end()]]):
+        return
+    canon = clock_canon(m)
+    ids = index.number_ids(canon) if canon is not None else []
+    if ids:
+        out.append(Match(s, m.end(), ids, "number"))
+
+
+def _text(buf: bytes, lower: bytes, s: int, ln: int, index: ValueIndex,
+          out: list[Match]) -> None:
+    for total in index.text_shapes[ln]:
+        if total == ln:
+            cand, end = lower[s : s + ln], s + ln
+        else:
+            flat = _WS.sub(b" ", lower[s : s + 4 * total + 64])
+            if len(flat) < total or (len(flat) > total and _IS_WORD[flat[total]]):
+                continue
+            cand, end = flat[:total], s + total
+        ids = index.text_ids(cand)
+        if ids:
+            out.append(Match(s, end, ids, "text"))
+
+
+# --- small buffers: re ------------------------------------------------------------------------
+
+
+def _numbers_small(buf: bytes, index: ValueIndex) -> list[Match]:
+    out: list[Match] = []
+    n = len(buf)
+    runs = [(m.start(), m.end()) for m in _DIGIT_RUN.finditer(buf)]
+    for i, (s, e) in enumerate(runs):
+        ln = e - s
+        p = buf[s - 1] if s > 0 else 32
+        p2 = buf[s - 2] if s > 1 else 32
+        if _IS_DIGIT[p2] and (p == _DOT or (p == _UNDER and ln <= 4) or (p == _COLON and ln == 2)):
+            continue  # continues an earlier token
+        nx = buf[e] if e < n else 32
+        nx2d = e + 1 < n and _IS_DIGIT[buf[e + 1]]
+        dot_cont = nx == _DOT and nx2d
+        cont = dot_cont or (_CONT[nx] and (nx2d or _HEXPFX[nx]))
+        clock = nx == _COLON and nx2d
+        if not cont and not clock:
+            if index.has_ints and (ln in index.int_lengths or (buf[s] == _ZERO and ln > 1)):
+                _plain(buf, s, e, index, out)
+            continue
+        if cont:
+            total = ln
+            if dot_cont and i + 1 < len(runs) and runs[i + 1][0] == e + 1:
+                total += runs[i + 1][1] - runs[i + 1][0]
+            if total >= index.min_sig or (index.has_ints and (
+                    (ln == 1 and buf[s] == _ZERO and _HEXPFX[nx]) or (nx == _UNDER and nx2d))):
+                _token(buf, s, index, out)
+        if clock and index.clockable:
+            _clock(buf, s, index, out)
+    return out
+
+
+def _texts_small(buf: bytes, index: ValueIndex) -> list[Match]:
+    out: list[Match] = []
+    lower = buf.translate(_LOWER)
+    shapes = index.text_shapes
+    for m in _WORD_RUN.finditer(buf):
+        ln = m.end() - m.start()
+        if ln in shapes:
+            _text(buf, lower, m.start(), ln, index, out)
+    return out
+
+
+# --- large buffers: numpy ---------------------------------------------------------------------
+
+
+def _luts():  # noqa: ANN202  (numpy arrays; imported lazily)
+    import numpy as np
+
+    global _NP
+    if _NP is None:
+        _NP = tuple(np.frombuffer(t, dtype=np.uint8).astype(bool)
+                    for t in (_IS_DIGIT, _IS_WORD, _CONT, _HEXPFX))
+    return _NP
+
+
+_NP = None
+
+
+def _runs(mask):  # noqa: ANN001, ANN202
+    import numpy as np
+
+    d = np.diff(mask.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+
+
+def _numbers_np(buf: bytes, index: ValueIndex) -> list[Match]:
+    import numpy as np
+
+    digit, _, contl, hexpfx = _luts()
+    a = np.frombuffer(buf, dtype=np.uint8)
+    starts, ends = _runs(digit[a])
     if not len(starts):
         return []
-    n = len(a)
-    ap = np.empty(n + 4, dtype=np.uint8)
+    ap = np.empty(len(a) + 4, dtype=np.uint8)
     ap[:2] = 32
     ap[2:-2] = a
     ap[-2:] = 32
     lens = ends - starts
-    prev = ap[starts + 1]
-    prev2 = ap[starts]
-    nxt = ap[ends + 2]
-    nxt2 = ap[ends + 3]
-    # A run right after "digit." / "digit_" / "digit:" continues an earlier token.
-    # ("1_000" groups and "m:ss" parts are short, so a long run after "_" or ":" starts anew.)
+    prev, prev2 = ap[starts + 1], ap[starts]
+    nxt, nxt2 = ap[ends + 2], ap[ends + 3]
     inner = ((prev == _DOT) | ((prev == _UNDER) & (lens <= 4)) | ((prev == _COLON) & (lens == 2))) \
-        & _DIGIT[prev2]
-    nxt2_digit = _DIGIT[nxt2]
-    dot_cont = (nxt == _DOT) & nxt2_digit
-    cont = dot_cont | (_CONT[nxt] & (nxt2_digit | _DIGIT[nxt2] | _HEXPFX[nxt]))
-    plain = ~inner & ~cont & ~((nxt == _COLON) & nxt2_digit)
-    lens_ok = np.isin(lens, np.fromiter(index.int_lengths, dtype=np.int64)) if index.has_ints \
-        else np.zeros(len(lens), dtype=bool)
-    leading_zero = (ap[starts + 2] == _ZERO) & (lens > 1)
-    pick_plain = plain & (lens_ok | leading_zero) if index.has_ints else plain & False
-    # Decimals, exponents and separators: the mantissa must hold enough digits for some entry.
+        & digit[prev2]
+    nxt2d = digit[nxt2]
+    dot_cont = (nxt == _DOT) & nxt2d
+    cont = dot_cont | (contl[nxt] & (nxt2d | hexpfx[nxt]))
+    clock = (nxt == _COLON) & nxt2d
+    live = ~inner
+    none = np.zeros(len(lens), dtype=bool)
+    if index.has_ints:
+        lens_ok = np.isin(lens, np.fromiter(index.int_lengths, dtype=np.int64))
+        lead0 = (ap[starts + 2] == _ZERO) & (lens > 1)
+        pick_plain = live & ~cont & ~clock & (lens_ok | lead0)
+    else:
+        pick_plain = none
     next_len = np.zeros(len(lens), dtype=np.int64)
     next_len[:-1] = lens[1:] * (starts[1:] == ends[:-1] + 1)
     total = lens + np.where(dot_cont, next_len, 0)
-    pick_cont = ~inner & cont & (total >= index.min_sig)
+    pick_cont = live & cont & (total >= index.min_sig)
     if index.has_ints:
-        pick_cont |= ~inner & (lens == 1) & (ap[starts + 2] == _ZERO) & _HEXPFX[nxt]
-        pick_cont |= ~inner & (nxt == _UNDER) & nxt2_digit
-    pick_clock = (~inner & (nxt == _COLON) & nxt2_digit) if index.clockable \
-        else np.zeros(len(lens), dtype=bool)
+        pick_cont |= live & (lens == 1) & (ap[starts + 2] == _ZERO) & hexpfx[nxt]
+        pick_cont |= live & (nxt == _UNDER) & nxt2d
+    pick_clock = live & clock if index.clockable else none
     out: list[Match] = []
     for s, e in zip(starts[pick_plain].tolist(), ends[pick_plain].tolist(), strict=True):
-        tok = buf[s:e]
-        canon = number_canon(tok) if tok[0] == _ZERO else tok
-        if canon is None:
-            continue
-        ids = index.number_ids(canon)
-        if ids:
-            out.append(Match(s, e, ids, "number"))
+        _plain(buf, s, e, index, out)
     for s in starts[pick_cont].tolist():
-        m = NUMBER_RE.match(buf, s)
-        if m is None or (m.end() < len(buf) and _DIGIT[buf[m.end()]]):
-            continue
-        canon = number_canon(m.group())
-        ids = index.number_ids(canon) if canon is not None else []
-        if ids:
-            out.append(Match(s, m.end(), ids, "number"))
+        _token(buf, s, index, out)
     for s in starts[pick_clock].tolist():
-        m = CLOCK_RE.match(buf, s)
-        if m is None or (m.end() < len(buf) and _DIGIT[buf[m.end()]]):
-            continue
-        canon = clock_canon(m)
-        ids = index.number_ids(canon) if canon is not None else []
-        if ids:
-            out.append(Match(s, m.end(), ids, "number"))
+        _clock(buf, s, index, out)
     return out
 
 
-def _texts(buf: bytes, a: np.ndarray, index: ValueIndex) -> list[Match]:
-    isw = _WORD[a]
-    starts, ends = _runs(isw)
+def _texts_np(buf: bytes, index: ValueIndex) -> list[Match]:
+    import numpy as np
+
+    _, word, _, _ = _luts()
+    a = np.frombuffer(buf, dtype=np.uint8)
+    starts, ends = _runs(word[a])
     if not len(starts):
         return []
     lens = ends - starts
-    firsts = np.fromiter(index.text_shapes, dtype=np.int64)
-    sel = np.isin(lens, firsts)
+    sel = np.isin(lens, np.fromiter(index.text_shapes, dtype=np.int64))
     out: list[Match] = []
-    lower = None
+    if not sel.any():
+        return out
+    lower = buf.translate(_LOWER)
     for s, ln in zip(starts[sel].tolist(), lens[sel].tolist(), strict=True):
-        for total in index.text_shapes[ln]:
-            if lower is None:
-                lower = buf.translate(_LOWER)
-            if total == ln:
-                cand, end = lower[s : s + ln], s + ln
-            else:
-                raw = lower[s : s + 4 * total + 64]
-                flat = _WS.sub(b" ", raw)
-                if len(flat) < total:
-                    continue
-                if len(flat) > total and _WORD[flat[total]]:
-                    continue
-                cand = flat[:total]
-                end = s + total
-            ids = index.text_ids(cand)
-            if ids:
-                out.append(Match(s, end, ids, "text"))
+        _text(buf, lower, s, ln, index, out)
     return out
