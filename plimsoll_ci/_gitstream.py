@@ -128,7 +128,7 @@ def rev_list(repo: Repo, revs: Sequence[str], first_parent: bool = False) -> lis
     args = ["rev-list", "--topo-order", "--reverse", "--parents"]
     if first_parent:
         args.append("--first-parent")
-    proc = git(repo.top, *args, "--end-of-options", *revs, "--")
+    proc = git(repo.top, *args, *_rev_words(revs), "--")
     return [line.split() for line in proc.stdout.decode("ascii").splitlines() if line]
 
 
@@ -145,6 +145,12 @@ def ls_tree(repo: Repo, rev: str) -> dict[bytes, TreeEntry]:
     return tree
 
 
+def _rev_words(revs: Sequence[str]) -> list[str]:
+    """Revisions after `--end-of-options` (so none is read as an option), except `--all`."""
+    opts = [r for r in revs if r == "--all"]
+    return [*opts, "--end-of-options", *(r for r in revs if r != "--all")]
+
+
 _HEADER = "%x01%H %P%x02%T %ct%x02%an <%ae>"
 
 
@@ -156,7 +162,7 @@ def walk(repo: Repo, revs: Sequence[str]) -> Iterator[Commit]:
     args = [
         "git", *_PINNED, "log", "-z", "--raw", "--no-renames", "--no-abbrev", "--root",
         "--diff-merges=first-parent", "--topo-order", "--reverse", "--no-color",
-        "--no-mailmap", f"--format={_HEADER}", "--end-of-options", *revs, "--",
+        "--no-mailmap", f"--format={_HEADER}", *_rev_words(revs), "--",
     ]
     proc = subprocess.Popen(
         args, cwd=repo.top, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -249,6 +249,48 @@ def _finding_row(f: Any) -> list[Any]:
     return [f.line, f.column, f.chain, f.entry, f.kind, f.where, getattr(f, "detail", "")]
 
 
+def _name_rows(scanner: Any, name: str) -> list[list[Any]]:
+    """Findings in a shipped name; each row also says which path component carries the entry."""
+    rows = []
+    for f in scanner.scan_name(shown(name)):
+        row = _finding_row(f)
+        row.append(len(f.path.rstrip("/").split("/")) - 1)
+        rows.append(row)
+    return rows
+
+
+class _Redactor:
+    """A file or folder name that carries a withheld value is itself the value: reports show
+    `[withheld name N]` in its place, so a report stays safe to publish.
+    """
+
+    def __init__(self, names: dict[str, list[list[Any]]]) -> None:
+        flagged = set()
+        for name, rows in names.items():
+            parts = shown(name).split("/")
+            for r in rows:
+                if len(r) > 7 and 0 <= r[7] < len(parts):
+                    flagged.add(parts[r[7]])
+        self.names = {c: f"[withheld name {i}]" for i, c in enumerate(sorted(flagged), 1)}
+        self._order = sorted(self.names, key=len, reverse=True)
+
+    def text(self, s: str) -> str:
+        for comp in self._order:
+            if comp in s:
+                s = s.replace(comp, self.names[comp])
+        return s
+
+    def occ(self, occ: list[Occurrence]) -> list[Occurrence]:
+        return [o._replace(path=self.text(o.path)) for o in occ] if self.names else occ
+
+    def entry(self, e: EntryHistory) -> EntryHistory:
+        if not self.names:
+            return e
+        return e._replace(
+            windows=[w._replace(first_findings=self.occ(w.first_findings)) for w in e.windows],
+            commits=[(c, self.occ(occ)) for c, occ in e.commits])
+
+
 # --------------------------------------------------------------------------- scanning workers
 
 _WORKER: dict[str, Any] = {}
@@ -659,19 +701,22 @@ def _replay(repo: Repo, wset: Any, options: Options, revs: list[str], graph: lis
     scanner = Scanner(wset, limits)
     for name in names:
         if name not in cache.names:
-            cache.names[name] = [_finding_row(f) for f in scanner.scan_name(shown(name))]
+            cache.names[name] = _name_rows(scanner, name)
             cache.dirty = True
 
     # ---- pass 3: replay deltas over the findings
     per_commit = _findings_per_commit(records, walked, cache, missing)
     entries = _windows(records, per_commit)
+    redact = _Redactor({name: cache.names[name] for name in names})
+    entries = [redact.entry(e) for e in entries]
     if any(r.boundary and r.parents for r in records):
         for e in entries:
             for w in e.windows:
                 if w.from_boundary:
                     notes.add(f"{e.entry} already ships at {w.first.oid[:12]}, the first commit of "
                               "the range; it may have shipped earlier (widen the range)")
-    return HistoryReport(entries, len(records), len(need), scanned_before, notes.all(), revs)
+    return HistoryReport(entries, len(records), len(need), scanned_before,
+                         [redact.text(n) for n in notes.all()], revs)
 
 
 def _scan_all(repo: Repo, wset: Any, limits: Any, options: Options, need: dict[str, str],
@@ -901,7 +946,7 @@ def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None)
                 cache.content[item.oid] = [_finding_row(f) for f in findings]
                 cache.dirty = True
             if item.name not in cache.names:
-                cache.names[item.name] = [_finding_row(f) for f in scanner.scan_name(shown(item.name))]
+                cache.names[item.name] = _name_rows(scanner, item.name)
                 cache.dirty = True
             occ += _rows_to(set_name, shown(label), cache.content[item.oid])
             occ += _rows_to(set_name, shown(label), cache.names[item.name])
@@ -924,7 +969,10 @@ def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None)
             else:
                 lo = mid + 1
         info = _commit_info(repo, chain[lo][0])
-        return BisectResult(entry, info, found, scans, len(chain), notes.all())
+        redact = _Redactor({n: rows for n, rows in cache.names.items()
+                            if any(o.path.endswith(shown(n)) for o in found)})
+        return BisectResult(entry, info, redact.occ(found), scans, len(chain),
+                            [redact.text(n) for n in notes.all()])
     finally:
         cat.close()
         judge.close()

@@ -49,9 +49,8 @@ class GitRepo:
         self.git("config", "commit.gpgsign", "false")
 
     def git(self, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
-        full = dict(os.environ)
-        full.update(env or {})
-        proc = subprocess.run(["git", *args], cwd=self.path, capture_output=True, env=full)
+        proc = subprocess.run(["git", *args], cwd=self.path, capture_output=True,
+                              env={**os.environ, **(env or {})})
         if check and proc.returncode != 0:
             raise AssertionError(f"git {args}: {proc.stderr.decode()}")
         return proc.stdout.decode("utf-8", "replace").strip()
@@ -91,7 +90,8 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """`plimsoll-ci ARGS` in a subprocess; its output must never carry the leaked value."""
     proc = subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], cwd=cwd,
                           capture_output=True, text=True, errors="replace")
-    assert LEAK not in proc.stdout and LEAK not in proc.stderr
+    leaked = LEAK in proc.stdout or LEAK in proc.stderr
+    assert not leaked, "the withheld value was printed"  # never show it, not even in a failure
     return proc
 
 
@@ -131,3 +131,29 @@ def argon(tmp_path: Path) -> dict:
 
 def load_json(text: str) -> dict:
     return json.loads(text)
+
+
+GLOB_CONFIG = ("withheld: withheld.json\nship:\n  task:\n"
+               "    include: [\"tasks/**\", \"viewer/**\"]\n    exclude: [\"**/*.test.mjs\"]\n")
+
+
+@pytest.fixture
+def globrepo(tmp_path: Path) -> GitRepo:
+    """A repository whose plimsoll.yaml ships tasks/ and viewer/ by globs."""
+    repo = GitRepo(tmp_path / "harness")
+    repo.write("plimsoll.yaml", GLOB_CONFIG)
+    repo.write("seeds.txt", "\n".join(SEEDS) + "\n")
+    repo.write("tasks/drone/TASK.md", "# Drone task\n")
+    return repo
+
+
+@pytest.fixture
+def wset_path(tmp_path: Path) -> Path:
+    return make_set(tmp_path)
+
+
+def history_json(repo: GitRepo, wset: Path, *args: str) -> tuple[int, dict]:
+    proc = run_cli("history", "--set", str(wset), "--format", "json", "--no-progress", *args,
+                   cwd=repo.path)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)

@@ -1,0 +1,172 @@
+"""Trees, not patches: merges, renames, reverts, archives, branches, per-commit configs."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import zipfile
+from pathlib import Path
+
+from conftest import GLOB_CONFIG, LEAK, GitRepo, history_json, make_set, run_cli, viewer
+
+from plimsoll_ci import history, withheld
+
+
+def test_a_leak_that_first_appears_in_a_merge_commit_is_dated_to_the_merge(
+        globrepo: GitRepo, wset_path: Path) -> None:
+    repo = globrepo
+    repo.commit("start", 0)
+    repo.git("checkout", "-q", "-b", "side")
+    repo.write("tasks/drone/notes.md", "wind model notes\n")
+    repo.commit("side: notes", 5)
+    repo.git("checkout", "-q", "main")
+    repo.write("tasks/drone/TASK.md", "# Drone task, v2\n")
+    repo.commit("main: task v2", 7)
+    repo.git("merge", "-q", "--no-ff", "--no-commit", "side", env=repo.dates(10))
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))  # an "evil" merge
+    merge = repo.commit("merge side", 10)
+    repo.write("viewer/replay.html", viewer("seed-EXAMPLE.json"))
+    fix = repo.commit("fix", 30)
+    # a patch-based scan of history up to the merge never shows the merge's own content
+    shown_by_patches = LEAK in repo.git("log", "-p", merge, "--", ".", ":!seeds.txt")
+    assert not shown_by_patches
+    code, doc = history_json(repo, wset_path)
+    assert code == 1
+    (e,) = doc["entries"]
+    assert e["first"]["commit"] == merge and e["fixed"]["commit"] == fix
+    assert e["window_seconds"] == 20 * 60
+    assert e["first"]["paths"] == ["viewer/replay.html"]
+
+
+def test_a_leak_inside_a_zip_blob_names_the_member(globrepo: GitRepo, wset_path: Path) -> None:
+    repo = globrepo
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("tracks/about.txt", f"example flight: seed {LEAK}\n")
+        z.writestr("tracks/other.txt", "nothing here\n")
+    repo.write("tasks/drone/assets.zip", buf.getvalue())
+    first = repo.commit("assets", 0)
+    code, doc = history_json(repo, wset_path)
+    assert code == 1
+    (e,) = doc["entries"]
+    assert e["first"]["commit"] == first and e["fixed"] is None
+    (f,) = e["first"]["findings"]
+    assert f["path"] == "tasks/drone/assets.zip"
+    assert "zip member tracks/about.txt" in f["chain"]
+
+
+def test_a_leak_fixed_then_reintroduced_by_a_revert_has_two_windows(
+        globrepo: GitRepo, wset_path: Path) -> None:
+    repo = globrepo
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    first = repo.commit("viewer", 0)
+    repo.write("viewer/replay.html", viewer("seed-EXAMPLE.json"))
+    fix1 = repo.commit("fix", 20)
+    repo.git("revert", "--no-edit", "HEAD", env=repo.dates(60))
+    again = repo.git("rev-parse", "HEAD")
+    repo.write("tasks/drone/TASK.md", "# Drone task (again)\n")
+    mid = repo.commit("unrelated", 70)
+    repo.write("viewer/replay.html", viewer("seed-EXAMPLE.json"))
+    fix2 = repo.commit("fix again", 90)
+    code, doc = history_json(repo, wset_path)
+    assert code == 1
+    (e,) = doc["entries"]
+    w1, w2 = e["windows"]
+    assert (w1["first"]["commit"], w1["fixed"]["commit"], w1["window_seconds"]) == (first, fix1, 1200)
+    assert (w2["first"]["commit"], w2["fixed"]["commit"], w2["window_seconds"]) == (again, fix2, 1800)
+    assert w2["commits"] == [again, mid]
+    assert e["first"]["commit"] == first and e["fixed"]["commit"] == fix2
+    assert e["window_seconds"] == 3000
+    assert len(e["commits"]) == 3
+
+
+def test_a_rename_into_a_shipped_folder_counts_from_the_rename(
+        globrepo: GitRepo, wset_path: Path) -> None:
+    repo = globrepo
+    repo.write("drafts/replay.html", viewer(f"seed-{LEAK}.json"))
+    repo.commit("draft viewer (not shipped)", 0)
+    (repo.path / "viewer").mkdir()
+    repo.git("mv", "drafts/replay.html", "viewer/replay.html")
+    moved = repo.commit("ship the viewer", 15)
+    code, doc = history_json(repo, wset_path)
+    (e,) = doc["entries"]
+    assert e["first"]["commit"] == moved and e["fixed"] is None
+
+
+def test_a_config_change_that_starts_shipping_a_folder_is_the_first_leak(
+        globrepo: GitRepo, wset_path: Path) -> None:
+    repo = globrepo
+    repo.write("plimsoll.yaml", GLOB_CONFIG.replace(', "viewer/**"', ""))
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    repo.commit("viewer exists but does not ship", 0)
+    repo.write("plimsoll.yaml", GLOB_CONFIG)
+    ships = repo.commit("ship the viewer too", 9)
+    code, doc = history_json(repo, wset_path)
+    (e,) = doc["entries"]
+    assert e["first"]["commit"] == ships
+
+
+def test_all_covers_branches_that_were_never_merged(globrepo: GitRepo, wset_path: Path) -> None:
+    repo = globrepo
+    repo.commit("start", 0)
+    repo.git("checkout", "-q", "-b", "experiment")
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    exp = repo.commit("experiment", 5)
+    repo.git("checkout", "-q", "main")
+    repo.write("tasks/drone/TASK.md", "# v2\n")
+    repo.commit("main", 8)
+    code, _doc = history_json(repo, wset_path)
+    assert code == 0
+    code, doc = history_json(repo, wset_path, "--all")
+    assert code == 1 and doc["entries"][0]["first"]["commit"] == exp
+
+
+def test_auditor_mode_judges_a_repo_that_had_no_config(tmp_path: Path, wset_path: Path) -> None:
+    repo = GitRepo(tmp_path / "old")
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    first = repo.commit("viewer", 0)
+    proc = run_cli("history", "--set", str(wset_path), "--no-progress", cwd=repo.path)
+    assert proc.returncode == 2 and "--config" in proc.stderr
+    cfg = tmp_path / "audit.yaml"
+    cfg.write_text("ship:\n  all:\n    include: [\"viewer/**\"]\n")
+    code, doc = history_json(repo, wset_path, "--config", str(cfg))
+    assert code == 1 and doc["entries"][0]["first"]["commit"] == first
+
+
+def test_a_name_that_carries_the_value_is_found_and_never_printed(
+        globrepo: GitRepo, wset_path: Path) -> None:
+    repo = globrepo
+    repo.write(f"tasks/drone/tracks/seed-{LEAK}.json", "{}\n")
+    first = repo.commit("track", 0)
+    for fmt in ("json", "text", "markdown", "sarif"):
+        proc = run_cli("history", "--set", str(wset_path), "--format", fmt, "--no-progress",
+                       cwd=repo.path)  # run_cli asserts the value is absent
+        assert proc.returncode == 1
+        assert "[withheld name 1]" in proc.stdout
+    code, doc = history_json(repo, wset_path)
+    (f,) = doc["entries"][0]["first"]["findings"]
+    assert f["where"] == "name" and doc["entries"][0]["first"]["commit"] == first
+
+
+def test_the_worker_pool_and_one_process_agree(globrepo: GitRepo, tmp_path: Path) -> None:
+    repo = globrepo
+    # enough blobs (> 64) for the pool, written with one fast-import instead of 150 commits
+    lines = []
+    for i in range(150):
+        body = f"step {i}\n" + (f"seed {LEAK}\n" if i % 50 == 5 else "")
+        data = body.encode()
+        lines.append(f"commit refs/heads/main\ncommitter A <a@b> {1767261600 + 600 + i * 60} +0000\n"
+                     f"data 4\nstep\n" + ("from refs/heads/main^0\n" if i == 0 else "") +
+                     f"M 100644 inline tasks/drone/log{i % 40}.txt\ndata {len(data)}\n{body}\n")
+    repo.commit("start", 0)
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo.path, check=True,
+                   input="".join(lines).encode())
+    wset = withheld.load(make_set(tmp_path))
+    one = history.replay(str(repo.path), wset, history.Options(jobs=1, use_cache=False,
+                                                                progress=False))
+    two = history.replay(str(repo.path), wset, history.Options(jobs=2, use_cache=False,
+                                                                progress=False))
+    assert one.blobs_scanned > 64
+    assert history.to_json(one) == history.to_json(two)
+    (e,) = one.entries
+    assert len(e.windows) == 3  # seeds at steps 5, 55, 105, each overwritten 40 steps later
