@@ -56,6 +56,14 @@ def _poly_sincos(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s * a, c
 
 
+def _sum1(a: np.ndarray) -> np.ndarray:
+    """Sum over axis 1 (3 or 4 terms, added in index order whatever the batch size)."""
+    return _add_reduce(a, axis=1)
+
+
+_add_reduce = np.add.reduce
+
+
 def _mix64(z: np.ndarray) -> np.ndarray:
     z = (z ^ (z >> _U64(30))) * _M1
     z = (z ^ (z >> _U64(27))) * _M2
@@ -123,11 +131,10 @@ class Batch:
         self.next_gate = np.zeros(n, dtype=np.int64)
         mass = np.array([d.mass + f.payload for f in fl])
         self.inv_mass = 1.0 / mass
-        per_motor = d.max_thrust / 4.0
         factors = np.ones((n, 4))
         for i, f in enumerate(fl):
             factors[i, f.weak_motor] = f.weak_factor
-        self.fmax = per_motor * factors
+        self.fmax = (d.max_thrust / 4.0) * factors
         self.wind0 = np.array([[f.wind[0], f.wind[1]] for f in fl]).reshape(n, 2)
         g = np.zeros((n, 3, 5))  # start, duration, dx, dy, peak (peak 0 pads a missing gust)
         g[:, :, 1] = 1.0
@@ -138,26 +145,49 @@ class Batch:
         self.noise_key = np.array([f.noise_key for f in fl], dtype=np.uint64)
         self._obs_cache: tuple[int, list[dict]] | None = None
 
-        # Constants of the substep.
-        self._dt = c.tick / c.substeps
-        self._alpha = self._dt / (d.motor_lag + self._dt)  # backward-Euler motor lag
-        arm = d.arm * 0.7071067811865476
-        self._arm = arm
+        # Constants of the substep, folded so that one substep is ~50 numpy calls (see _substep).
+        dt = c.tick / c.substeps
+        self._dt = dt
+        self._alpha = dt / (d.motor_lag + dt)  # backward-Euler motor lag
         ix, iy, iz = d.inertia
-        self._k_inertia = np.array([K_RATE * ix, K_RATE * iy, K_RATE * iz])
-        self._inv_inertia = np.array([1.0 / ix, 1.0 / iy, 1.0 / iz])
-        self._gyro = np.array([(iy - iz) / ix, (iz - ix) / iy, (ix - iy) / iz])
-        # Mixer (nominal motors): motor i sits at (x_i, y_i) = arm * (+,+) (-,+) (-,-) (+,-),
-        # spins +, -, +, -. f_i = T/4 + tx*y_i/(4 a^2) - ty*x_i/(4 a^2) + tz*s_i/(4 km).
-        inv = 1.0 / (4.0 * arm)
-        self._mix_x = np.array([inv, inv, -inv, -inv])
-        self._mix_y = np.array([-inv, inv, inv, -inv])
-        kz = 1.0 / (4.0 * d.yaw_moment)
-        self._mix_z = np.array([kz, -kz, kz, -kz])
+        if ix != iy:
+            raise ValueError("the airframe must be symmetric (inertia x == y)")
+        arm = d.arm * 0.7071067811865476
+        # Motor i sits at arm * (+,+) (-,+) (-,-) (+,-) in the body frame and spins +, -, +, -.
+        sx = np.array([1.0, 1.0, -1.0, -1.0])  # sign of the roll torque of motor i
+        sy = np.array([-1.0, 1.0, 1.0, -1.0])  # sign of the pitch torque
+        sz = np.array([1.0, -1.0, 1.0, -1.0])  # sign of the yaw torque
+        # Physics: wrench = f @ _wrench, columns thrust, then d(omega) per substep.
+        self._wrench = np.stack(
+            [np.ones(4), sx * (arm / ix * dt), sy * (arm / iy * dt), sz * (d.yaw_moment / iz * dt)],
+            axis=1,
+        )
+        self._gyro_dt = np.array([(iy - iz) / ix * dt, (iz - ix) / iy * dt])  # for (q r, p r)
+        # Firmware mixer (nominal motors): normalised motor thrust u_i = f_des_i / (max_thrust / 4)
+        # with f_des_i = T/4 + torque . mix_i and torque = K_RATE * inertia * (omega_cmd - omega).
+        per_motor = d.max_thrust / 4.0
+        mix = np.stack([sx / (4.0 * arm), sy / (4.0 * arm), sz / (4.0 * d.yaw_moment)])  # (3, 4)
+        self._rate_mix = (K_RATE * np.array([ix, iy, iz]))[:, None] * mix / per_motor  # (3, 4)
         self._inv_fnom = 1.0 / per_motor
+        self.inv_mass_dt = self.inv_mass * dt
+        self.drag_dt = self.inv_mass * (d.drag * dt)
+        self._g_dt = c.gravity * dt
+        # Quaternion kinematics q += q (x) (0, omega) dt/2 as three gathered products.
+        self._q_take = np.array([1, 0, 0, 0, 2, 2, 1, 1, 3, 3, 3, 2])
+        self._w_take = np.array([0, 0, 1, 2, 1, 2, 2, 1, 2, 1, 0, 0])
+        self._w_sign = 0.5 * dt * np.array([-1.0, 1, 1, 1, -1, 1, -1, 1, -1, -1, 1, -1])
+        # Body z axis from the quaternion: C + S1 * (Q1 Q2 + S2 Q3 Q4).
+        self._bz_take = np.array([1, 2, 1, 3, 3, 1, 0, 0, 2, 2, 1, 2])
+        self._bz_s1 = np.array([2.0, 2.0, -2.0])
+        self._bz_s2 = np.array([1.0, -1.0, 1.0])
+        self._bz_c = np.array([0.0, 0.0, 1.0])
         self._cos_crash = generator.sincos(c.limits.crash_tilt)[1]
-        self._thrust_cmd = np.zeros(n)
-        self._omega_cmd = np.zeros((n, 3))
+        r = d.radius
+        self._room_lo = np.array([r, r, -1.0])
+        self._room_hi = np.array([c.room[0] - r, c.room[1] - r, c.room[2] - r])
+        self._gate_c = np.array([g.center for g in c.gates])  # (G, 3)
+        self._gate_n = np.array([g.normal[:2] for g in c.gates])  # (G, 2)
+        self._base = np.zeros((n, 4))
         self._bad_touch = np.zeros(n, dtype=bool)
         if record:
             self._save()
@@ -280,180 +310,184 @@ class Batch:
         `cmd[:, 0]` is thrust (N), then roll, pitch, yaw rate (attitude mode) or roll, pitch, yaw
         rates (body-rate mode). Values are clipped to the course's limits here.
         """
-        c, lim = self.course, self.course.limits
-        thrust = np.clip(cmd[:, 0], 0.0, c.drone.max_thrust)
-        self._omega_cmd = self._rate_targets(cmd, attitude, lim)
-        wind = self._wind(self._tick * c.tick)
+        c = self.course
+        lim = c.limits
+        n = cmd.shape[0]
+        # One polynomial call for every angle this tick needs: commanded roll and pitch, gust phase.
+        g = self.gusts
+        s = np.minimum(np.maximum((self._tick * c.tick - g[:, :, 0]) / g[:, :, 1], 0.0), 1.0)
+        angles = np.empty((n, 5))
+        angles[:, 0:2] = np.minimum(np.maximum(cmd[:, 1:3], -lim.max_tilt_cmd), lim.max_tilt_cmd)
+        angles[:, 2:5] = np.pi * np.minimum(s, 1.0 - s)
+        sin, cos = _poly_sincos(angles)
+        omega_cmd = self._rate_targets(cmd, attitude, sin, cos)
+        thrust = np.minimum(np.maximum(cmd[:, 0], 0.0), c.drone.max_thrust)
+        # Firmware: the per-tick part of the motor commands.
+        self._base = (0.25 * self._inv_fnom) * thrust[:, None] + _sum1(
+            omega_cmd[:, :, None] * self._rate_mix)
+        # Wind: steady wind plus 1-cosine gusts, (1 - cos 2 pi s) / 2 = sin^2 pi s.
+        amp = g[:, :, 4] * (sin[:, 2:5] * sin[:, 2:5])
+        wind = np.zeros((n, 3))
+        wind[:, 0:2] = self.wind0 + _sum1(amp[:, :, None] * g[:, :, 2:4])
         p0 = self.pos.copy()
         self._bad_touch[:] = False
-        t4 = (0.25 * thrust)[:, None]
         for _ in range(c.substeps):
-            self._substep(t4, wind)
-        # Renormalise the attitude quaternion once per tick.
+            self._substep(wind)
         q = self.quat
-        q /= np.sqrt(q[:, 0:1] * q[:, 0:1] + q[:, 1:2] * q[:, 1:2] + q[:, 2:3] * q[:, 2:3]
-                     + q[:, 3:4] * q[:, 3:4])
+        q /= np.sqrt(_sum1(q * q))[:, None]  # renormalise once per tick
         self._tick += 1
         self._obs_cache = None
         self._check(p0)
         if self._record:
             self._save()
 
-    def _rate_targets(self, cmd: np.ndarray, attitude: np.ndarray, lim) -> np.ndarray:
-        out = np.empty((cmd.shape[0], 3))
-        rates = np.clip(cmd[:, 1:4], -lim.max_rate, lim.max_rate)
-        out[:] = rates
-        if attitude.any():
-            q = self.quat
-            w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-            r11 = 1.0 - 2.0 * (y * y + z * z)
-            r12 = 2.0 * (x * y - w * z)
-            r13 = 2.0 * (x * z + w * y)
-            r21 = 2.0 * (x * y + w * z)
-            r22 = 1.0 - 2.0 * (x * x + z * z)
-            r23 = 2.0 * (y * z - w * x)
-            r31 = 2.0 * (x * z - w * y)
-            r32 = 2.0 * (y * z + w * x)
-            r33 = 1.0 - 2.0 * (x * x + y * y)
-            hn = np.sqrt(r11 * r11 + r21 * r21)
-            ch, sh = r11 / hn, r21 / hn
-            roll = np.clip(cmd[:, 1], -lim.max_tilt_cmd, lim.max_tilt_cmd)
-            pitch = np.clip(cmd[:, 2], -lim.max_tilt_cmd, lim.max_tilt_cmd)
-            sr, cr = _poly_sincos(roll)
-            sp, cp = _poly_sincos(pitch)
-            zxh, zyh, zz = sp * cr, -sr, cp * cr  # desired body z axis in the heading frame
-            zx = ch * zxh - sh * zyh
-            zy = sh * zxh + ch * zyh
-            ex = r23 * zz - r33 * zy  # body z axis x desired z axis (world frame)
-            ey = r33 * zx - r13 * zz
-            ez = r13 * zy - r23 * zx
-            p_des = K_ATT * (r11 * ex + r21 * ey + r31 * ez)
-            q_des = K_ATT * (r12 * ex + r22 * ey + r32 * ez)
-            yaw = np.clip(cmd[:, 3], -lim.max_yaw_rate, lim.max_yaw_rate)
-            out[attitude, 0] = p_des[attitude]
-            out[attitude, 1] = q_des[attitude]
-            out[attitude, 2] = yaw[attitude]
+    def _rate_targets(self, cmd: np.ndarray, attitude: np.ndarray, sin, cos) -> np.ndarray:
+        lim = self.course.limits
+        out = np.minimum(np.maximum(cmd[:, 1:4], -lim.max_rate), lim.max_rate)
+        if not attitude.any():
+            return out
+        q = self.quat[attitude]
+        w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+        r11 = 1.0 - 2.0 * (y * y + z * z)
+        r12 = 2.0 * (x * y - w * z)
+        r13 = 2.0 * (x * z + w * y)
+        r21 = 2.0 * (x * y + w * z)
+        r22 = 1.0 - 2.0 * (x * x + z * z)
+        r23 = 2.0 * (y * z - w * x)
+        r31 = 2.0 * (x * z - w * y)
+        r32 = 2.0 * (y * z + w * x)
+        r33 = 1.0 - 2.0 * (x * x + y * y)
+        hn = np.sqrt(r11 * r11 + r21 * r21)
+        ch, sh = r11 / hn, r21 / hn  # heading
+        sr, cr = sin[attitude, 0], cos[attitude, 0]
+        sp, cp = sin[attitude, 1], cos[attitude, 1]
+        zxh, zyh, zz = sp * cr, -sr, cp * cr  # desired body z axis in the heading frame (ZYX)
+        zx = ch * zxh - sh * zyh
+        zy = sh * zxh + ch * zyh
+        ex = r23 * zz - r33 * zy  # body z axis x desired z axis, world frame
+        ey = r33 * zx - r13 * zz
+        ez = r13 * zy - r23 * zx
+        out[attitude, 0] = K_ATT * (r11 * ex + r21 * ey + r31 * ez)  # to the body frame
+        out[attitude, 1] = K_ATT * (r12 * ex + r22 * ey + r32 * ez)
+        out[attitude, 2] = np.minimum(np.maximum(cmd[attitude, 3], -lim.max_yaw_rate),
+                                      lim.max_yaw_rate)
         return out
 
-    def _wind(self, t: float) -> np.ndarray:
-        g = self.gusts
-        s = np.clip((t - g[:, :, 0]) / g[:, :, 1], 0.0, 1.0)
-        sin_pi_s, _ = _poly_sincos(np.pi * np.minimum(s, 1.0 - s))
-        amp = g[:, :, 4] * (sin_pi_s * sin_pi_s)  # (1 - cos 2 pi s) / 2 = sin^2 pi s
-        wind = np.zeros((g.shape[0], 3))
-        wind[:, 0] = self.wind0[:, 0] + amp[:, 0] * g[:, 0, 2] + amp[:, 1] * g[:, 1, 2] + amp[:, 2] * g[:, 2, 2]
-        wind[:, 1] = self.wind0[:, 1] + amp[:, 0] * g[:, 0, 3] + amp[:, 1] * g[:, 1, 3] + amp[:, 2] * g[:, 2, 3]
-        return wind
-
-    def _substep(self, t4: np.ndarray, wind: np.ndarray) -> None:
-        dt = self._dt
-        omega, q = self.omega, self.quat
-        # Firmware rate loop and mixer, assuming nominal motors.
-        tau = (self._omega_cmd - omega) * self._k_inertia
-        f_des = t4 + tau[:, 0:1] * self._mix_x + tau[:, 1:2] * self._mix_y + tau[:, 2:3] * self._mix_z
-        w_cmd = np.sqrt(np.clip(f_des * self._inv_fnom, 0.0, 1.0))
-        # Motors: first-order lag on normalised speed, thrust quadratic in speed.
-        m = self.motor
-        m += (w_cmd - m) * self._alpha
-        f = self.fmax * m * m
-        f0, f1, f2, f3 = f[:, 0], f[:, 1], f[:, 2], f[:, 3]
-        a01, a23 = f0 + f1, f2 + f3
-        thrust = a01 + a23
-        torque = np.empty_like(omega)
-        torque[:, 0] = (a01 - a23) * self._arm
-        torque[:, 1] = ((f1 + f2) - (f0 + f3)) * self._arm
-        torque[:, 2] = ((f0 + f2) - (f1 + f3)) * self.course.drone.yaw_moment
-        # Rigid body (diagonal inertia).
-        domega = torque * self._inv_inertia + omega[:, [1, 2, 0]] * omega[:, [2, 0, 1]] * self._gyro
-        w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-        bz = np.empty_like(omega)
-        bz[:, 0] = 2.0 * (x * z + w * y)
-        bz[:, 1] = 2.0 * (y * z - w * x)
-        bz[:, 2] = 1.0 - 2.0 * (x * x + y * y)
-        air = self.vel - wind
-        speed = np.sqrt(air[:, 0] * air[:, 0] + air[:, 1] * air[:, 1] + air[:, 2] * air[:, 2])
-        acc = bz * (thrust * self.inv_mass)[:, None] - air * (
-            (self.course.drone.drag * speed) * self.inv_mass)[:, None]
-        acc[:, 2] -= self.course.gravity
-        self.vel += acc * dt
-        self.pos += self.vel * dt
-        # q += q (x) (0, omega) dt / 2, written out term by term.
-        h = omega * (0.5 * dt)
-        p_, q_, r_ = h[:, 0], h[:, 1], h[:, 2]
-        dq = np.empty_like(q)
-        dq[:, 0] = -(x * p_ + y * q_ + z * r_)
-        dq[:, 1] = w * p_ + y * r_ - z * q_
-        dq[:, 2] = w * q_ - x * r_ + z * p_
-        dq[:, 3] = w * r_ + x * q_ - y * p_
-        q += dq
-        omega += domega * dt
+    def _substep(self, wind: np.ndarray) -> None:
+        """One physics substep for every live flight: ~50 numpy calls, no libm, fixed order."""
+        n = self._idx.size
+        omega, q, m, vel, pos = self.omega, self.quat, self.motor, self.vel, self.pos
+        # Firmware rate loop and mixer (nominal motors), then the motors' lag.
+        u = self._base - _sum1(omega[:, :, None] * self._rate_mix)
+        np.maximum(u, 0.0, out=u)
+        np.minimum(u, 1.0, out=u)
+        np.sqrt(u, out=u)
+        u -= m
+        u *= self._alpha
+        m += u
+        # Thrust quadratic in motor speed (the weak motor's fmax is smaller); wrench of the 4 motors.
+        f = self.fmax * m
+        f *= m
+        wr = _sum1(f[:, :, None] * self._wrench)
+        # Rotation: torques and the gyroscopic term (inertia x == y, so none on the z axis).
+        gyro = omega[:, 2:3] * omega[:, 1::-1]
+        gyro *= self._gyro_dt
+        omega += wr[:, 1:4]
+        omega[:, 0:2] += gyro
+        # Body z axis from the quaternion.
+        b = q[:, self._bz_take].reshape(n, 4, 3)
+        bz = b[:, 0] * b[:, 1]
+        t = b[:, 2] * b[:, 3]
+        t *= self._bz_s2
+        bz += t
+        bz *= self._bz_s1
+        bz += self._bz_c
+        # Translation: thrust along body z, quadratic drag on airspeed, gravity.
+        air = vel - wind
+        speed = np.sqrt(_sum1(air * air))
+        speed *= self.drag_dt
+        air *= speed[:, None]
+        bz *= (wr[:, 0] * self.inv_mass_dt)[:, None]
+        bz -= air
+        vel += bz
+        vel[:, 2] -= self._g_dt
+        pos += vel * self._dt
+        # Attitude: q += q (x) (0, omega) dt / 2.
+        prod = q[:, self._q_take]
+        prod *= omega[:, self._w_take] * self._w_sign
+        q += _sum1(prod.reshape(n, 3, 4))
         # Floor contact: the legs stick (no sliding, no spinning); a fast touchdown is a crash.
-        below = self.pos[:, 2] < 0.0
+        below = pos[:, 2] < 0.0
         if below.any():
-            touch = below & self.airborne
-            if touch.any():
-                v = self.vel[touch]
-                fast = (-v[:, 2] > self.course.limits.touchdown_speed) | (
-                    v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1] > self.course.limits.touchdown_speed ** 2)
-                self._bad_touch[np.flatnonzero(touch)[fast]] = True
-            self.pos[below, 2] = 0.0
-            self.vel[below] = 0.0
-            self.omega[below] = 0.0
-        self.airborne = ~below
+            self._touch(below)
+        np.logical_not(below, out=self.airborne)
+
+    def _touch(self, below: np.ndarray) -> None:
+        touch = below & self.airborne
+        if touch.any():
+            v = self.vel[touch]
+            limit = self.course.limits.touchdown_speed
+            fast = (-v[:, 2] > limit) | (v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1] > limit * limit)
+            self._bad_touch[np.flatnonzero(touch)[fast]] = True
+        self.pos[below, 2] = 0.0
+        self.vel[below] = 0.0
+        self.omega[below] = 0.0
 
     # ---- events -------------------------------------------------------------------------------
 
     def _check(self, p0: np.ndarray) -> None:
         c = self.course
         p1 = self.pos
-        t = self.time
-        n = p1.shape[0]
-        reason = np.full(n, "", dtype=object)
-        for g_index, gate in enumerate(c.gates):
-            cx, cy, cz = gate.center
-            nx, ny, _ = gate.normal
-            d0 = (p0[:, 0] - cx) * nx + (p0[:, 1] - cy) * ny
-            d1 = (p1[:, 0] - cx) * nx + (p1[:, 1] - cy) * ny
-            forward = (d0 < 0.0) & (d1 >= 0.0)
-            cross = forward | ((d0 >= 0.0) & (d1 < 0.0))
-            if not cross.any():
-                continue
-            rows = np.flatnonzero(cross)
-            lam = d0[rows] / (d0[rows] - d1[rows])
-            pt = p0[rows] + (p1[rows] - p0[rows]) * lam[:, None]
-            a = np.abs((pt[:, 0] - cx) * -ny + (pt[:, 1] - cy) * nx)
-            b = np.abs(pt[:, 2] - cz)
-            qd = np.maximum(a, b)
-            r = c.drone.radius
-            inside = qd <= 0.5 * gate.size - r
-            frame = ~inside & (qd < 0.5 * gate.size + gate.frame + r)
-            for row, ins, frm, fwd in zip(rows.tolist(), inside.tolist(), frame.tolist(),
-                                          forward[rows].tolist(), strict=True):
-                if frm and not reason[row]:
-                    reason[row] = "gate_frame"
-                elif ins and fwd and self.next_gate[row] == g_index and not reason[row]:
-                    self.next_gate[row] = g_index + 1
-                    self._gate_times[int(self._idx[row])].append(t)
-        r = c.drone.radius
-        X, Y, Z = c.room
-        wall = ((p1[:, 0] < r) | (p1[:, 0] > X - r) | (p1[:, 1] < r) | (p1[:, 1] > Y - r)
-                | (p1[:, 2] > Z - r))
+        # Gates: signed distances of the tick's segment ends to each gate plane, (n, G).
+        d0 = ((p0[:, None, 0:2] - self._gate_c[:, 0:2]) * self._gate_n).sum(axis=2)
+        d1 = ((p1[:, None, 0:2] - self._gate_c[:, 0:2]) * self._gate_n).sum(axis=2)
+        forward = (d0 < 0.0) & (d1 >= 0.0)
+        cross = forward | ((d0 >= 0.0) & (d1 < 0.0))
+        frame_hit = np.zeros(p1.shape[0], dtype=bool)
+        if cross.any():
+            self._cross(p0, d0, d1, forward, cross, frame_hit)
+        wall = ((p1 < self._room_lo) | (p1 > self._room_hi)).any(axis=1)
         q = self.quat
         tilt = 1.0 - 2.0 * (q[:, 1] * q[:, 1] + q[:, 2] * q[:, 2]) < self._cos_crash
-        lx, ly, _ = c.land.center
-        on_pad = (p1[:, 0] - lx) ** 2 + (p1[:, 1] - ly) ** 2 <= c.land.radius ** 2
-        landed = ~self.airborne & on_pad & (self.next_gate == len(c.gates))
+        landed = ~self.airborne & (self.next_gate == len(c.gates))
+        if landed.any():
+            lx, ly, _ = c.land.center
+            landed &= (p1[:, 0] - lx) ** 2 + (p1[:, 1] - ly) ** 2 <= c.land.radius ** 2
         timeout = self._tick * c.tick >= c.time_limit - 1e-9
-        for name, mask in (("wall", wall), ("floor", self._bad_touch), ("tilt", tilt),
-                           ("landed", landed)):
-            reason[(reason == "") & mask] = name
-        if timeout:
-            reason[reason == ""] = "timeout"
-        ended = reason != ""
-        if ended.any():
-            for row in np.flatnonzero(ended).tolist():
-                self._finish(row, str(reason[row]), "")
-            self._compress(~ended)
+        ended = frame_hit | wall | self._bad_touch | tilt | landed
+        if not (ended.any() or timeout):
+            return
+        for row in range(p1.shape[0]):
+            for name, mask in (("gate_frame", frame_hit), ("wall", wall), ("floor", self._bad_touch),
+                               ("tilt", tilt), ("landed", landed)):
+                if mask[row]:
+                    self._finish(row, name, "")
+                    break
+            else:
+                if timeout:
+                    self._finish(row, "timeout", "")
+                    ended[row] = True
+        self._compress(~ended)
+
+    def _cross(self, p0, d0, d1, forward, cross, frame_hit) -> None:
+        c = self.course
+        r = c.drone.radius
+        t = self.time
+        for row, g_index in zip(*np.nonzero(cross), strict=True):
+            gate = c.gates[g_index]
+            lam = d0[row, g_index] / (d0[row, g_index] - d1[row, g_index])
+            pt = p0[row] + (self.pos[row] - p0[row]) * lam
+            nx, ny = self._gate_n[g_index]
+            cx, cy, cz = gate.center
+            a = abs((pt[0] - cx) * -ny + (pt[1] - cy) * nx)
+            b = abs(pt[2] - cz)
+            qd = max(a, b)
+            if qd <= 0.5 * gate.size - r:
+                if forward[row, g_index] and self.next_gate[row] == g_index:
+                    self.next_gate[row] = g_index + 1
+                    self._gate_times[int(self._idx[row])].append(t)
+            elif qd < 0.5 * gate.size + gate.frame + r:
+                frame_hit[row] = True
 
     def _finish(self, row: int, reason: str, detail: str) -> None:
         i = int(self._idx[row])
@@ -463,7 +497,8 @@ class Batch:
 
     def _compress(self, keep: np.ndarray) -> None:
         for name in ("_idx", "pos", "vel", "quat", "omega", "motor", "airborne", "next_gate",
-                     "inv_mass", "fmax", "wind0", "gusts", "noise_key", "_bad_touch"):
+                     "inv_mass", "inv_mass_dt", "drag_dt", "fmax", "wind0", "gusts", "noise_key",
+                     "_bad_touch", "_base"):
             setattr(self, name, getattr(self, name)[keep])
         self._obs_cache = None
 

@@ -126,7 +126,7 @@ COURSES: dict[str, Course] = {
     "easy": Course(
         name="easy",
         tick=0.01,
-        substeps=4,
+        substeps=2,
         time_limit=25.0,
         gravity=9.81,
         room=(6.0, 6.0, 3.0),
@@ -151,7 +151,7 @@ COURSES: dict[str, Course] = {
     "hard": Course(
         name="hard",
         tick=0.01,
-        substeps=4,
+        substeps=2,
         time_limit=15.0,
         gravity=9.81,
         room=(6.0, 6.0, 3.0),
