@@ -47,7 +47,7 @@ class Piece(NamedTuple):
     """One thing to scan, and where it came from."""
 
     source: str  # the recorded file, relative to the requests folder, '/'-separated
-    place: str  # JSON pointer, "part NAME", "header NAME", "target", "name", "" (whole file)
+    place: str  # JSON pointer, "part NAME", "header NAME", "target", "file name", "" (whole file)
     data: bytes  # what to scan; text is UTF-8
     kind: str  # "text" (a string), "file" (bytes: digest and contents), "name" (a file name)
 
@@ -111,7 +111,7 @@ class RequestReader:
                            "give the folder `plimsoll-ci record --out` wrote")
         if os.path.isfile(root):
             name = os.path.basename(root)
-            yield Piece(name, "name", name.encode(), "name")
+            yield Piece(name, "file name", name.encode(), "name")
             yield from self._read_file(os.path.dirname(root) or ".", name)
             return
         for folder, dirs, files in os.walk(root):
@@ -119,9 +119,9 @@ class RequestReader:
             rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
             rel_folder = "" if rel_folder == "." else rel_folder + "/"
             for d in dirs:
-                yield Piece(rel_folder + d, "name", d.encode(), "name")
+                yield Piece(rel_folder + d + "/", "folder name", d.encode(), "name")
             for f in sorted(files):
-                yield Piece(rel_folder + f, "name", f.encode(), "name")
+                yield Piece(rel_folder + f, "file name", f.encode(), "name")
             files_set = set(files)
             for f in sorted(files):
                 yield from self._read_file(root, rel_folder + f, files_set)

@@ -1,0 +1,49 @@
+"""`plimsoll-ci sealed build|info`: a sealed set for the tripwire (what a model must never be sent).
+
+The same inputs and digest schemes as `withheld build` (the argument handling is shared with
+`plimsoll_ci/commands/withheld.py`); the document's format tag is `plimsoll-sealed/1`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Subcommands `build` and `info`."""
+    from plimsoll_ci.commands._common import add_key_arguments
+    from plimsoll_ci.commands.withheld import add_build_arguments
+
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    b = sub.add_parser("build", help="build a sealed set (digests only, never values)",
+                       description="Build a sealed set for `plimsoll-ci tripwire`: the values, "
+                       "files and sources a model must never be sent. Values are hashed "
+                       "(HMAC-SHA-256 with a key, else SHA-256); the output never holds a value.")
+    add_build_arguments(b)
+    add_key_arguments(b)
+    b.add_argument("-o", "--output", metavar="OUT", help="write here (default: stdout)")
+    i = sub.add_parser("info", help="summarize a sealed set (ids and kinds, never values)")
+    i.add_argument("set", metavar="SEALED")
+    add_key_arguments(i)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build or summarize a sealed set."""
+    from plimsoll_ci.commands._common import write_output
+    from plimsoll_ci.commands.withheld import build_document
+    from plimsoll_ci.commands.withheld import run as withheld_run
+    from plimsoll_ci.tripwire import SEALED_TAG
+
+    if args.action == "info":
+        return withheld_run(args)
+    doc, warnings = build_document(args, SEALED_TAG)
+    for w in warnings:
+        print(f"plimsoll-ci: warning: {w}", file=sys.stderr)
+    from plimsoll_ci.withheld import dumps
+
+    write_output(dumps(doc), args.output)
+    if args.output:
+        print(f"wrote {args.output}: sealed set, {len(doc['entries'])} entries, {doc['scheme']}",
+              file=sys.stderr)
+    return 0
