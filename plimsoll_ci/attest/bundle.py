@@ -79,43 +79,59 @@ class Report(NamedTuple):
         return not self.problems
 
 
-def _check_record(n: int, doc: dict, public: PublicKey, problems: list[Problem]) -> RecordSummary | None:
-    def bad(reason: str) -> None:
-        problems.append(Problem(n, reason))
+class _Inspected(NamedTuple):
+    """What one line says on its own (phase 1, pure): the links are checked in order afterwards."""
+
+    kind: str | None  # "record", "checkpoint", or None when the line is unreadable
+    index: Any
+    previous: Any
+    problems: list[str]
+    summary: RecordSummary | None
+    sealed: tuple[int, str] | None  # a checkpoint's signed (count, head)
+
+
+def _result_bytes(raw: bytes, doc: dict) -> bytes:
+    # The line is canonical with keys sorted, so it ends `"previous":P,"result":R}` and R is the
+    # result's canonical encoding: slice it instead of encoding it again. Called only after the
+    # envelope verified, and a valid envelope holds no `"previous":` (base64, hex and one constant).
+    marker = b'"previous":' + canonical.dumps(doc["previous"]) + b',"result":'
+    at = raw.find(marker)
+    if at < 0:  # unreachable for a canonical record line; stay correct anyway
+        return canonical.dumps(doc["result"])
+    return raw[at + len(marker) : -1]
+
+
+def _check_record(n: int, raw: bytes, doc: dict, public: PublicKey) -> _Inspected:
+    problems: list[str] = []
+
+    def done(summary: RecordSummary | None = None) -> _Inspected:
+        return _Inspected("record", doc["index"], doc["previous"], problems, summary, None)
 
     opened = dsse.open_envelope(doc["envelope"], public)
-    for reason in opened.problems:
-        bad(reason)
+    problems.extend(opened.problems)
     if opened.payload is None:
-        return None
+        return done()
     try:
         statement = canonical.loads(opened.payload)
     except canonical.NotCanonical as e:
-        bad(f"signed statement: {e}")
-        return None
+        problems.append(f"signed statement: {e}")
+        return done()
     subject, frame = record.statement_subject(statement, record.PREDICATE_TYPE, record.RESULT_NAME)
-    for reason in frame:
-        bad(reason)
+    problems.extend(frame)
     if subject is None:
-        return None
+        return done()
     predicate = statement["predicate"]
     shape = record.check_predicate(predicate)
-    for reason in shape:
-        bad(f"predicate: {reason}")
+    problems.extend(f"predicate: {reason}" for reason in shape)
     if shape:
-        return None
-    try:
-        stored = record.result_digest(doc["result"])
-    except BadInput:
-        stored = None
-    if stored != subject:
-        bad("stored result does not match the signed result digest")
+        return done()
+    if hashlib.sha256(_result_bytes(raw, doc)).hexdigest() != subject:
+        problems.append("stored result does not match the signed result digest")
     if predicate["result"]["sha256"] != subject:
-        bad("predicate result digest does not match the statement subject")
-    for reason in record.check_fresh_set(predicate):
-        bad(reason)
+        problems.append("predicate result digest does not match the statement subject")
+    problems.extend(record.check_fresh_set(predicate))
     inputs, sandbox = predicate["inputs"], predicate["sandbox"]
-    return RecordSummary(
+    return done(RecordSummary(
         line=n,
         course=inputs["course"],
         provider=sandbox["provider"],
@@ -123,44 +139,90 @@ def _check_record(n: int, doc: dict, public: PublicKey, problems: list[Problem])
         practice_set=None if inputs["practiceSet"] is None else inputs["practiceSet"]["sha256"],
         fresh_commitment=None if inputs["freshSet"] is None else inputs["freshSet"]["commitment"],
         result_sha256=subject,
-    )
+    ))
 
 
-def _check_checkpoint(n: int, doc: dict, head: str, public: PublicKey, problems: list[Problem]) -> None:
-    def bad(reason: str) -> None:
-        problems.append(Problem(n, f"checkpoint: {reason}"))
+def _check_checkpoint(doc: dict, public: PublicKey) -> _Inspected:
+    problems: list[str] = []
+
+    def done(sealed: tuple[int, str] | None = None) -> _Inspected:
+        return _Inspected("checkpoint", doc["index"], doc["previous"], problems, None, sealed)
 
     opened = dsse.open_envelope(doc["envelope"], public)
-    for reason in opened.problems:
-        bad(reason)
+    problems.extend(f"checkpoint: {reason}" for reason in opened.problems)
     if opened.payload is None:
-        return
+        return done()
     try:
         statement = canonical.loads(opened.payload)
     except canonical.NotCanonical as e:
-        bad(f"signed statement: {e}")
-        return
+        problems.append(f"checkpoint: signed statement: {e}")
+        return done()
     subject, frame = record.statement_subject(
         statement, record.CHECKPOINT_TYPE, record.CHECKPOINT_SUBJECT
     )
-    for reason in frame:
-        bad(reason)
+    problems.extend(f"checkpoint: {reason}" for reason in frame)
     if subject is None:
-        return
+        return done()
     pred = statement["predicate"]
     if not isinstance(pred, dict) or set(pred) != {"count"} or type(pred["count"]) is not int:
-        bad('predicate must be exactly {"count": N}')
-        return
-    if pred["count"] != n - 1:
-        bad(f"seals {pred['count']} records but {n - 1} lines precede it (lines added or removed)")
-    if doc["index"] != pred["count"] + 1:
-        bad(f"index {doc['index']} is not the sealed count + 1")
-    if subject != head:
-        bad("sealed head digest does not match the line before it (a record changed or is missing)")
+        problems.append('checkpoint: predicate must be exactly {"count": N}')
+        return done()
+    return done((pred["count"], subject))
 
 
-def verify_bytes(data: bytes, public: PublicKey, expect_count: int | None = None) -> Report:
-    """Verify a bundle's bytes under `public`; every problem, each with its line number."""
+def _inspect(n: int, raw: bytes, public: PublicKey) -> _Inspected:
+    """Everything about line `n` that does not depend on other lines."""
+    try:
+        doc = canonical.loads(raw)
+    except canonical.NotCanonical as e:
+        return _Inspected(None, None, None, [f"not a bundle line: {e}"], None, None)
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    if kind == "record" and set(doc) == RECORD_KEYS:
+        return _check_record(n, raw, doc, public)
+    if kind == "checkpoint" and set(doc) == CHECKPOINT_KEYS:
+        return _check_checkpoint(doc, public)
+    reason = 'not a bundle line: needs "kind" record or checkpoint and its fields'
+    return _Inspected(None, None, None, [reason], None, None)
+
+
+def _inspect_chunk(first: int, raws: list[bytes], public_der: bytes) -> list[_Inspected]:
+    from plimsoll_ci.attest.keys import public_key_from_der
+
+    public = public_key_from_der(public_der)
+    return [_inspect(first + i, raw, public) for i, raw in enumerate(raws)]
+
+
+def _inspect_all(lines: list[bytes], public: PublicKey, workers: int | None) -> list[_Inspected]:
+    import threading
+
+    if workers is None:
+        # Signature checks dominate; spread them over the CPUs this process may use when the
+        # bundle is big enough to pay for the workers. Workers are forked (no re-import of
+        # `__main__`), so only from a single-threaded process: forking threads risks deadlock.
+        big = len(lines) >= 2000 and threading.active_count() == 1
+        workers = min(len(os.sched_getaffinity(0)), 8) if big else 1
+    if workers <= 1 or len(lines) < 2:
+        return [_inspect(n, raw, public) for n, raw in enumerate(lines, 1)]
+    import concurrent.futures
+    import multiprocessing
+
+    size = -(-len(lines) // (workers * 4))
+    starts = range(0, len(lines), size)
+    der = public.der()
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        chunks = pool.map(_inspect_chunk, [s + 1 for s in starts],
+                          [lines[s : s + size] for s in starts], [der] * len(starts))
+        return [item for chunk in chunks for item in chunk]
+
+
+def verify_bytes(
+    data: bytes, public: PublicKey, expect_count: int | None = None, workers: int | None = None
+) -> Report:
+    """Verify a bundle's bytes under `public`; every problem, each with its line number.
+
+    `workers`: processes for the per-line checks (None: one per CPU for big bundles, else 1).
+    """
     problems: list[Problem] = []
     records: list[RecordSummary] = []
     if not data:
@@ -170,52 +232,46 @@ def verify_bytes(data: bytes, public: PublicKey, expect_count: int | None = None
         lines.pop()
     else:
         problems.append(Problem(len(lines), "line does not end with a newline (bundle cut short?)"))
+    inspected = _inspect_all(lines, public, workers)
     previous = GENESIS
     offset = 0  # index - line number; reported only where it changes, so one gap is one problem
     sealed = 0  # line number of the first checkpoint
-    for n, raw in enumerate(lines, 1):
+    for n, (raw, seen) in enumerate(zip(lines, inspected, strict=True), 1):
+        problems.extend(Problem(n, reason) for reason in seen.problems)
         digest = line_digest(raw)
-        try:
-            doc = canonical.loads(raw)
-        except canonical.NotCanonical as e:
-            problems.append(Problem(n, f"not a bundle line: {e}"))
+        if seen.kind is None:
             previous = digest
             continue
-        kind = doc.get("kind") if isinstance(doc, dict) else None
-        wanted = {"record": RECORD_KEYS, "checkpoint": CHECKPOINT_KEYS}.get(kind)  # type: ignore[arg-type]
-        if wanted is None or set(doc) != wanted:
-            problems.append(Problem(n, 'not a bundle line: needs "kind" record or checkpoint and its fields'))
-            previous = digest
-            continue
-        index = doc["index"]
-        if type(index) is not int:
+        if type(seen.index) is not int:
             problems.append(Problem(n, "index is not an integer"))
-        elif index - n != offset:
+        elif seen.index - n != offset:
             problems.append(
-                Problem(n, f"index {index} does not follow the line before (a line is missing, "
-                        "duplicated or out of order)")
+                Problem(n, f"index {seen.index} does not follow the line before (a line is "
+                        "missing, duplicated or out of order)")
             )
-            offset = index - n
-        if doc["previous"] != previous:
+            offset = seen.index - n
+        if seen.previous != previous:
             what = "the start of the bundle" if n == 1 else f"line {n - 1}"
             problems.append(Problem(n, f"previous digest does not match {what}"))
         if sealed:
             problems.append(Problem(n, f"line after the checkpoint on line {sealed}"))
-        if kind == "record":
-            summary = _check_record(n, doc, public, problems)
-            if summary is not None:
-                records.append(summary)
-        else:
+        if seen.summary is not None:
+            records.append(seen.summary)
+        if seen.kind == "checkpoint":
             sealed = sealed or n
-            _check_checkpoint(n, doc, previous, public, problems)
+            if seen.sealed is not None:
+                count, head = seen.sealed
+                if count != n - 1:
+                    problems.append(Problem(n, f"checkpoint: seals {count} records but {n - 1} "
+                                            "lines precede it (lines added or removed)"))
+                if seen.index != count + 1:
+                    problems.append(Problem(n, f"checkpoint: index {seen.index} is not the "
+                                            "sealed count + 1"))
+                if head != previous:
+                    problems.append(Problem(n, "checkpoint: sealed head digest does not match "
+                                            "the line before it (a record changed or is missing)"))
         previous = digest
-    last = lines[-1] if lines else b""
-    last_is_checkpoint = False
-    try:
-        tail = canonical.loads(last)
-        last_is_checkpoint = isinstance(tail, dict) and tail.get("kind") == "checkpoint"
-    except canonical.NotCanonical:
-        pass
+    last_is_checkpoint = bool(inspected) and inspected[-1].kind == "checkpoint"
     if not last_is_checkpoint:
         problems.append(
             Problem(len(lines), "the bundle ends here without a signed checkpoint (cut short, "
@@ -229,7 +285,10 @@ def verify_bytes(data: bytes, public: PublicKey, expect_count: int | None = None
 
 
 def verify_bundle(
-    bundle_path: str | os.PathLike[str], public: PublicKey, expect_count: int | None = None
+    bundle_path: str | os.PathLike[str],
+    public: PublicKey,
+    expect_count: int | None = None,
+    workers: int | None = None,
 ) -> Report:
     """Read and verify the bundle at `bundle_path` (BadInput when it cannot be read)."""
     path = Path(bundle_path)
@@ -237,7 +296,7 @@ def verify_bundle(
         data = path.read_bytes()
     except OSError as e:
         raise BadInput(f"bundle {path}: cannot read ({e.strerror})") from None
-    return verify_bytes(data, public, expect_count)
+    return verify_bytes(data, public, expect_count, workers)
 
 
 @contextlib.contextmanager

@@ -33,6 +33,12 @@ class PublicKey(NamedTuple):
             return False
         return True
 
+    def der(self) -> bytes:
+        """The DER SubjectPublicKeyInfo of this key (what the key id hashes)."""
+        return self.key.public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+
     def pem(self) -> bytes:
         """The PKIX (SubjectPublicKeyInfo) PEM of this key."""
         return self.key.public_bytes(
@@ -67,6 +73,14 @@ def keyid_of(key: Ed25519PublicKey) -> str:
 
 def _public(key: Ed25519PublicKey) -> PublicKey:
     return PublicKey(key, keyid_of(key))
+
+
+def public_key_from_der(der: bytes) -> PublicKey:
+    """A PublicKey from its DER SubjectPublicKeyInfo (ValueError if not Ed25519)."""
+    key = serialization.load_der_public_key(der)
+    if not isinstance(key, Ed25519PublicKey):
+        raise ValueError("not an Ed25519 public key")
+    return _public(key)
 
 
 def generate() -> Signer:

@@ -223,3 +223,13 @@ def test_non_canonical_json_of_the_same_value_is_refused(small):
     assert problem_lines(report)[0] == 1
     assert "canonical" in report.problems[0].reason
     assert record.PREDICATE_TYPE.startswith("https://plimsoll-ci.dev/")
+
+
+def test_parallel_verification_reports_exactly_what_serial_verification_does(small):
+    lines = lines_of(small)
+    variants = [small, b"".join(lines[1:]), b"".join([lines[1], lines[0], lines[2]]),
+                b"".join([resign_line(lines[0], FOREIGN), *lines[1:]]), small[:-7]]
+    for data in variants:
+        serial = bundle.verify_bytes(data, SIGNER.public, workers=1)
+        parallel = bundle.verify_bytes(data, SIGNER.public, workers=2)
+        assert parallel == serial

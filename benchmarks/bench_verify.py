@@ -1,0 +1,62 @@
+"""Benchmark: verify a bundle of 10,000 signed run records (target: at most 5 s).
+
+Baselines measured in the same run on the same file: reading it, and plain `json.loads` of every
+line (what any reader pays). Also: writing the bundle in one sealed batch, and one append to it
+(which re-checks the existing bundle before re-sealing).
+
+    python3 benchmarks/bench_verify.py [--records N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from plimsoll_ci.attest import bundle, demo, keys
+
+TARGET_S = 5.0
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    args = parser.parse_args()
+    signer = keys.generate()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "runs.intoto.jsonl"
+        runs = [demo.demo_run(i) for i in range(args.records)]
+        write_s, _ = _timed(lambda: bundle.append_runs(path, runs, signer))
+        size = path.stat().st_size
+
+        read_s, data = _timed(path.read_bytes)
+        parse_s, _ = _timed(lambda: [json.loads(line) for line in data.splitlines()])
+        verify_s, report = _timed(lambda: bundle.verify_bundle(path, signer.public, args.records))
+        assert report.ok, report.problems[:3]
+        append_s, count = _timed(lambda: bundle.append_run(path, *demo.demo_run(0), signer))
+        assert count == args.records + 1
+
+    per_record_us = verify_s / args.records * 1e6
+    print(f"bundle: {args.records} records, {size / 1e6:.1f} MB")
+    print(f"write (one sealed batch):     {write_s:7.3f} s")
+    print(f"baseline read bytes:          {read_s:7.3f} s")
+    print(f"baseline json.loads per line: {parse_s:7.3f} s")
+    print(f"verify (signatures, links, checkpoint, results, reveals): {verify_s:7.3f} s "
+          f"({per_record_us:.0f} us/record)")
+    print(f"ratio verify / plain JSON parse: {verify_s / parse_s:5.1f}x")
+    print(f"append one record to it (re-checks, re-seals, fsync, rename): {append_s:7.3f} s")
+    verdict = "PASS" if verify_s <= TARGET_S * args.records / 10_000 else "FAIL"
+    print(f"target: 10,000 records verified in <= {TARGET_S:.0f} s -> {verdict}")
+    return 0 if verdict == "PASS" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
