@@ -1,0 +1,53 @@
+"""Reports: SARIF 2.1.0, Markdown, text; none holds a withheld value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _sarif_schema() -> dict | None:
+    for p in sorted(ROOT.glob("tests/**/sarif*schema*.json")):
+        return json.loads(p.read_text())
+    return None
+
+
+def test_sarif_report_is_valid_and_points_at_the_first_leak(argon: dict) -> None:
+    proc = run_cli("history", "--set", str(argon["set"]), "--format", "sarif", "--no-progress",
+                   cwd=argon["repo"].path)
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    assert doc["version"] == "2.1.0"
+    (result,) = doc["runs"][0]["results"]
+    assert result["properties"]["firstCommit"] == argon["first"]
+    assert result["properties"]["fixedCommit"] == argon["fix"]
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 4
+    fingerprint = result["partialFingerprints"]["plimsollHistory/v1"]
+    assert argon["first"] not in fingerprint
+    schema = _sarif_schema()
+    if schema is None:
+        pytest.skip("no SARIF 2.1.0 schema file under tests/ to validate against")
+    import jsonschema
+
+    jsonschema.validate(doc, schema)
+
+
+def test_markdown_report_is_a_table_with_the_window(argon: dict) -> None:
+    proc = run_cli("history", "--set", str(argon["set"]), "--format", "markdown", "--no-progress",
+                   cwd=argon["repo"].path)
+    assert proc.returncode == 1
+    assert "| entry | first shipped | where | fixed | window | commits |" in proc.stdout
+    assert "`seeds.txt:2`" in proc.stdout and "46 min" in proc.stdout
+
+
+def test_output_file_gets_the_report(argon: dict, tmp_path: Path) -> None:
+    out = tmp_path / "history.json"
+    proc = run_cli("history", "--set", str(argon["set"]), "--format", "json", "-o", str(out),
+                   "--no-progress", cwd=argon["repo"].path)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert json.loads(out.read_text())["entries"][0]["entry"] == "seeds.txt:2"

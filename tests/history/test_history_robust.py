@@ -1,0 +1,187 @@
+"""Shallow clones, missing objects, huge blobs, submodules, non-UTF-8 paths, Ctrl-C, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import LEAK, GitRepo, history_json, make_set, run_cli, viewer
+
+
+def test_a_shallow_clone_is_refused_unless_shallow_ok(globrepo: GitRepo, wset_path: Path,
+                                                      tmp_path: Path) -> None:
+    repo = globrepo
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    repo.commit("leak", 0)
+    for i in range(1, 4):
+        repo.write("tasks/drone/TASK.md", f"# v{i}\n")
+        repo.commit(f"v{i}", i * 10)
+    clone = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{repo.path}", str(clone)],
+                   check=True)
+    proc = run_cli("history", "--set", str(wset_path), "--no-progress", cwd=clone)
+    assert proc.returncode == 2
+    assert "shallow clone" in proc.stderr and "--shallow-ok" in proc.stderr
+    proc = run_cli("history", "--set", str(wset_path), "--format", "json", "--no-progress",
+                   "--shallow-ok", cwd=clone)
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    assert doc["commits_scanned"] == 2
+    assert any("shallow clone" in n for n in doc["notes"])
+
+
+def _loose_object(repo: GitRepo, oid: str) -> Path:
+    return repo.path / ".git" / "objects" / oid[:2] / oid[2:]
+
+
+def test_a_missing_blob_is_noted_and_the_rest_is_judged(globrepo: GitRepo,
+                                                        wset_path: Path) -> None:
+    repo = globrepo
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    repo.write("tasks/drone/extra.md", "a file whose object goes missing\n")
+    repo.commit("leak and extra", 0)
+    oid = repo.git("rev-parse", "HEAD:tasks/drone/extra.md")
+    _loose_object(repo, oid).unlink()
+    code, doc = history_json(repo, wset_path)
+    assert code == 1 and doc["entries"][0]["entry"] == "seeds.txt:2"
+    assert any("missing from the object store" in n and "tasks/drone/extra.md" in n
+               for n in doc["notes"])
+
+
+def test_a_huge_blob_is_scanned_up_to_the_bound_and_noted(globrepo: GitRepo,
+                                                          wset_path: Path) -> None:
+    repo = globrepo
+    repo.write("tasks/drone/big.log", b"x" * 2_000_000 + f"\nseed {LEAK}\n".encode())
+    repo.commit("big log", 0)
+    code, doc = history_json(repo, wset_path, "--max-blob-bytes", "1000000", "--no-cache")
+    assert code == 0
+    assert any("over the 1000000-byte bound" in n and "big.log" in n for n in doc["notes"])
+    code, doc = history_json(repo, wset_path, "--no-cache")
+    assert code == 1
+
+
+def test_a_submodule_is_noted_not_scanned(globrepo: GitRepo, wset_path: Path) -> None:
+    repo = globrepo
+    base = repo.commit("start", 0)
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{base},tasks/drone/vendor")
+    repo.git("commit", "-q", "-m", "vendor a submodule", env=repo.dates(5))
+    code, doc = history_json(repo, wset_path)
+    assert code == 0
+    assert any("tasks/drone/vendor is a submodule" in n for n in doc["notes"])
+
+
+def test_non_utf8_paths_are_judged_and_shown_escaped(globrepo: GitRepo, wset_path: Path) -> None:
+    repo = globrepo
+    repo.write(b"tasks/drone/caf\xe9-notes.txt", f"seed {LEAK}\n")
+    first = repo.commit("latin-1 name", 0)
+    code, doc = history_json(repo, wset_path)
+    assert code == 1
+    e = doc["entries"][0]
+    assert e["first"]["commit"] == first
+    assert e["first"]["paths"] == ["tasks/drone/caf\\xe9-notes.txt"]
+
+
+CHECKING_KIT = '''import os, shutil, sys, time
+marks = os.environ.get("HISTORY_TEST_MARKS")
+if marks:
+    with open(marks, "a") as f:
+        f.write("built\\n")
+time.sleep(0.4)
+os.makedirs(os.path.join(sys.argv[1], "viewer"), exist_ok=True)
+shutil.copyfile("viewer/replay.html", os.path.join(sys.argv[1], "viewer", "replay.html"))
+'''
+
+
+def test_ctrl_c_leaves_a_consistent_cache_and_the_rerun_agrees(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "slow")
+    repo.write("plimsoll.yaml", "ship:\n  drone:\n    command: python3 loop/kit.py {out}\n")
+    repo.write("loop/kit.py", CHECKING_KIT)
+    for i in range(8):
+        example = f"seed-{LEAK}.json" if 2 <= i < 5 else f"seed-example-{i}.json"
+        repo.write("viewer/replay.html", viewer(example))
+        repo.commit(f"step {i}", i * 5)
+    wset = make_set(tmp_path)
+    marks = tmp_path / "marks"
+    env = {**os.environ, "HISTORY_TEST_MARKS": str(marks)}
+    proc = subprocess.Popen([sys.executable, "-m", "plimsoll_ci", "history", "--set", str(wset),
+                             "--format", "json", "--no-progress"], cwd=repo.path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if marks.exists() and marks.read_text().count("built") >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()
+    cache = repo.path / ".git" / "plimsoll-cache"
+    leftovers = [p.name for p in cache.iterdir()] if cache.exists() else []
+    assert all(name.startswith("scan-") and name.endswith(".json") for name in leftovers)
+    for name in leftovers:
+        json.loads((cache / name).read_text())  # whole, never torn
+    code, warm = history_json(repo, wset)
+    code_cold, cold = history_json(repo, wset, "--no-cache")
+    assert code == code_cold == 1
+    assert warm["entries"] == cold["entries"]
+    (e,) = warm["entries"]
+    assert e["window_seconds"] == 15 * 60
+
+
+def test_a_torn_or_foreign_cache_file_is_ignored(globrepo: GitRepo, wset_path: Path) -> None:
+    repo = globrepo
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    repo.commit("leak", 0)
+    _code, good = history_json(repo, wset_path)
+    cache = repo.path / ".git" / "plimsoll-cache"
+    (name,) = [p for p in cache.iterdir()]
+    name.write_text('{"format": "plimsoll-history-cache/1", "content": {"ab')
+    (cache / ".tmp-scan-leftover").write_text("half")
+    code, doc = history_json(repo, wset_path)
+    assert code == 1 and doc["entries"] == good["entries"]
+    assert any("unreadable and is rebuilt" in n for n in doc["notes"])
+
+
+def test_the_cache_is_reused_and_keyed_by_the_withheld_set(globrepo: GitRepo, wset_path: Path,
+                                                           tmp_path: Path) -> None:
+    repo = globrepo
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    repo.commit("leak", 0)
+    _c, cold = history_json(repo, wset_path)
+    _c, warm = history_json(repo, wset_path)
+    assert cold["blobs_from_cache"] == 0 and warm["blobs_from_cache"] == warm["blobs_scanned"]
+    other_dir = tmp_path / "other"
+    other_dir.mkdir()
+    other = make_set(other_dir, ["1234567891"])
+    code, doc = history_json(repo, other)
+    assert code == 0 and doc["blobs_from_cache"] == 0
+    assert len(list((repo.path / ".git" / "plimsoll-cache").glob("scan-*.json"))) == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--set", "nope.json"], "no such file"),
+    (["--set", "{bad}", "main..nowhere"], "nowhere"),
+    (["--set", "{bad}", "--all", "main"], "exclusive"),
+    (["--set", "{bad}", "--bisect", "seeds.txt:99"], "no such entry"),
+    (["--set", "{bad}", "--max-blob-bytes", "0"], "--max-blob-bytes"),
+    (["--set", "{bad}", "--config", "missing.yaml"], "missing.yaml"),
+    (["--set", "{bad}", "--repo", "{outside}"], "not a git repository"),
+    (["--set", "{malformed}"], "not valid JSON"),
+])
+def test_bad_input_exits_2_with_a_message_naming_the_problem(
+        globrepo: GitRepo, wset_path: Path, tmp_path: Path, args: list[str], message: str) -> None:
+    globrepo.commit("start", 0)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    malformed = tmp_path / "malformed.json"
+    malformed.write_text("{not json")
+    args = [a.format(bad=wset_path, outside=outside, malformed=malformed) for a in args]
+    proc = run_cli("history", *args, "--no-progress", cwd=globrepo.path)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert proc.stderr.count("error:") == 1
