@@ -39,11 +39,11 @@ def _make(args: argparse.Namespace) -> int:
     from plimsoll_ci import canary
     from plimsoll_ci.errors import BadInput
 
-    kinds = canary.parse_kinds(args.kind, args.places)
-    doc, markers = canary.make(args.places, kinds)
     if os.path.exists(args.output) and not args.force:
         raise BadInput(f"-o {args.output}: already exists; a canary file is not overwritten "
                        "(pass --force, or pick another name)")
+    kinds = canary.parse_kinds(args.kind, args.places)
+    doc, markers = canary.make(args.places, kinds)
     try:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(canary.dumps(doc))
