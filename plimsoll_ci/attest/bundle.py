@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import stat
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -301,7 +302,7 @@ def verify_bundle(
 
 @contextlib.contextmanager
 def _locked(lock_path: Path) -> Iterator[None]:
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -329,10 +330,13 @@ def lock_path(bundle_path: str | os.PathLike[str]) -> Path:
     return path.with_name(path.name + ".lock")
 
 
-def _replace_atomically(path: Path, content: bytes) -> None:
+def _replace_atomically(path: Path, content: bytes, mode: int) -> None:
     temp = unsealed_path(path)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)  # left by a crash; never write through whatever sits at that name
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
+        os.fchmod(fd, mode)
         view = memoryview(content)
         while view:
             view = view[os.write(fd, view):]
@@ -377,8 +381,10 @@ def append_runs(
     if not path.parent.is_dir():
         raise BadInput(f"bundle {path}: folder {path.parent} does not exist; create it first")
     with _locked(lock_path(path)):
+        mode = 0o644
         try:
             old = path.read_bytes()
+            mode = stat.S_IMODE(path.stat().st_mode)
         except FileNotFoundError:
             old = None
         except OSError as e:
@@ -403,7 +409,7 @@ def append_runs(
             new_lines.append(line)
             head = line_digest(line)
         new_lines.append(_checkpoint_line(count, head, signer))
-        _replace_atomically(path, body + b"\n".join(new_lines) + b"\n")
+        _replace_atomically(path, body + b"\n".join(new_lines) + b"\n", mode)
     return count
 
 

@@ -29,6 +29,8 @@ def dumps(obj: Any) -> bytes:
         return _ENCODER.encode(obj).encode("ascii")
     except TypeError as e:
         raise ValueError(f"not JSON-serializable: {e}") from e
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def loads(data: bytes) -> Any:
@@ -41,6 +43,8 @@ def loads(data: bytes) -> Any:
         obj = json.loads(text)
     except ValueError as e:
         raise NotCanonical(f"not valid JSON ({e.args[0].split(':')[0]})") from e
+    except RecursionError:
+        raise NotCanonical("JSON nested too deeply") from None
     try:
         again = dumps(obj)
     except ValueError as e:

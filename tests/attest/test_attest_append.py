@@ -189,3 +189,22 @@ def test_concurrent_appenders_never_lose_or_interleave_records(tmp_path):
         assert proc.returncode == 0, err.decode()
     report = bundle.verify_bundle(path, public, expect_count=24)
     assert report.ok, report.problems
+
+
+def test_append_never_writes_through_a_symlink_at_the_unsealed_name(tmp_path):
+    path = tmp_path / "runs.intoto.jsonl"
+    demo.write_demo_bundle(path, SIGNER, 1)
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"keep me")
+    bundle.unsealed_path(path).symlink_to(victim)
+    assert bundle.append_run(path, *demo.demo_run(1), SIGNER) == 2
+    assert victim.read_bytes() == b"keep me"
+    assert verify(path, expect_count=2).ok
+
+
+def test_append_keeps_the_bundle_file_mode(tmp_path):
+    path = tmp_path / "runs.intoto.jsonl"
+    demo.write_demo_bundle(path, SIGNER, 1)
+    os.chmod(path, 0o600)
+    bundle.append_run(path, *demo.demo_run(1), SIGNER)
+    assert os.stat(path).st_mode & 0o777 == 0o600

@@ -118,3 +118,38 @@ def test_a_non_ed25519_key_is_refused(tmp_path):
     (tmp_path / "ec.pub").write_bytes(pem)
     with pytest.raises(BadInput, match="not an Ed25519 key"):
         keys.load_public_key(tmp_path / "ec.pub")
+
+
+def _signing_args(argv):
+    import argparse
+
+    from plimsoll_ci.attest.options import add_signing_arguments
+
+    parser = argparse.ArgumentParser()
+    add_signing_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_signing_options_give_the_signer_a_grade_run_asks_for(tmp_path, monkeypatch):
+    from plimsoll_ci.attest.options import signer_from_args
+
+    keys.write_keypair(tmp_path / "ci")
+    assert signer_from_args(_signing_args([])) is None
+    args = _signing_args(["--bundle", str(tmp_path / "b.intoto.jsonl"), "--key", str(tmp_path / "ci.key")])
+    assert signer_from_args(args).public == keys.load_public_key(tmp_path / "ci.pub")
+    monkeypatch.setenv("PLIMSOLL_TEST_SIGNING_KEY", (tmp_path / "ci.key").read_text())
+    args = _signing_args(["--bundle", "b", "--key-env", "PLIMSOLL_TEST_SIGNING_KEY"])
+    assert signer_from_args(args).keyid == keys.load_public_key(tmp_path / "ci.pub").keyid
+    args = _signing_args(["--bundle", "b", "--ephemeral-key", str(tmp_path / "run.pub")])
+    assert signer_from_args(args).ephemeral and (tmp_path / "run.pub").exists()
+
+
+def test_signing_options_refuse_a_bundle_without_a_key_and_a_key_without_a_bundle(tmp_path):
+    from plimsoll_ci.attest.options import signer_from_args
+
+    with pytest.raises(BadInput, match="needs a key"):
+        signer_from_args(_signing_args(["--bundle", "b"]))
+    with pytest.raises(BadInput, match="without --bundle"):
+        signer_from_args(_signing_args(["--key", "ci.key"]))
+    with pytest.raises(SystemExit):  # two key sources at once: argparse refuses
+        _signing_args(["--bundle", "b", "--key", "a", "--key-env", "B"])

@@ -233,3 +233,8 @@ def test_parallel_verification_reports_exactly_what_serial_verification_does(sma
         serial = bundle.verify_bytes(data, SIGNER.public, workers=1)
         parallel = bundle.verify_bytes(data, SIGNER.public, workers=2)
         assert parallel == serial
+
+
+def test_verify_refuses_deeply_nested_json_without_crashing():
+    report = verify(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    assert [p.line for p in report.problems][:1] == [1]
