@@ -1,0 +1,189 @@
+"""The hooks through the real `pre-commit` tool, pointed at this checkout.
+
+pre-commit builds a virtual environment for the hooks (`language: python`) by pip-installing this
+checkout at the commit named in the config, once per test session (PRE_COMMIT_HOME is a session
+temp folder). The tests skip, saying why, when that install cannot reach a package index.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from harness_repo import CHECKOUT, SEED, commit, fix, git, hook_env, leak, make_harness
+
+pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None and
+                                subprocess.run([sys.executable, "-m", "pre_commit", "--version"],
+                                               capture_output=True).returncode != 0,
+                                reason="pre-commit is not installed (pip install pre-commit)")
+
+NETWORK_HINTS = ("No matching distribution", "Could not find a version", "NewConnectionError",
+                 "Temporary failure in name resolution", "Network is unreachable")
+
+
+def pre_commit(repo: Path, *args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=repo,
+                          capture_output=True, text=True, env=env)
+
+
+_HEAD: list[str] = []
+
+
+def checkout_head() -> str:
+    """This checkout's HEAD, read once: every test installs the same hook environment."""
+    if not _HEAD:
+        _HEAD.append(git(CHECKOUT, "rev-parse", "HEAD"))
+    return _HEAD[0]
+
+
+@pytest.fixture(scope="session")
+def pc_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A pre-commit cache with this checkout's hook environment installed once."""
+    home = tmp_path_factory.mktemp("pre-commit-home")
+    probe = make_harness(tmp_path_factory.mktemp("probe"))
+    _configure(probe)
+    r = pre_commit(probe, "install-hooks", env=_env(home))
+    if r.returncode != 0:
+        log = r.stdout + r.stderr + _log(home)
+        if any(h in log for h in NETWORK_HINTS):
+            pytest.skip("pre-commit cannot install the hook environment: no package index "
+                        "reachable (" + log.strip().splitlines()[-1][:200] + ")")
+        pytest.fail("pre-commit install-hooks failed:\n" + log[-4000:])
+    return home
+
+
+def _log(home: Path) -> str:
+    p = home / "pre-commit.log"
+    return p.read_text() if p.exists() else ""
+
+
+def _env(home: Path) -> dict:
+    env = hook_env(PRE_COMMIT_HOME=str(home))
+    env.pop("PRE_COMMIT_COLOR", None)
+    env["PRE_COMMIT_COLOR"] = "never"
+    return env
+
+
+def _configure(repo: Path) -> None:
+    (repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n"
+        f"-   repo: {CHECKOUT}\n"
+        f"    rev: {checkout_head()}\n"
+        f"    hooks:\n"
+        f"    -   id: plimsoll-ship-scan\n"
+        f"    -   id: plimsoll-withheld-guard\n")
+    git(repo, "add", ".pre-commit-config.yaml")
+    commit(repo, "pre-commit config")
+
+
+@pytest.fixture
+def installed(tmp_path: Path, pc_home: Path) -> tuple[Path, dict]:
+    """A harness whose `git commit` and `git push` run the hooks from this checkout."""
+    repo = make_harness(tmp_path)
+    _configure(repo)
+    env = _env(pc_home)
+    r = pre_commit(repo, "install", "--hook-type", "pre-commit", "--hook-type", "pre-push",
+                   env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return repo, env
+
+
+def git_commit(repo: Path, message: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(repo), "commit", "-m", message], capture_output=True,
+                          text=True, env=env)
+
+
+def test_manifest_validates() -> None:
+    r = subprocess.run([sys.executable, "-m", "pre_commit", "validate-manifest",
+                        str(CHECKOUT / ".pre-commit-hooks.yaml")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_commit_naming_a_practice_seed_is_refused_and_the_fix_passes(installed) -> None:
+    repo, env = installed
+    before = git(repo, "rev-parse", "HEAD")
+    leak(repo)
+    git(repo, "add", "viewer/replay.html")
+    r = git_commit(repo, "viewer: example replay link", env)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out
+    assert git(repo, "rev-parse", "HEAD") == before
+    assert "plimsoll ship scan" in out and "Failed" in out
+    assert "viewer/replay.html:1:" in out and "seeds.txt:2" in out
+    assert SEED not in out
+    fix(repo)
+    git(repo, "add", "viewer/replay.html")
+    (repo / "viewer/app.mjs").write_text("export const speed = 3;\n")
+    git(repo, "add", "viewer/app.mjs")
+    r = git_commit(repo, "viewer: faster replay", env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert git(repo, "rev-parse", "HEAD") != before
+
+
+def test_a_staged_leak_is_refused_while_the_working_tree_is_clean(installed) -> None:
+    repo, env = installed
+    leak(repo)
+    git(repo, "add", "viewer/replay.html")
+    fix(repo)  # only the index leaks
+    r = git_commit(repo, "staged leak", env)
+    assert r.returncode != 0 and "seeds.txt:2" in r.stdout + r.stderr
+
+
+def test_a_clean_index_passes_while_the_working_tree_leaks(installed) -> None:
+    repo, env = installed
+    (repo / "viewer/app.mjs").write_text("export const speed = 4;\n")
+    git(repo, "add", "viewer/app.mjs")
+    leak(repo)  # unstaged: not part of this commit
+    r = git_commit(repo, "clean index", env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert SEED in (repo / "viewer/replay.html").read_text()  # pre-commit restored it
+
+
+def test_run_all_files_scans_what_is_already_committed(installed) -> None:
+    repo, env = installed
+    leak(repo)
+    git(repo, "add", "-A")
+    commit(repo, "leak committed with --no-verify")
+    r = pre_commit(repo, "run", "plimsoll-ship-scan", "--all-files", env=env)
+    assert r.returncode == 1 and "seeds.txt:2" in r.stdout, r.stdout + r.stderr
+
+
+def test_pre_push_refuses_a_range_whose_middle_commit_leaks(installed) -> None:
+    repo, env = installed
+    base = git(repo, "rev-parse", "HEAD")
+    leak(repo)
+    git(repo, "add", "-A")
+    middle = commit(repo, "viewer example link")
+    fix(repo)
+    git(repo, "add", "-A")
+    tip = commit(repo, "rename the example")
+    r = pre_commit(repo, "run", "plimsoll-ship-scan", "--hook-stage", "pre-push",
+                   "--from-ref", base, "--to-ref", tip, env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert middle[:12] in r.stdout and SEED not in r.stdout
+    # And through a real `git push` to a bare remote.
+    remote = repo.parent / "remote.git"
+    git(repo.parent, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    subprocess.run(["git", "-C", str(repo), "push", "-q", "--no-verify", "origin",
+                    f"{base}:refs/heads/main"], check=True, capture_output=True)
+    r = subprocess.run(["git", "-C", str(repo), "push", "origin", "main"], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode != 0 and middle[:12] in r.stdout + r.stderr
+
+
+def test_try_repo_runs_this_checkouts_hook(tmp_path: Path, pc_home: Path) -> None:
+    repo = make_harness(tmp_path)
+    leak(repo)
+    git(repo, "add", "-A")
+    commit(repo, "leak")
+    r = pre_commit(repo, "try-repo", str(CHECKOUT), "plimsoll-ship-scan", "--all-files",
+                   env=_env(pc_home))
+    out = r.stdout + r.stderr
+    if r.returncode != 1 and any(h in out + _log(pc_home) for h in NETWORK_HINTS):
+        pytest.skip("pre-commit try-repo cannot install the hook environment: no package index")
+    assert r.returncode == 1, out
+    assert "viewer/replay.html:1:" in out and "seeds.txt:2" in out and SEED not in out
