@@ -104,13 +104,15 @@ class Course(NamedTuple):
 _DRONE = Drone(
     mass=0.6,
     max_thrust=16.0,
-    radius=0.08,
+    radius=0.1,
     arm=0.12,
     inertia=(0.0035, 0.0035, 0.006),
     motor_lag=0.03,
     yaw_moment=0.016,
-    drag=0.03,
+    drag=0.04,
 )
+# The hard course's payload hangs in a box: more drag.
+_HARD_DRONE = _DRONE._replace(drag=0.06)
 _LIMITS = Limits(max_tilt_cmd=0.6, max_yaw_rate=3.0, max_rate=8.0, crash_tilt=1.2, touchdown_speed=1.0)
 
 
@@ -158,17 +160,17 @@ COURSES: dict[str, Course] = {
         gates=_gates(0.42, (1.2, 1.7, 0.9)),
         start=Pad((1.0, 1.0, 0.0), 0.3),
         land=Pad((1.0, 5.0, 0.0), 0.3),
-        drone=_DRONE,
+        drone=_HARD_DRONE,
         limits=_LIMITS,
         hidden=Hidden(
             payload=(0.15, 0.35),
             weak_factor=(0.80, 0.92),
-            wind=(0.0, 2.5),
-            gust_peak=(3.0, 6.0),
-            sharp_peak=(6.0, 9.0),
-            gust_duration=(0.8, 2.0),
-            sharp_duration=(0.25, 0.4),
-            gust_window=(1.0, 12.0),
+            wind=(1.0, 3.0),
+            gust_peak=(5.0, 8.0),
+            sharp_peak=(7.0, 9.0),
+            gust_duration=(0.5, 1.2),
+            sharp_duration=(0.3, 0.6),
+            gust_window=(1.5, 11.0),
             jitter=0.04,
             yaw_jitter=0.15,
         ),

@@ -17,6 +17,7 @@ THROUGH = 1.3  # m/s through a gate
 APPROACH = 0.9  # m, straight run before a gate
 EXIT = 0.5  # m, straight run after a gate
 CLIMB = 1.0  # m, height over the start pad
+CORNER = 0.8  # m/s at the turn onto a gate's line
 
 
 def _sub(a, b):
@@ -109,7 +110,7 @@ class Controller:
         elif self.route[self.segment][2] != self.route[self.segment + 1][2]:
             pass
         else:
-            v = min(v, THROUGH + 1.2 * remaining)
+            v = min(v, CORNER + 1.0 * remaining)
         v = max(0.0, v)
         return [v * u[i] + 2.5 * (closest[i] - pos[i]) for i in range(3)]
 
