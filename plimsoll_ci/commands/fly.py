@@ -1,0 +1,208 @@
+"""`plimsoll-ci fly`: fly a trusted controller in-process on chosen seeds; per-flight outcome, totals.
+
+It imports the controller into this process: it is for code you trust (the reference controllers,
+your own). Untrusted code is graded in a sandbox with `plimsoll-ci grade`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+MAX_SEEDS = 10_000
+NOTICE = (
+    "plimsoll-ci fly: running {path} in-process: for trusted code only "
+    "(grade untrusted code in a sandbox with `plimsoll-ci grade`)"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command's flags."""
+    parser.add_argument("--controller", required=True, metavar="PATH",
+                        help="a .py file defining class Controller, or a folder with controller.py")
+    parser.add_argument("--course", required=True, choices=["easy", "hard"])
+    seeds = parser.add_mutually_exclusive_group(required=True)
+    seeds.add_argument("--seeds", metavar="LIST", help="seeds and ranges, e.g. 1,2,5-9")
+    seeds.add_argument("--seed-file", metavar="F", help="one seed per line (# starts a comment)")
+    parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.add_argument("--plot", metavar="OUT", help="write a plot of one flight (.png or .svg)")
+    parser.add_argument("--plot-seed", type=int, metavar="SEED",
+                        help="which flight to plot (default: the first seed)")
+
+
+def parse_seeds(text: str, where: str = "--seeds") -> list[int]:
+    """`1,2,5-9` -> [1, 2, 5, 6, 7, 8, 9]; a bad item raises BadInput naming it."""
+    from plimsoll_ci.errors import BadInput
+
+    seeds: list[int] = []
+    for pos, item in enumerate(text.split(","), 1):
+        item = item.strip()
+        low, dash, high = item.partition("-")
+        try:
+            a = int(low.strip(), 10)
+            b = int(high.strip(), 10) if dash else a
+        except ValueError:
+            raise BadInput(
+                f"{where}: item {pos} {item[:40]!r} is not a seed or a range like 5-9;"
+                " write seeds as decimal integers separated by commas"
+            ) from None
+        if not (0 <= a <= b < 2**64):
+            raise BadInput(f"{where}: item {pos} {item[:40]!r}: seeds are 0..2**64-1 and a range"
+                           " goes low-high")
+        if len(seeds) + (b - a + 1) > MAX_SEEDS:
+            raise BadInput(f"{where}: more than {MAX_SEEDS} seeds; fly fewer at a time")
+        seeds.extend(range(a, b + 1))
+    return seeds
+
+
+def read_seed_file(path: str) -> list[int]:
+    """Seeds from a file, one per line; blank lines and `#` comments are skipped."""
+    from plimsoll_ci.errors import BadInput
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInput(f"seed file {path}: cannot read it ({e.__class__.__name__}); "
+                       "pass a text file with one seed per line") from None
+    seeds: list[int] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if line:
+            seeds.extend(parse_seeds(line, f"seed file {path} line {number}"))
+        if len(seeds) > MAX_SEEDS:
+            raise BadInput(f"seed file {path}: more than {MAX_SEEDS} seeds; fly fewer at a time")
+    if not seeds:
+        raise BadInput(f"seed file {path}: no seeds in it; write one seed per line")
+    return seeds
+
+
+def load_controller(path: str):
+    """Import the controller module at `path` in-process and return its `Controller` class."""
+    import importlib.util
+    import uuid
+
+    from plimsoll_ci.errors import BadInput
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "controller.py"
+    if not p.is_file():
+        raise BadInput(f"controller {path}: no such file; pass a .py file that defines class"
+                       " Controller (or a folder with controller.py)")
+    name = f"_plimsoll_fly_{uuid.uuid4().hex}"
+    spec = importlib.util.spec_from_file_location(name, p)
+    if spec is None or spec.loader is None:
+        raise BadInput(f"controller {p}: cannot be imported; pass a Python source file (.py)")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(p.parent))  # a controller folder may hold its own helper modules
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        raise BadInput(f"controller {p}: importing it raised {type(e).__name__}: {e}"[:400]) from None
+    finally:
+        sys.path.remove(str(p.parent))
+    cls = getattr(module, "Controller", None)
+    if not isinstance(cls, type):
+        raise BadInput(f"controller {p}: no class Controller; define class Controller(course_info)"
+                       " with a step(obs) method (see docs/controller.md)")
+    return cls
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fly, print per-flight outcomes and totals, optionally plot one flight."""
+    import json
+
+    import sim
+    from plimsoll_ci.errors import BadInput
+
+    seeds = parse_seeds(args.seeds) if args.seeds is not None else read_seed_file(args.seed_file)
+    plot_seed = args.plot_seed if args.plot_seed is not None else seeds[0]
+    if args.plot:
+        suffix = Path(args.plot).suffix.lower()
+        if suffix not in (".png", ".svg"):
+            raise BadInput(f"--plot {args.plot}: the file name must end in .png or .svg")
+        if plot_seed not in seeds:
+            raise BadInput(f"--plot-seed {plot_seed}: not one of the seeds flown; pick one of them")
+    controller = load_controller(args.controller)
+    print(NOTICE.format(path=args.controller), file=sys.stderr)
+    course = sim.course(args.course)
+    results, batch = sim.fly(controller, seeds, course, record=bool(args.plot))
+    landed = sum(r.landed for r in results)
+    if args.format == "json":
+        flights = [
+            {"seed": r.seed, "landed": r.landed, "gates": r.gates, "time": r.time, "reason": r.reason}
+            for r in results
+        ]
+        print(json.dumps({"flights": flights, "landed": landed, "total": len(results)}))
+    else:
+        print(f"{'seed':>20}  landed  gates   time    reason")
+        for r in results:
+            detail = f" ({r.detail})" if r.detail else ""
+            print(f"{r.seed:>20}  {'yes' if r.landed else 'no':<6}  {r.gates}/3  {r.time:6.2f}s  "
+                  f"{r.reason}{detail}")
+        print(f"landed {landed}/{len(results)} on the {course.name} course")
+    if args.plot:
+        plot_flight(batch, seeds.index(plot_seed), args.plot)
+        if args.format == "text":
+            print(f"plot of seed {plot_seed} written to {args.plot}")
+    return 0
+
+
+def plot_flight(batch, i: int, out: str) -> None:
+    """The replay view of flight `i`: from above, from the side, and height over time with gusts."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    from matplotlib.patches import Circle, Rectangle
+
+    from plimsoll_ci.errors import BadInput
+
+    course, flight = batch.course, batch.flights[i]
+    result = batch.results()[i]
+    tr = batch.trajectory(i)
+    pos, t = tr["pos"], tr["t"]
+    fig, (top, side, time) = plt.subplots(1, 3, figsize=(15, 5), gridspec_kw={"width_ratios": [1, 1.2, 1.4]})
+    room_x, room_y, room_z = course.room
+    top.set(xlim=(0, room_x), ylim=(0, room_y), aspect="equal", xlabel="x (m)", ylabel="y (m)",
+            title="from above")
+    side.set(xlim=(0, room_x), ylim=(0, room_z), aspect="equal", xlabel="x (m)", ylabel="z (m)",
+             title="from the side")
+    for name, pad in (("start", course.start), ("land", course.land)):
+        top.add_patch(Circle(pad.center[:2], pad.radius, color="tab:green", alpha=0.3))
+        top.annotate(name, pad.center[:2], ha="center", va="center", fontsize=8)
+        side.plot([pad.center[0] - pad.radius, pad.center[0] + pad.radius], [0, 0], color="tab:green",
+                  linewidth=4)
+    for k, gate in enumerate(course.gates):
+        (cx, cy, cz), (nx, ny, _) = gate.center, gate.normal
+        half = gate.size / 2 + gate.frame
+        ux, uy = -ny, nx
+        top.plot([cx - ux * half, cx + ux * half], [cy - uy * half, cy + uy * half], color="tab:red",
+                 linewidth=3)
+        top.annotate(f"gate {k}", (cx + 0.15, cy + 0.15), fontsize=8, color="tab:red")
+        top.arrow(cx, cy, nx * 0.3, ny * 0.3, head_width=0.08, color="tab:red")
+        width = max(abs(ux) * 2 * half, 0.04)
+        side.add_patch(Rectangle((cx - width / 2, cz - half), width, 2 * half, fill=False,
+                                 edgecolor="tab:red", linewidth=2))
+    top.plot(pos[:, 0], pos[:, 1], color="tab:blue", linewidth=1.2)
+    side.plot(pos[:, 0], pos[:, 2], color="tab:blue", linewidth=1.2)
+    time.plot(t, pos[:, 2], color="tab:blue", label="height")
+    for gust in flight.gusts:
+        time.axvspan(gust.start, gust.start + gust.duration, color="tab:orange",
+                     alpha=0.45 if gust.sharp else 0.2)
+        time.annotate(f"{'sharp ' if gust.sharp else ''}gust {gust.peak:.1f} m/s",
+                      (gust.start, room_z * 0.92), fontsize=7, rotation=90, va="top")
+    for gt in tr["gate_times"]:
+        time.axvline(gt, color="tab:red", linestyle=":", linewidth=1)
+    time.set(xlim=(0, course.time_limit), ylim=(0, room_z), xlabel="t (s)", ylabel="z (m)",
+             title="height, gates passed (dotted), gusts (shaded)")
+    fig.suptitle(f"seed {result.seed} on the {course.name} course: {result.reason}, "
+                 f"{result.gates}/3 gates, {result.time:.2f} s")
+    fig.tight_layout()
+    try:
+        fig.savefig(out, format=Path(out).suffix.lower()[1:])
+    except OSError as e:
+        raise BadInput(f"--plot {out}: cannot write it ({e.strerror}); pick a writable path") from None
+    finally:
+        plt.close(fig)
