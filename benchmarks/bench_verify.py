@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -39,17 +40,24 @@ def main() -> int:
 
         read_s, data = _timed(path.read_bytes)
         parse_s, _ = _timed(lambda: [json.loads(line) for line in data.splitlines()])
+        serial_s, report = _timed(
+            lambda: bundle.verify_bundle(path, signer.public, args.records, workers=1)
+        )
+        assert report.ok, report.problems[:3]
         verify_s, report = _timed(lambda: bundle.verify_bundle(path, signer.public, args.records))
         assert report.ok, report.problems[:3]
         append_s, count = _timed(lambda: bundle.append_run(path, *demo.demo_run(0), signer))
         assert count == args.records + 1
 
     per_record_us = verify_s / args.records * 1e6
-    print(f"bundle: {args.records} records, {size / 1e6:.1f} MB")
+    print(f"bundle: {args.records} records, {size / 1e6:.1f} MB; load average {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} CPUs (others' work slows every number here alike)")
     print(f"write (one sealed batch):     {write_s:7.3f} s")
     print(f"baseline read bytes:          {read_s:7.3f} s")
     print(f"baseline json.loads per line: {parse_s:7.3f} s")
-    print(f"verify (signatures, links, checkpoint, results, reveals): {verify_s:7.3f} s "
+    cpus = len(os.sched_getaffinity(0))
+    print(f"verify, one process:          {serial_s:7.3f} s")
+    print(f"verify (signatures, links, checkpoint, results, reveals; {cpus} CPUs): {verify_s:7.3f} s "
           f"({per_record_us:.0f} us/record)")
     print(f"ratio verify / plain JSON parse: {verify_s / parse_s:5.1f}x")
     print(f"append one record to it (re-checks, re-seals, fsync, rename): {append_s:7.3f} s")

@@ -39,7 +39,7 @@ RESULT_NAME = "grading-result.json"
 CHECKPOINT_SUBJECT = "bundle-head"
 TIERS = ("process", "container", "kernel", "vm")  # weakest first
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
-_HEX = frozenset("0123456789abcdef")
+_SHA256_HEX = re.compile("[0-9a-f]{64}")
 _TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 
 
@@ -56,7 +56,7 @@ def is_utc_time(value: Any) -> bool:
 
 def is_sha256_hex(value: Any) -> bool:
     """True for exactly 64 lowercase hex digits."""
-    return isinstance(value, str) and len(value) == 64 and set(value) <= _HEX
+    return isinstance(value, str) and _SHA256_HEX.fullmatch(value) is not None
 
 
 def result_digest(result_doc: Any) -> str:

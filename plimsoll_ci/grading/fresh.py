@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 import struct
 from collections.abc import Iterable
@@ -29,6 +30,7 @@ SEED_MAX = 2**64 - 1
 # counts up from zero, and long enough for the ship scan to tell them apart from ordinary numbers.
 DEFAULT_LOW = 1_000_000_000
 DEFAULT_HIGH = 2**32
+_SALT_HEX = re.compile(f"[0-9a-f]{{{2 * SALT_BYTES}}}")
 
 
 class FreshSet(NamedTuple):
@@ -85,12 +87,7 @@ def from_reveal(doc: Any) -> FreshSet:
     if not isinstance(doc, dict) or set(doc) != {"salt", "seeds"}:
         raise ValueError('a reveal is an object with exactly "salt" and "seeds"')
     salt, seeds = doc["salt"], doc["seeds"]
-    if (
-        not isinstance(salt, str)
-        or len(salt) != 2 * SALT_BYTES
-        or salt != salt.lower()
-        or any(c not in "0123456789abcdef" for c in salt)
-    ):
+    if not isinstance(salt, str) or not _SALT_HEX.fullmatch(salt):
         raise ValueError(f"reveal salt must be {2 * SALT_BYTES} lowercase hex digits")
     if not isinstance(seeds, list) or not seeds:
         raise ValueError("reveal seeds must be a non-empty list")
