@@ -25,7 +25,7 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -366,6 +366,7 @@ class _Judge:
     def close(self) -> None:
         if self._cat is not None:
             self._cat.close()
+            self._cat = None
 
     def config_at(self, commit: str, tree: dict[bytes, TreeEntry]) -> tuple[str, Any]:
         """(identity, Config or None) for a commit: the external config, or its own plimsoll.yaml."""
@@ -409,10 +410,26 @@ class _Judge:
         self.selected[key] = out
         return out
 
+    def _prime(self, ship_set: Any, paths: list[str]) -> None:
+        """Memoize many paths with one `select` call (globs compiled once, not per path)."""
+        start = (ship_set.root + "/") if ship_set.root else ""
+        fresh = [p for p in paths if (ship_set, p) not in self.selected]
+        rels = {p[len(start):]: p for p in fresh if p.startswith(start)}
+        chosen = set(self.ship.select(list(rels), ship_set))
+        for p in fresh:
+            self.selected[(ship_set, p)] = None
+        for rel, p in rels.items():
+            if rel in chosen:
+                self.selected[(ship_set, p)] = rel
+
     def full(self, commit: Commit, tree: dict[bytes, TreeEntry], cfg: Any,
              previous: ShipState | None) -> ShipState:
         """Everything each ship set ships at `commit`."""
         state: ShipState = {}
+        paths = [os.fsdecode(p) for p in tree]
+        for s in cfg.ship.values():
+            if s.command is None:
+                self._prime(s, paths)
         for s in cfg.ship.values():
             if s.command is not None:
                 built = self._build(commit, tree, cfg, s)
@@ -438,6 +455,10 @@ class _Judge:
     def incremental(self, commit: Commit, cfg: Any, state: ShipState) -> list[_Delta]:
         """Apply a commit's tree changes to a glob-only `state` in place; return the deltas."""
         deltas = []
+        if len(commit.changes) > 8:
+            paths = [os.fsdecode(ch.path) for ch in commit.changes]
+            for s in cfg.ship.values():
+                self._prime(s, paths)
         for ch in commit.changes:
             path = os.fsdecode(ch.path)
             for s in cfg.ship.values():
@@ -547,6 +568,10 @@ class _Progress:
         if self.bar is not None:
             self.tasks[name] = self.bar.add_task(name, total=total)
 
+    def total(self, name: str, total: int) -> None:
+        if self.bar is not None and name in self.tasks:
+            self.bar.update(self.tasks[name], total=total)
+
     def advance(self, name: str, n: int = 1) -> None:
         if self.bar is not None and name in self.tasks:
             self.bar.advance(self.tasks[name], n)
@@ -635,14 +660,27 @@ def _replay(repo: Repo, wset: Any, options: Options, revs: list[str], graph: lis
         if len(row) > 1 and row[1] in walked:
             children_fp[row[1]] = children_fp.get(row[1], 0) + 1
 
-    # ---- pass 1: walk trees, turn ship sets into deltas, collect what to scan
+    # ---- pass 1: walk trees, turn ship sets into deltas, scan new blobs as they appear
     progress.task("commits", len(graph))
+    scans = _BlobScans(repo, wset, limits, options, cache, notes, progress,
+                       eager=len(graph) >= 100)
+    try:
+        return _walk_and_judge(repo, wset, revs, graph, walked, children_fp, limits, cache,
+                               judge, notes, progress, scans)
+    finally:
+        scans.close()
+
+
+def _walk_and_judge(repo: Repo, wset: Any, revs: list[str], graph: list[list[str]],
+                    walked: set[str], children_fp: dict[str, int], limits: Any,
+                    cache: ScanCache, judge: _Judge, notes: _Notes, progress: _Progress,
+                    scans: _BlobScans) -> HistoryReport:
     trees: dict[str, dict[bytes, TreeEntry]] = {}
     states: dict[str, tuple[str, ShipState]] = {}  # commit -> (config identity, ship state)
     records: list[_Record] = []
     need: dict[str, str] = {}  # blob id -> first shipped label (for scanning and notes)
     names: dict[str, str] = {}  # shipped name -> label
-    no_config = 0
+    no_config = scanned_before = 0
     for commit in walk(repo, revs):
         fp = commit.parents[0] if commit.parents else None
         inherit = fp is not None and fp in walked
@@ -678,7 +716,12 @@ def _replay(repo: Repo, wset: Any, options: Options, revs: list[str], graph: lis
                        if parent_state.get((s, label)) != item]
         for d in deltas:
             if d.item is not None:
-                need.setdefault(d.item.oid, d.label)
+                if d.item.oid not in need:
+                    need[d.item.oid] = d.label
+                    if d.item.oid in cache.content:
+                        scanned_before += 1
+                    elif d.item.oid not in judge.built:
+                        scans.add(d.item.oid, d.label)
                 names.setdefault(d.item.name, d.label)
         if children_fp.get(commit.oid):
             trees[commit.oid] = tree
@@ -693,9 +736,13 @@ def _replay(repo: Repo, wset: Any, options: Options, revs: list[str], graph: lis
         notes.add(f"{no_config} of {len(records)} commits have no usable plimsoll.yaml and ship "
                   "nothing by their own config (pass --config to judge them by one)")
 
-    # ---- pass 2: scan each distinct blob and name once
-    scanned_before = sum(1 for oid in need if oid in cache.content)
-    missing = _scan_all(repo, wset, limits, options, need, judge, cache, notes, progress)
+    # ---- pass 2: finish scanning each distinct blob, and each name, once
+    judge.close()  # before any worker is forked: none may inherit its pipes
+    scans.finish(judge.built, need)
+    missing = scans.missing
+    for oid in need:
+        for n in cache.content_notes.get(oid, ()):
+            notes.add(n)
     from plimsoll_ci.scan import Scanner
 
     scanner = Scanner(wset, limits)
@@ -719,50 +766,115 @@ def _replay(repo: Repo, wset: Any, options: Options, revs: list[str], graph: lis
                          [redact.text(n) for n in notes.all()], revs)
 
 
-def _scan_all(repo: Repo, wset: Any, limits: Any, options: Options, need: dict[str, str],
-              judge: _Judge, cache: ScanCache, notes: _Notes, progress: _Progress) -> set[str]:
-    """Scan every needed blob not in the cache; return the ids missing from the object store."""
-    todo_git = [(oid, shown(label)) for oid, label in need.items()
-                if oid not in cache.content and oid not in judge.built]
-    todo_built = [(oid, shown(need[oid])) for oid in judge.built if oid in need
-                  and oid not in cache.content]
-    progress.task("blobs", len(todo_git) + len(todo_built))
-    missing: set[str] = set()
+class _BlobScans:
+    """Scans blobs by id once each: in this process for a few, else in a pool of workers that
+    each stream their own `git cat-file --batch`. Chunks are submitted while the walk still runs,
+    so walking and scanning overlap.
+    """
 
-    def take(results: Iterable[tuple[str, Any, list[str], int]]) -> None:
+    CHUNK = 32
+
+    def __init__(self, repo: Repo, wset: Any, limits: Any, options: Options, cache: ScanCache,
+                 notes: _Notes, progress: _Progress, eager: bool) -> None:
+        self.repo, self.wset, self.limits = repo, wset, limits
+        self.max_bytes = min(options.max_blob_bytes, getattr(limits, "max_file_bytes", 1 << 62))
+        self.jobs = options.jobs or os.cpu_count() or 1
+        self.cache, self.notes, self.progress = cache, notes, progress
+        self.labels: dict[str, str] = {}
+        self.todo: list[tuple[str, str]] = []
+        self.missing: set[str] = set()
+        self.pool: Any = None
+        self.pending: set[Any] = set()
+        self.total = 0
+        progress.task("blobs", 0)
+        if eager and self.jobs > 1:
+            self._start_pool()
+
+    def _start_pool(self) -> None:
+        # Started before any long-lived git process, so no worker inherits one of its pipes.
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
+        self.pool = ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_worker_init,
+                                        initargs=(self.wset, self.limits, self.repo,
+                                                  self.max_bytes))
+        self.pool.submit(int).result()  # launch the workers now
+
+    def add(self, oid: str, label: str) -> None:
+        """Ask for blob `oid` (first shipped as `label`) to be scanned."""
+        self.labels[oid] = label
+        self.todo.append((oid, shown(label)))
+        self.total += 1
+        self.progress.total("blobs", self.total)
+        if self.pool is not None and len(self.todo) >= self.CHUNK:
+            self._submit()
+
+    def _submit(self) -> None:
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        for i in range(0, len(self.todo), self.CHUNK):
+            self.pending.add(self.pool.submit(_scan_blobs, self.todo[i:i + self.CHUNK]))
+        self.todo = []
+        done = {f for f in self.pending if f.done()}
+        if len(self.pending) - len(done) > self.jobs * 4:  # bound what is in flight
+            done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
+        for fut in done:
+            self.pending.discard(fut)
+            self._take(fut.result())
+
+    def _take(self, results: Iterable[tuple[str, Any, list[str], int]]) -> None:
         for oid, rows, blob_notes, _size in results:
             if rows is None:
-                missing.add(oid)
-                notes.add(f"{shown(need[oid])} (blob {oid[:12]}) is missing from the object store "
-                          "(a partial or damaged clone); it was not scanned")
+                self.missing.add(oid)
+                self.notes.add(f"{shown(self.labels[oid])} (blob {oid[:12]}) is missing from the "
+                               "object store (a partial or damaged clone); it was not scanned")
             else:
-                cache.content[oid] = rows
+                self.cache.content[oid] = rows
                 if blob_notes:
-                    cache.content_notes[oid] = blob_notes
-                cache.dirty = True
-            progress.advance("blobs")
+                    self.cache.content_notes[oid] = blob_notes
+                self.cache.dirty = True
+            self.progress.advance("blobs")
 
-    if todo_built:
-        from plimsoll_ci.scan import Scanner
+    def finish(self, built: dict[str, bytes], labels: dict[str, str]) -> None:
+        """Scan what is left (and builder output, in this process); wait for every worker."""
+        from concurrent.futures import FIRST_COMPLETED, wait
 
-        scanner = Scanner(wset, limits)
-        for oid, label in todo_built:
-            findings, blob_notes = scanner.scan_content(judge.built[oid], label)
-            take([(oid, [_finding_row(f) for f in findings], list(blob_notes), 0)])
-    jobs = options.jobs or os.cpu_count() or 1
-    if jobs <= 1 or len(todo_git) < 64:
-        _worker_init_inline(wset, limits, repo, options.max_blob_bytes)
-        try:
-            for i in range(0, len(todo_git), 256):
-                take(_scan_blobs(todo_git[i:i + 256]))
-        finally:
-            _WORKER.pop("cat").close()
-    else:
-        _scan_pool(todo_git, jobs, wset, limits, repo, options.max_blob_bytes, take)
-    for oid in need:
-        for n in cache.content_notes.get(oid, ()):
-            notes.add(n)
-    return missing
+        if self.pool is None and self.jobs > 1 and len(self.todo) >= 64:
+            self._start_pool()
+        if self.pool is not None:
+            if self.todo:
+                self._submit()
+            while self.pending:
+                done, self.pending = wait(self.pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    self._take(fut.result())
+        elif self.todo:
+            _worker_init_inline(self.wset, self.limits, self.repo, self.max_bytes)
+            try:
+                for i in range(0, len(self.todo), 256):
+                    self._take(_scan_blobs(self.todo[i:i + 256]))
+            finally:
+                _WORKER.pop("cat").close()
+            self.todo = []
+        todo_built = [oid for oid in built if oid in labels and oid not in self.cache.content]
+        if todo_built:
+            from plimsoll_ci.scan import Scanner
+
+            scanner = Scanner(self.wset, self.limits)
+            self.progress.total("blobs", self.total + len(todo_built))
+            for oid in todo_built:
+                findings, blob_notes = scanner.scan_content(built[oid], shown(labels[oid]))
+                self._take([(oid, [_finding_row(f) for f in findings], list(blob_notes), 0)])
+
+    def close(self) -> None:
+        """Stop the workers (on Ctrl-C too: queued chunks are dropped, finished ones kept)."""
+        if self.pool is not None:
+            for fut in list(self.pending):
+                if fut.done() and not fut.cancelled() and fut.exception() is None:
+                    self._take(fut.result())
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
 
 
 def _worker_init_inline(wset: Any, limits: Any, repo: Repo, max_bytes: int) -> None:
@@ -770,34 +882,6 @@ def _worker_init_inline(wset: Any, limits: Any, repo: Repo, max_bytes: int) -> N
 
     _WORKER["scanner"] = Scanner(wset, limits)
     _WORKER["cat"] = CatFile(repo, max_bytes)
-
-
-def _scan_pool(todo: list[tuple[str, str]], jobs: int, wset: Any, limits: Any, repo: Repo,
-               max_bytes: int, take: Callable[[Any], None]) -> None:
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
-    size = max(16, min(512, len(todo) // (jobs * 8) or 16))
-    chunks = [todo[i:i + size] for i in range(0, len(todo), size)]
-    pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_worker_init,
-                               initargs=(wset, limits, repo, max_bytes))
-    try:
-        pending = set()
-        it = iter(chunks)
-        for chunk in it:  # keep a bounded number of chunks in flight
-            pending.add(pool.submit(_scan_blobs, chunk))
-            if len(pending) >= jobs * 3:
-                break
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                take(fut.result())
-                nxt = next(it, None)
-                if nxt is not None:
-                    pending.add(pool.submit(_scan_blobs, nxt))
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _rows_to(set_name: str, label: str, rows: Iterable[list[Any]]) -> list[Occurrence]:
