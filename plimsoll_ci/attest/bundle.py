@@ -262,7 +262,10 @@ def verify_bytes(
             sealed = sealed or n
             if seen.sealed is not None:
                 count, head = seen.sealed
-                if count != n - 1:
+                if count < 1:
+                    problems.append(Problem(n, "checkpoint: seals no records (a bundle holds at "
+                                            "least one)"))
+                elif count != n - 1:
                     problems.append(Problem(n, f"checkpoint: seals {count} records but {n - 1} "
                                             "lines precede it (lines added or removed)"))
                 if seen.index != count + 1:

@@ -238,3 +238,11 @@ def test_parallel_verification_reports_exactly_what_serial_verification_does(sma
 def test_verify_refuses_deeply_nested_json_without_crashing():
     report = verify(b"[" * 100_000 + b"]" * 100_000 + b"\n")
     assert [p.line for p in report.problems][:1] == [1]
+
+
+def test_verify_refuses_a_checkpoint_that_seals_nothing():
+    lone = bundle._checkpoint_line(0, bundle.GENESIS, SIGNER) + b"\n"
+    report = verify(lone)
+    assert [str(p) for p in report.problems] == [
+        "bundle line 1: checkpoint: seals no records (a bundle holds at least one)"
+    ]
