@@ -237,11 +237,19 @@ class ScanCache:
 
 
 def cache_key(wset: Any, limits: Any, max_blob_bytes: int) -> str:
-    """What cached findings depend on: the withheld set, the scan engine and its bounds."""
+    """What cached findings depend on: the withheld set, the scan engine (its source) and its
+    bounds. A changed matching rule thus never serves stale findings.
+    """
     h = hashlib.sha256()
     for part in (CACHE_FORMAT, __version__, str(getattr(wset, "digest", "")),
                  repr(limits), str(max_blob_bytes)):
         h.update(part.encode("utf-8") + b"\0")
+    package = Path(__file__).resolve().parent
+    for src in [package / "scan.py", *sorted((package / "match").glob("*.py"))]:
+        try:
+            h.update(hashlib.sha256(src.read_bytes()).digest())
+        except OSError:
+            h.update(b"?")
     return h.hexdigest()
 
 
@@ -355,6 +363,14 @@ class _Judge:
         self.selected: dict[tuple[Any, str], str | None] = {}  # (set, repo path) -> shipped path
         self.built: dict[str, bytes] = {}  # builder output not yet scanned, by blob id
         self.builds = 0
+        # Globs of an external config inside the repository apply from its folder (as in ship.py).
+        self.prefix = ""
+        if external is not None:
+            try:
+                rel = Path(external.base).resolve().relative_to(Path(repo.top).resolve())
+                self.prefix = "" if rel.as_posix() == "." else rel.as_posix() + "/"
+            except ValueError:
+                pass
         self._cat: CatFile | None = None
 
     @property
@@ -401,7 +417,7 @@ class _Judge:
         hit = self.selected.get(key, key)
         if hit is not key:
             return hit  # type: ignore[return-value]
-        start = (ship_set.root + "/") if ship_set.root else ""
+        start = self.prefix + ((ship_set.root + "/") if ship_set.root else "")
         out = None
         if repo_path.startswith(start):
             rel = repo_path[len(start):]
@@ -412,7 +428,7 @@ class _Judge:
 
     def _prime(self, ship_set: Any, paths: list[str]) -> None:
         """Memoize many paths with one `select` call (globs compiled once, not per path)."""
-        start = (ship_set.root + "/") if ship_set.root else ""
+        start = self.prefix + ((ship_set.root + "/") if ship_set.root else "")
         fresh = [p for p in paths if (ship_set, p) not in self.selected]
         rels = {p[len(start):]: p for p in fresh if p.startswith(start)}
         chosen = set(self.ship.select(list(rels), ship_set))

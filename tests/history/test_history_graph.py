@@ -170,3 +170,18 @@ def test_the_worker_pool_and_one_process_agree(globrepo: GitRepo, tmp_path: Path
     assert history.to_json(one) == history.to_json(two)
     (e,) = one.entries
     assert len(e.windows) == 3  # seeds at steps 5, 55, 105, each overwritten 40 steps later
+
+
+def test_an_external_config_in_a_subfolder_applies_its_globs_from_there(
+        tmp_path: Path, wset_path: Path) -> None:
+    repo = GitRepo(tmp_path / "mono")
+    repo.write("harness/site/viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    repo.write("other/viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    first = repo.commit("two viewers, one harness", 0)
+    cfg = repo.path / "harness" / "audit.yaml"
+    cfg.write_text("ship:\n  site:\n    root: site\n    include: [\"viewer/**\"]\n")
+    code, doc = history_json(repo, wset_path, "--config", str(cfg))
+    assert code == 1
+    (e,) = doc["entries"]
+    assert e["first"]["commit"] == first
+    assert e["first"]["paths"] == ["harness/site/viewer/replay.html"]
