@@ -1,0 +1,165 @@
+"""Provider `docker`: the Docker SDK with the `runsc` runtime. Tier `kernel` (with `runc`: `container`).
+
+The image is the minimal Python runtime `docker import`ed from its tarball (no registry). The
+container has no network, a read-only root, every capability dropped, no new privileges, memory,
+pids and CPU limits, a small tmpfs on /tmp, and the controller's staged files mounted read-only.
+Its stdin/stdout are the protocol channel (the attach stream, demultiplexed here).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+
+from plimsoll_ci.errors import SandboxError
+from plimsoll_ci.sandbox import cpu as cpumod
+from plimsoll_ci.sandbox.session import Limits, Session, Stream
+from plimsoll_ci.sandbox.stage import Stage
+
+RUNTIME_ENV = "PLIMSOLL_DOCKER_RUNTIME"
+
+
+def tier_of(runtime: str) -> str:
+    """The configured tier of a docker runtime: gVisor's runsc is `kernel`, anything else `container`."""
+    return "kernel" if runtime == "runsc" else "container"
+
+
+def _client():
+    import docker
+
+    return docker.from_env(timeout=30)
+
+
+def available() -> tuple[bool, str]:
+    """Whether dockerd answers (and has the runsc runtime)."""
+    try:
+        import docker  # noqa: F401
+    except ImportError:
+        return False, "the docker Python package is not installed"
+    try:
+        info = _client().info()
+    except Exception as e:  # noqa: BLE001 - any failure means "not here"
+        return False, f"dockerd does not answer ({type(e).__name__}); start it (.ci/sandbox-setup)"
+    if "runsc" not in (info.get("Runtimes") or {}):
+        return False, "dockerd has no runsc runtime; register it in /etc/docker/daemon.json"
+    return True, ""
+
+
+class _Demux:
+    """Docker's attach stream without a TTY: frames of [type, 0, 0, 0, size BE32] + payload."""
+
+    def __init__(self) -> None:
+        self.pending = bytearray()
+
+    def __call__(self, chunk: bytes) -> tuple[bytes, bytes]:
+        self.pending += chunk
+        out, err = bytearray(), bytearray()
+        while len(self.pending) >= 8:
+            kind, size = self.pending[0], struct.unpack(">I", self.pending[4:8])[0]
+            if len(self.pending) < 8 + size:
+                break
+            payload = self.pending[8:8 + size]
+            del self.pending[:8 + size]
+            (out if kind == 1 else err).extend(payload)
+        return bytes(out), bytes(err)
+
+
+def start(stage: Stage, limits: Limits, runtime: str | None = None,
+          start_timeout: float = 60.0) -> Session:
+    """Create, attach and start one grading container."""
+    from plimsoll_ci.sandbox import rootfs as rootfs_mod
+
+    runtime = runtime or os.environ.get(RUNTIME_ENV) or "runsc"
+    try:
+        import docker
+    except ImportError as e:
+        raise SandboxError("provider docker: the docker Python package is not installed") from e
+    try:
+        client = _client()
+        info = client.info()
+    except Exception as e:  # noqa: BLE001
+        raise SandboxError(f"provider docker: dockerd does not answer ({type(e).__name__}: {e}); "
+                           "start it (see .ci/sandbox-setup)") from None
+    if runtime not in (info.get("Runtimes") or {}):
+        raise SandboxError(f"provider docker: dockerd has no {runtime!r} runtime; register it in "
+                           "/etc/docker/daemon.json (see .ci/sandbox-setup)")
+    rfs = rootfs_mod.build()
+    image = rootfs_mod.docker_import(rfs)
+    started = time.monotonic()
+    try:
+        container = client.containers.create(
+            image,
+            command=[rfs.python, "-I", "-B", "/plimsoll/runner.py"],
+            stdin_open=True, tty=False, detach=True,
+            network_mode="none", read_only=True, runtime=runtime,
+            cap_drop=["ALL"], security_opt=["no-new-privileges"],
+            user="65534:65534", working_dir="/",
+            mem_limit=limits.memory_bytes, memswap_limit=limits.memory_bytes,
+            pids_limit=limits.pids, nano_cpus=int(limits.cpus * 1e9),
+            tmpfs={"/tmp": f"size={limits.tmpfs_bytes},noexec,nosuid,nodev"},
+            volumes={str(stage.controller): {"bind": "/controller", "mode": "ro"},
+                     str(stage.runner): {"bind": "/plimsoll", "mode": "ro"}},
+            environment={"PATH": "/usr/local/bin", "HOME": "/tmp", "OPENBLAS_NUM_THREADS": "1"},
+            labels={"plimsoll-ci": "grading"},
+        )
+    except docker.errors.DockerException as e:
+        raise SandboxError(f"provider docker: cannot create the container ({e})") from None
+    sock = client.api.attach_socket(container.id, params={"stdin": 1, "stdout": 1, "stderr": 1,
+                                                          "stream": 1})
+    raw: socket.socket = getattr(sock, "_sock", sock)
+    try:
+        container.start()
+    except docker.errors.DockerException as e:
+        container.remove(force=True)
+        raise SandboxError(f"provider docker: cannot start the container ({e})") from None
+    fd = os.dup(raw.fileno())
+
+    def write(data: bytes) -> None:
+        raw.sendall(data)
+
+    container.reload()
+    pid = int(container.attrs.get("State", {}).get("Pid") or 0)
+    if not pid:
+        container.remove(force=True)
+        raise SandboxError("provider docker: the container has no host process to account CPU to")
+    meter = cpumod.meter_for(pid)
+
+    def kill() -> None:
+        try:
+            container.remove(force=True)
+        except docker.errors.DockerException:
+            pass
+        try:
+            raw.close()
+        except OSError:
+            pass
+
+    version = info.get("ServerVersion", "")
+    runtime_path = (info.get("Runtimes") or {}).get(runtime, {}).get("path", runtime)
+    evidence = {
+        "provider": "docker",
+        "runtime": runtime,
+        "runtime_path": runtime_path,
+        "runtime_version": _runtime_version(runtime_path) if runtime == "runsc" else runtime,
+        "docker_version": version,
+        "image": image,
+        "container": container.id[:12],
+        "platform": "ptrace" if runtime == "runsc" else "native",
+        "network": "none",
+        "root": "read-only (docker read_only)",
+        "limits": {"memory_bytes": limits.memory_bytes, "pids": limits.pids,
+                   "cpus": limits.cpus, "tmpfs_bytes": limits.tmpfs_bytes},
+        "user": "65534:65534, cap_drop ALL, no-new-privileges",
+        "cpu_accounting": meter.source,
+    }
+    session = Session("docker", tier_of(runtime), write, Stream(fd, _Demux()), meter, kill,
+                      evidence, started)
+    return session
+
+
+def _runtime_version(path: str) -> str:
+    from plimsoll_ci.sandbox.gvisor import runsc_version
+
+    return runsc_version(path) if os.path.exists(path) else ""

@@ -1,0 +1,197 @@
+"""Provider `gvisor`: `runsc run` on an OCI bundle. Tier `kernel`.
+
+The bundle's root is the minimal Python runtime (`rootfs.py`), read-only; the controller's staged
+files and the runner are bind-mounted read-only; `/tmp` is a small tmpfs; there is no network but
+loopback (`--network=none`); memory and pids are limited by the cgroup runsc makes for the sandbox,
+whose CPU accounting is what the grader's budget reads. The controller runs as `nobody` with no
+capabilities and no new privileges.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from plimsoll_ci.errors import SandboxError
+from plimsoll_ci.sandbox import cpu as cpumod
+from plimsoll_ci.sandbox.session import Limits, Session, Stream, drain
+from plimsoll_ci.sandbox.stage import Stage
+
+TIER = "kernel"
+PLATFORM_ENV = "PLIMSOLL_RUNSC_PLATFORM"
+
+
+def runsc_path() -> str | None:
+    """The runsc binary ($PLIMSOLL_RUNSC, else the PATH), or None."""
+    return os.environ.get("PLIMSOLL_RUNSC") or shutil.which("runsc")
+
+
+@functools.lru_cache(maxsize=4)
+def runsc_version(path: str) -> str:
+    """`runsc --version`'s first line ('' when it does not run)."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
+
+
+def available() -> tuple[bool, str]:
+    """Whether this provider can start here, and why not."""
+    path = runsc_path()
+    if not path:
+        return False, "runsc is not installed (apt-get install runsc)"
+    if os.geteuid() != 0:
+        return False, "runsc needs root to start a sandbox with cgroup limits"
+    if not runsc_version(path):
+        return False, f"{path} --version does not run"
+    return True, ""
+
+
+def spec(stage: Stage, rootfs: Path, python: str, limits: Limits, cgroup: str) -> dict:
+    """The OCI runtime spec for one grading sandbox."""
+    return {
+        "ociVersion": "1.0.2",
+        "process": {
+            "terminal": False,
+            "user": {"uid": 65534, "gid": 65534},
+            "args": [python, "-I", "-B", "/plimsoll/runner.py"],
+            "env": ["PATH=/usr/local/bin", "LANG=C.UTF-8", "HOME=/tmp",
+                    "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"],
+            "cwd": "/",
+            "capabilities": {k: [] for k in
+                             ("bounding", "effective", "inheritable", "permitted", "ambient")},
+            "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 256, "soft": 256},
+                        {"type": "RLIMIT_CORE", "hard": 0, "soft": 0}],
+            "noNewPrivileges": True,
+        },
+        "root": {"path": str(rootfs), "readonly": True},
+        "hostname": "sandbox",
+        "mounts": [
+            {"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+             "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+            {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+             "options": ["nosuid", "nodev", "noexec", f"size={limits.tmpfs_bytes}"]},
+            {"destination": "/controller", "type": "bind", "source": str(stage.controller),
+             "options": ["rbind", "ro", "nosuid", "nodev"]},
+            {"destination": "/plimsoll", "type": "bind", "source": str(stage.runner),
+             "options": ["rbind", "ro", "nosuid", "nodev"]},
+        ],
+        "linux": {
+            "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
+            "resources": {"memory": {"limit": limits.memory_bytes},
+                          "pids": {"limit": limits.pids}},
+            "cgroupsPath": cgroup,
+        },
+    }
+
+
+def start(stage: Stage, limits: Limits, platform: str | None = None,
+          start_timeout: float = 60.0) -> Session:
+    """Start the runner in a fresh gVisor sandbox; returns once the process is running."""
+    from plimsoll_ci.sandbox import rootfs as rootfs_mod
+
+    ok, why = available()
+    if not ok:
+        raise SandboxError(f"provider gvisor: {why}")
+    runsc = runsc_path()
+    assert runsc
+    platform = platform or os.environ.get(PLATFORM_ENV) or "ptrace"
+    rfs = rootfs_mod.build()
+    started = time.monotonic()
+    cid = f"plimsoll-{secrets.token_hex(6)}"
+    cgroup = f"/plimsoll/{cid}"
+    bundle = stage.root / "bundle"
+    state = stage.root / "runsc-state"
+    bundle.mkdir()
+    state.mkdir(mode=0o700)
+    (bundle / "config.json").write_text(json.dumps(spec(stage, rfs.path, rfs.python, limits,
+                                                        cgroup), indent=1))
+    argv = [runsc, f"--root={state}", "--network=none", f"--platform={platform}",
+            "run", f"--bundle={bundle}", cid]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
+    assert proc.stdin and proc.stdout and proc.stderr
+    ref: list = []
+    drain(os.dup(proc.stderr.fileno()), ref)
+    proc.stderr.close()
+    stream = Stream(os.dup(proc.stdout.fileno()))
+    proc.stdout.close()
+    stdin = proc.stdin
+
+    def write(data: bytes) -> None:
+        stdin.write(data)
+        stdin.flush()
+
+    meter = _CgroupOrTree(cgroup, proc.pid)
+
+    def kill() -> None:
+        try:
+            stdin.close()
+        except OSError:
+            pass
+        subprocess.run([runsc, f"--root={state}", "delete", "--force", cid],
+                       capture_output=True, timeout=30)
+        try:
+            os.killpg(proc.pid, 9)
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    evidence = {
+        "provider": "gvisor",
+        "runtime": "runsc",
+        "runtime_version": runsc_version(runsc),
+        "runtime_path": runsc,
+        "platform": platform,
+        "network": "none",
+        "root": "read-only (OCI root.readonly)",
+        "limits": {"memory_bytes": limits.memory_bytes, "pids": limits.pids,
+                   "tmpfs_bytes": limits.tmpfs_bytes},
+        "user": "65534 (nobody), no capabilities, no new privileges",
+    }
+    session = Session("gvisor", TIER, write, stream, meter, kill, evidence, started)
+    ref.append(session)
+    session.host_evidence["cpu_accounting"] = meter.source
+    return session
+
+
+class _CgroupOrTree:
+    """runsc makes the sandbox's cgroup a moment after start: read the tree until it is there."""
+
+    def __init__(self, cgroup: str, pid: int) -> None:
+        self.cgroup = cgroup
+        self.tree = cpumod.ProcTreeMeter(pid)
+        self.found: cpumod.CgroupMeter | None = None
+        self.offset = 0.0
+        self.source = f"cgroup {cgroup} (runsc), /proc tree until it exists"
+
+    def _find(self) -> cpumod.CgroupMeter | None:
+        rel = self.cgroup.lstrip("/")
+        for path, v2 in ((f"{cpumod.CGROUP_ROOT}/cpuacct/{rel}/cpuacct.usage", False),
+                         (f"{cpumod.CGROUP_ROOT}/cpu,cpuacct/{rel}/cpuacct.usage", False),
+                         (f"{cpumod.CGROUP_ROOT}/{rel}/cpu.stat", True)):
+            if os.path.exists(path):
+                return cpumod.CgroupMeter(path, v2)
+        return None
+
+    def seconds(self) -> float:
+        if self.found is None:
+            found = self._find()
+            if found is None:
+                return self.tree.seconds()
+            # Continue from the tree's reading so the total never jumps back.
+            self.offset = max(0.0, self.tree.seconds() - found.seconds())
+            self.found = found
+            self.source = found.source
+        return self.found.seconds() + self.offset

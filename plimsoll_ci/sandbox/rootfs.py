@@ -1,0 +1,258 @@
+"""The minimal Python runtime every sandbox starts from: built locally, never pulled.
+
+No registry is reachable where gradings run, so the root filesystem is assembled from the host's
+own Python: the interpreter, the standard library (without tests, IDLE, Tk), numpy, and exactly the
+shared libraries `ldd` says they need. The same folder is the read-only root of the gVisor OCI
+bundle and, packed as a deterministic tarball, the `docker import`ed image.
+
+    python3 -m plimsoll_ci.sandbox.rootfs [--docker-import] [--print-path]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+from plimsoll_ci.errors import SandboxError
+
+FORMAT = "plimsoll-rootfs/1"
+IMAGE_REPO = "plimsoll-python"
+# Inside the sandbox: where the interpreter and its library live (prefix found from the binary).
+PREFIX = "/usr/local"
+# Mount points the providers bind into; they must exist in a read-only root.
+MOUNT_POINTS = ("proc", "dev", "sys", "tmp", "controller", "plimsoll", "etc")
+_STDLIB_SKIP = {
+    "test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "site-packages",
+    "dist-packages", "pydoc_data", "venv", "unittest/test",
+}
+_NUMPY_SKIP = re.compile(r"(^|/)(tests|testing/_private/?$)(/|$)")
+
+
+class Rootfs(NamedTuple):
+    """A built root filesystem: its folder, its tarball, and the content key both are named by."""
+
+    path: Path
+    tarball: Path
+    key: str
+    python: str  # the interpreter's path inside the root
+
+    @property
+    def image(self) -> str:
+        """The docker image tag this root is imported as."""
+        return f"{IMAGE_REPO}:{self.key[:16]}"
+
+
+def cache_dir() -> Path:
+    """Where built roots live: $PLIMSOLL_CACHE, else ~/.cache/plimsoll-ci."""
+    base = os.environ.get("PLIMSOLL_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "plimsoll-ci")
+    return Path(base) / "rootfs"
+
+
+def _numpy_dirs() -> list[Path]:
+    try:
+        import numpy
+    except ImportError as e:  # pragma: no cover - numpy is a dependency
+        raise SandboxError(f"numpy is not importable ({e}); install plimsoll-ci's dependencies") from e
+    pkg = Path(numpy.__file__).resolve().parent
+    out = [pkg]
+    libs = pkg.parent / "numpy.libs"
+    if libs.is_dir():
+        out.append(libs)
+    return out
+
+
+def _key() -> str:
+    import numpy
+
+    h = hashlib.sha256()
+    for part in (FORMAT, sys.version, os.path.realpath(sys.executable), numpy.__version__,
+                 numpy.__file__, Path(__file__).read_text()):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
+def _ldd(paths: list[Path]) -> set[str]:
+    """Every shared library the given ELF files load, by the path the loader resolves."""
+    libs: set[str] = set()
+    for chunk in range(0, len(paths), 200):
+        batch = [str(p) for p in paths[chunk:chunk + 200]]
+        out = subprocess.run(["ldd", *batch], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            line = line.strip()
+            m = re.match(r"\S+ => (/\S+) \(", line) or re.match(r"(/\S+) \(", line)
+            if m:
+                libs.add(m.group(1))
+    return libs
+
+
+def _copy_tree(src: Path, dst: Path, skip) -> list[Path]:
+    """Copy src to dst (files and symlinks), skipping relative paths `skip` says; return ELF files."""
+    elves = []
+    for root, dirs, files in os.walk(src):
+        rel_root = os.path.relpath(root, src)
+        rel_root = "" if rel_root == "." else rel_root
+        dirs[:] = [d for d in dirs if not skip(os.path.join(rel_root, d))]
+        (dst / rel_root).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            rel = os.path.join(rel_root, name)
+            if skip(rel):
+                continue
+            s, d = Path(root) / name, dst / rel
+            if s.is_symlink():
+                os.symlink(os.readlink(s), d)
+                continue
+            shutil.copy2(s, d)
+            if ".so" in name:
+                elves.append(s)
+    return elves
+
+
+def build(dest: Path | None = None, *, log=None) -> Rootfs:
+    """Build (or reuse) the root filesystem and its tarball; returns where they are."""
+    say = log or (lambda msg: None)
+    key = _key()
+    base = dest or cache_dir()
+    root = base / key[:16]
+    tarball = base / f"{key[:16]}.tar"
+    python_inside = f"{PREFIX}/bin/python3"
+    if (root / ".complete").exists() and tarball.exists():
+        say(f"rootfs: reusing {root}")
+        return Rootfs(root, tarball, key, python_inside)
+    started = time.monotonic()
+    base.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{key[:16]}.", dir=base))
+    work.chmod(0o755)  # mkdtemp makes 0700; the sandbox user must traverse the root
+    try:
+        _assemble(work, say)
+        (work / ".complete").write_text(key + "\n")
+        if root.exists():
+            shutil.rmtree(root)
+        os.replace(work, root)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    _write_tarball(root, tarball)
+    say(f"rootfs: built {root} and {tarball.name} in {time.monotonic() - started:.1f} s")
+    return Rootfs(root, tarball, key, python_inside)
+
+
+def _assemble(work: Path, say) -> None:
+    exe = Path(os.path.realpath(sys.executable))
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    pyver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    say(f"rootfs: interpreter {exe}, standard library {stdlib}")
+    bindir = work / PREFIX.lstrip("/") / "bin"
+    bindir.mkdir(parents=True)
+    shutil.copy2(exe, bindir / pyver)
+    os.symlink(pyver, bindir / "python3")
+    libdir = work / PREFIX.lstrip("/") / "lib" / pyver
+
+    def skip_std(rel: str) -> bool:
+        rel = rel.replace(os.sep, "/")
+        return rel in _STDLIB_SKIP or rel.startswith("config-") or rel.endswith((".a", ".exe"))
+
+    elves = [exe] + _copy_tree(stdlib, libdir, skip_std)
+    # lib-dynload may live apart from the stdlib (Debian keeps it inside; some builds do not).
+    dynload = Path(sysconfig.get_config_var("DESTSHARED") or stdlib / "lib-dynload")
+    if dynload.is_dir() and not (libdir / "lib-dynload").exists():
+        elves += _copy_tree(dynload, libdir / "lib-dynload", lambda rel: False)
+    site = libdir / "site-packages"
+    for src in _numpy_dirs():
+        say(f"rootfs: numpy from {src}")
+        elves += _copy_tree(src, site / src.name,
+                            lambda rel: bool(_NUMPY_SKIP.search(rel.replace(os.sep, "/"))))
+    libs = _ldd(elves)
+    for lib in sorted(libs):
+        target = work / lib.lstrip("/")
+        if target.exists() or str(Path(lib).resolve()).startswith(str(site)):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(os.path.realpath(lib), target)
+    say(f"rootfs: {len(libs)} shared libraries from ldd")
+    for d in MOUNT_POINTS:
+        (work / d).mkdir(exist_ok=True)
+    (work / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/false\n"
+                                         "nobody:x:65534:65534:nobody:/:/bin/false\n")
+    (work / "etc" / "group").write_text("root:x:0:\nnogroup:x:65534:\n")
+    # /bin/sh is deliberately absent: the runner needs no shell and a controller gets none.
+
+
+def _write_tarball(root: Path, tarball: Path) -> None:
+    """A deterministic tarball (sorted, mtime 0, root-owned) so the same root gives the same image."""
+    tmp = tarball.with_suffix(".tar.part")
+    with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tar:
+        for dirpath, dirs, files in os.walk(root):
+            dirs.sort()
+            for name in sorted(dirs) + sorted(files):
+                full = Path(dirpath) / name
+                rel = full.relative_to(root).as_posix()
+                if rel == ".complete":
+                    continue
+                info = tar.gettarinfo(str(full), arcname=rel)
+                info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+                if info.isfile():
+                    with open(full, "rb") as fh:
+                        tar.addfile(info, fh)
+                else:
+                    tar.addfile(info)
+        info = tarfile.TarInfo(".plimsoll-rootfs")
+        data = (FORMAT + "\n").encode()
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    os.replace(tmp, tarball)
+
+
+def docker_import(rootfs: Rootfs, *, log=None) -> str:
+    """Import the tarball as a local docker image (skipped when the tag exists); returns the tag."""
+    say = log or (lambda msg: None)
+    import docker
+
+    client = docker.from_env()
+    try:
+        client.images.get(rootfs.image)
+        say(f"image: {rootfs.image} already present")
+        return rootfs.image
+    except docker.errors.ImageNotFound:
+        pass
+    started = time.monotonic()
+    with open(rootfs.tarball, "rb") as fh:
+        client.api.import_image_from_data(fh.read(), repository=IMAGE_REPO, tag=rootfs.key[:16])
+    client.images.get(rootfs.image)
+    say(f"image: imported {rootfs.image} in {time.monotonic() - started:.1f} s")
+    return rootfs.image
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the root filesystem (and optionally import it into docker); print where it is."""
+    parser = argparse.ArgumentParser(prog="python3 -m plimsoll_ci.sandbox.rootfs",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--docker-import", action="store_true", help="also import it into docker")
+    parser.add_argument("--print-path", action="store_true", help="print only the folder's path")
+    args = parser.parse_args(argv)
+
+    def log(msg: str) -> None:
+        if not args.print_path:
+            print(msg, flush=True)
+
+    rootfs = build(log=log)
+    if args.docker_import:
+        docker_import(rootfs, log=log)
+    print(rootfs.path if args.print_path else f"rootfs: {rootfs.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

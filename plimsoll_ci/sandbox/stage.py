@@ -1,0 +1,114 @@
+"""Staging: the one copy of a controller's files that is scanned, digested and mounted.
+
+The controller is copied once into a private folder; the ship scan reads that copy, the run record
+digests that copy, and the sandbox mounts that copy read-only, so what was checked is exactly what
+runs (no swap between the scan and the start). Only regular files are copied; symbolic links,
+devices and oversized trees are refused with a message naming the path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+from typing import NamedTuple
+
+from plimsoll_ci.errors import BadInput
+
+MAX_FILES = 2000
+MAX_BYTES = 64 * 1024 * 1024
+_SKIP_DIRS = {"__pycache__", ".git"}
+
+
+class Stage(NamedTuple):
+    """A staged controller: folders to mount, the module to import, and what was copied."""
+
+    root: Path  # private work folder (removed by `cleanup`)
+    controller: Path  # the copied controller files (mounted read-only at /controller)
+    runner: Path  # folder holding only runner.py (mounted read-only at /plimsoll)
+    canary: Path  # a host file no sandbox must be able to read
+    module: str  # the module to import inside
+    files: dict[str, str]  # relative path -> SHA-256 hex of the staged bytes
+
+
+def _module_name(name: str, where: str) -> str:
+    if not name.isidentifier():
+        raise BadInput(f"controller {where}: {name!r} is not an importable module name; "
+                       "rename the file (letters, digits, underscores)")
+    return name
+
+
+def stage(controller: str, entry: str = "controller") -> Stage:
+    """Copy a controller (one .py file, or a folder with ENTRY.py) into a fresh private folder."""
+    src = Path(controller)
+    if not src.exists():
+        raise BadInput(f"controller {controller}: no such file or folder")
+    if src.is_file():
+        if src.suffix != ".py":
+            raise BadInput(f"controller {controller}: expected a .py file or a folder")
+        module = _module_name(src.stem, controller)
+        items = [(src.name, src)]
+    elif src.is_dir():
+        module = _module_name(entry, controller)
+        if not (src / f"{entry}.py").is_file() and not (src / entry / "__init__.py").is_file():
+            raise BadInput(f"controller {controller}: no {entry}.py in the folder; "
+                           "add it or name the entry module with --entry")
+        items = list(_walk(src, controller))
+    else:
+        raise BadInput(f"controller {controller}: not a regular file or folder")
+    if len(items) > MAX_FILES:
+        raise BadInput(f"controller {controller}: {len(items)} files, more than {MAX_FILES}")
+    root = Path(tempfile.mkdtemp(prefix="plimsoll-grade-"))
+    root.chmod(0o755)
+    try:
+        code = root / "controller"
+        runner = root / "runner"
+        code.mkdir(mode=0o755)
+        runner.mkdir(mode=0o755)
+        total = 0
+        files: dict[str, str] = {}
+        for rel, path in items:
+            data = path.read_bytes()
+            total += len(data)
+            if total > MAX_BYTES:
+                raise BadInput(f"controller {controller}: more than {MAX_BYTES} bytes of files")
+            dest = code / rel
+            dest.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+            dest.write_bytes(data)
+            dest.chmod(0o644)
+            files[rel] = hashlib.sha256(data).hexdigest()
+        for d, _, _ in os.walk(code):
+            os.chmod(d, 0o755)
+        shutil.copyfile(Path(__file__).with_name("runner.py"), runner / "runner.py")
+        (runner / "runner.py").chmod(0o644)
+        canary = root / f"canary-{secrets.token_hex(8)}"
+        canary.write_text(f"plimsoll host canary {secrets.token_hex(16)}\n")
+        canary.chmod(0o644)  # readable by anyone on the host: only a wall keeps a sandbox out
+        return Stage(root, code, runner, canary, module, files)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
+def _walk(src: Path, shown: str):
+    for dirpath, dirnames, filenames in os.walk(src):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        for d in dirnames:
+            if os.path.islink(os.path.join(dirpath, d)):
+                raise BadInput(f"controller {shown}: {os.path.join(dirpath, d)} is a symbolic "
+                               "link; copy the files it points to instead")
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            rel = full.relative_to(src).as_posix()
+            if full.is_symlink() or not full.is_file():
+                raise BadInput(f"controller {shown}: {rel} is not a regular file (symbolic link "
+                               "or device); only regular files enter a sandbox")
+            yield rel, full
+
+
+def cleanup(st: Stage) -> None:
+    """Remove the staged copy and everything a provider left in the work folder."""
+    shutil.rmtree(st.root, ignore_errors=True)
