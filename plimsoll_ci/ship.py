@@ -126,7 +126,8 @@ class _Map(dict):
 
     def __init__(self) -> None:
         super().__init__()
-        self.lines: dict[Any, int] = {}
+        self.lines: dict[Any, int] = {}  # key -> line of its value
+        self.key_lines: dict[Any, int] = {}  # key -> line of the key itself
 
 
 class _Seq(list):
@@ -156,6 +157,7 @@ def _yaml_load(text: str, origin: str) -> Any:
                 raise ConfigError(f"{origin} line {kline}: duplicate key {key!r}; keep one")
             m[key] = loader.construct_object(v_node, deep=True)
             m.lines[key] = v_node.start_mark.line + 1
+            m.key_lines[key] = kline
         return m
 
     def construct_seq(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> _Seq:
@@ -274,7 +276,7 @@ def parse_config(text: str, origin: str, base: Path) -> Config:
             raise ConfigError(f"{origin} line {_line_of(doc, 'ship')}: ship must be a mapping of "
                               "set name to {include, exclude} or {command}")
         for name, body in raw.items():
-            ship[str(name)] = _parse_set(str(name), body, origin, _line_of(raw, name))
+            ship[str(name)] = _parse_set(str(name), body, origin, raw.key_lines[name])
     return Config(Path(origin) if not isinstance(origin, Path) else origin, base, withheld,
                   key_env, key_file, mode, limits, ship)
 
