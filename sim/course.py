@@ -146,8 +146,8 @@ COURSES: dict[str, Course] = {
             gust_duration=(0.8, 2.0),
             sharp_duration=(0.25, 0.4),
             gust_window=(1.0, 20.0),
-            jitter=0.04,
-            yaw_jitter=0.15,
+            jitter=0.05,
+            yaw_jitter=0.2,
         ),
     ),
     "hard": Course(
@@ -171,8 +171,8 @@ COURSES: dict[str, Course] = {
             gust_duration=(0.5, 1.2),
             sharp_duration=(0.3, 0.6),
             gust_window=(1.5, 11.0),
-            jitter=0.04,
-            yaw_jitter=0.15,
+            jitter=0.05,
+            yaw_jitter=0.2,
         ),
     ),
 }

@@ -42,9 +42,9 @@ class _Course(NamedTuple):
 
 COURSES = {
     "easy": _Course(Hidden((0.0, 0.15), (0.85, 0.95), (0.0, 1.5), (1.0, 2.5), (2.0, 3.0), (0.8, 2.0),
-                           (0.25, 0.4), (1.0, 20.0), 0.04, 0.15)),
+                           (0.25, 0.4), (1.0, 20.0), 0.05, 0.2)),
     "hard": _Course(Hidden((0.15, 0.35), (0.80, 0.92), (1.0, 3.0), (5.0, 8.0), (7.0, 9.0), (0.5, 1.2),
-                           (0.3, 0.6), (1.5, 11.0), 0.04, 0.15)),
+                           (0.3, 0.6), (1.5, 11.0), 0.05, 0.2)),
 }
 DRAG = {"easy": 0.04, "hard": 0.06}  # N / (m/s)^2
 
@@ -159,8 +159,8 @@ def flight(seed: int, course) -> Flight:
 
 # ---- the cheat ----------------------------------------------------------------------------------
 
-POS_MATCH = 0.005  # m: the observation noise is bounded well inside this
-YAW_MATCH = 0.008  # rad
+POS_MATCH = 0.004  # m: the position noise is bounded by 3.5 mm
+YAW_MATCH = 0.0072  # rad: the attitude noise is bounded by 6.9 mrad
 
 
 def recognise(obs: dict, course_info: dict) -> Flight | None:
