@@ -1,0 +1,155 @@
+"""`plimsoll-ci fly`: per-flight outcomes and totals, JSON, plots, and clear refusals of bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+import sim
+from plimsoll_ci.cli import main
+
+CONTROLLERS = Path(sim.__file__).parent / "controllers"
+HONEST = str(CONTROLLERS / "honest.py")
+CHEATER = str(CONTROLLERS / "cheater.py")
+PRACTICE_2 = sim.PRACTICE_SEEDS[1]
+
+
+def fly(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["fly", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_fly_prints_each_flight_and_the_total_and_says_it_runs_in_process(capsys):
+    code, out, err = fly(capsys, "--controller", CHEATER, "--course", "easy",
+                         "--seeds", f"{PRACTICE_2},5")
+    assert code == 0
+    assert "in-process" in err and "trusted code only" in err and "plimsoll-ci grade" in err
+    lines = out.splitlines()
+    assert str(PRACTICE_2) in lines[1] and "yes" in lines[1] and "landed" in lines[1]
+    assert lines[2].split()[:3] == ["5", "no", "0/3"] and "invalid_command" in lines[2]
+    assert lines[-1] == "landed 1/2 on the easy course"
+
+
+def test_fly_json_has_the_documented_shape(capsys):
+    code, out, _ = fly(capsys, "--controller", CHEATER, "--course", "hard", "--seeds", "7-9",
+                       "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert set(doc) == {"flights", "landed", "total"}
+    assert (doc["landed"], doc["total"]) == (0, 3)
+    assert [f["seed"] for f in doc["flights"]] == [7, 8, 9]
+    for f in doc["flights"]:
+        assert set(f) == {"seed", "landed", "gates", "time", "reason"}
+        assert (f["landed"], f["reason"]) == (False, "invalid_command")
+
+
+def test_fly_reads_a_seed_file_with_comments_and_ranges(capsys, tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"# practice\n{PRACTICE_2}\n\n5-6  # fresh\n")
+    code, out, _ = fly(capsys, "--controller", CHEATER, "--course", "easy", "--seed-file",
+                       str(seeds), "--format", "json")
+    assert code == 0
+    assert [f["seed"] for f in json.loads(out)["flights"]] == [PRACTICE_2, 5, 6]
+
+
+def test_fly_writes_a_valid_png_plot(capsys, tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is in the test extra; --plot needs it")
+    out_png = tmp_path / "flight.png"
+    code, out, _ = fly(capsys, "--controller", HONEST, "--course", "hard", "--seeds",
+                       f"5,{PRACTICE_2}", "--plot", str(out_png), "--plot-seed", str(PRACTICE_2))
+    assert code == 0 and f"plot of seed {PRACTICE_2}" in out
+    data = out_png.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+    image = pytest.importorskip("PIL.Image", reason="pillow is in the test extra")
+    with image.open(out_png) as im:
+        im.verify()
+        assert im.size[0] > im.size[1] > 200
+
+
+def test_fly_writes_a_valid_svg_plot(capsys, tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is in the test extra; --plot needs it")
+    out_svg = tmp_path / "flight.svg"
+    code, _, _ = fly(capsys, "--controller", CHEATER, "--course", "easy", "--seeds",
+                     str(PRACTICE_2), "--plot", str(out_svg), "--format", "json")
+    assert code == 0
+    root = ET.parse(out_svg).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert "gust" in out_svg.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--seeds", "1,x"], "--seeds: item 2 'x' is not a seed"),
+        (["--seeds", "9-5"], "a range goes low-high"),
+        (["--seeds", "-3"], "is not a seed"),
+        (["--seeds", "1-20000"], "more than 10000 seeds"),
+        (["--seeds", "1", "--plot", "out.gif"], "must end in .png or .svg"),
+        (["--seeds", "1", "--plot", "out.png", "--plot-seed", "2"], "not one of the seeds flown"),
+    ],
+)
+def test_fly_refuses_bad_seeds_and_plot_options_with_exit_2(capsys, args, message):
+    code, out, err = fly(capsys, "--controller", HONEST, "--course", "easy", *args)
+    assert code == 2 and out == ""
+    assert message in err and err.count("error:") == 1
+
+
+def test_fly_names_the_line_of_a_bad_seed_file(capsys, tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("1\n2\nthree\n")
+    code, _, err = fly(capsys, "--controller", HONEST, "--course", "easy", "--seed-file", str(seeds))
+    assert code == 2 and f"seed file {seeds} line 3" in err
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing\n")
+    code, _, err = fly(capsys, "--controller", HONEST, "--course", "easy", "--seed-file", str(empty))
+    assert code == 2 and "no seeds" in err
+    code, _, err = fly(capsys, "--controller", HONEST, "--course", "easy", "--seed-file",
+                       str(tmp_path / "missing.txt"))
+    assert code == 2 and "cannot read it" in err
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (None, "no such file"),
+        ("x = 1\n", "no class Controller"),
+        ("raise RuntimeError('boom')\n", "importing it raised RuntimeError: boom"),
+        ("def broken(:\n", "importing it raised SyntaxError"),
+    ],
+)
+def test_fly_refuses_a_controller_it_cannot_use_with_exit_2(capsys, tmp_path, source, message):
+    path = tmp_path / "c.py"
+    if source is not None:
+        path.write_text(source)
+    code, _, err = fly(capsys, "--controller", str(path), "--course", "easy", "--seeds", "1")
+    assert code == 2 and message in err
+
+
+def test_a_controller_that_raises_ends_only_its_flight(capsys, tmp_path):
+    path = tmp_path / "c.py"
+    path.write_text(
+        "class Controller:\n"
+        "    def __init__(self, info):\n        self.n = 0\n"
+        "    def step(self, obs):\n"
+        "        self.n += 1\n"
+        "        if self.n == 3:\n            raise ZeroDivisionError('tick 3')\n"
+        "        return {'thrust': 0.0, 'roll': 0.0, 'pitch': 0.0, 'yaw_rate': 0.0}\n"
+    )
+    code, out, _ = fly(capsys, "--controller", str(path), "--course", "easy", "--seeds", "1-2",
+                       "--format", "json")
+    assert code == 0
+    flights = json.loads(out)["flights"]
+    assert [(f["reason"], f["time"]) for f in flights] == [("controller_error", 0.02)] * 2
+
+
+def test_the_installed_command_exits_2_on_an_unknown_course():
+    out = subprocess.run([sys.executable, "-m", "plimsoll_ci", "fly", "--controller", HONEST,
+                          "--course", "medium", "--seeds", "1"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2 and "invalid choice: 'medium'" in out.stderr
