@@ -1,0 +1,160 @@
+"""The trusted side of the controller protocol: fly a batch in lockstep with a sandboxed runner.
+
+Per tick: the simulator's observations of every live flight go out as one line, one line of
+commands comes back. Whatever comes back is checked before the simulator sees it; malformed
+output, a wrong count, a crash, a hang or a budget overrun ends the affected flights with a
+recorded reason, and the grader itself never raises because of what a controller did.
+
+CPU, not wall clock: each tick's CPU is read from the sandbox's host-side accounting (its
+cgroup), shared equally among the flights that tick served, and checked against a generous
+per-tick and per-flight budget. The wall clock is only an outer bound for a sandbox that stops
+using CPU altogether (a hang), so a busy machine cannot fail a flight an idle one passes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import NamedTuple
+
+from plimsoll_ci.sandbox.runner import PackError, pack, unpack
+from plimsoll_ci.sandbox.session import Session
+
+
+class CpuBudget(NamedTuple):
+    """CPU limits of a grading (seconds of CPU; wall clock only as outer bounds)."""
+
+    per_tick_s: float = 0.05  # per flight per tick (100 Hz): 5x real time, generous
+    per_flight_s: float = 30.0  # per flight, summed over its ticks
+    tick_slack_s: float = 0.5  # per tick for the whole batch (GC pauses, the runtime's threads)
+    startup_s: float = 20.0  # sandbox start, interpreter, numpy, import and constructors
+    wall_tick_s: float = 10.0  # outer bound per tick: a sandbox that sleeps or blocks
+    wall_startup_s: float = 120.0  # outer bound for the start-up
+
+    def record(self) -> dict:
+        """The budget as the run record states it."""
+        return {"per_tick_s": self.per_tick_s, "per_flight_s": self.per_flight_s,
+                "tick_slack_s": self.tick_slack_s, "startup_s": self.startup_s,
+                "wall_tick_s": self.wall_tick_s, "wall_startup_s": self.wall_startup_s}
+
+
+class Flown(NamedTuple):
+    """What the lockstep loop measured."""
+
+    flight_cpu: list[float]  # CPU seconds attributed to each flight
+    max_tick_cpu: float  # the largest CPU one tick used (whole batch)
+    total_cpu: float  # all ticks
+    ticks: int
+    sim_seconds: float  # wall time inside the simulator
+    wall_seconds: float  # wall time of the loop
+    round_trips: float  # wall seconds spent waiting for the sandbox
+
+
+_WHY = {
+    "cpu": "budget",
+    "wall": "timeout_wall",
+    "eof": "crash",
+    "size": "protocol",
+}
+
+
+def _detail_for(why: str, limit: float, wall: float, session: Session) -> str:
+    if why == "cpu":
+        return f"the tick used more than {limit:.3g} s of CPU (spin, or too slow)"
+    if why == "wall":
+        return f"no reply within {wall:.3g} s wall clock while using almost no CPU (hang)"
+    if why == "size":
+        return "a reply line longer than the protocol's bound"
+    tail = [x for x in session.stderr_text().splitlines() if x.strip()]
+    last = f" (stderr: {tail[-1][:160]})" if tail else ""
+    return f"the sandbox exited or closed its output{last}"
+
+
+def fly(session: Session, batch, budget: CpuBudget) -> Flown:
+    """Fly every live flight of `batch` through the sandboxed runner until the batch is done."""
+    n = len(batch.seeds)
+    flight_cpu = [0.0] * n
+    max_tick = total = sim_s = waited = 0.0
+    tick = 0
+    started = time.monotonic()
+    while not batch.done:
+        live = list(batch.live)
+        s0 = time.monotonic()
+        obs = batch.observations()
+        sim_s += time.monotonic() - s0
+        line = json.dumps({"tick": tick, "ids": live, "obs": pack(obs)},
+                          separators=(",", ":")).encode() + b"\n"
+        limit = budget.per_tick_s * len(live) + budget.tick_slack_s
+        c0 = session.cpu()
+        t0 = time.monotonic()
+        if not session.send(line):
+            _end_all(batch, live, "crash", _detail_for("eof", limit, budget.wall_tick_s, session))
+            break
+        got = session.recv(limit, budget.wall_tick_s, cpu_start=c0, wall_start=t0)
+        waited += time.monotonic() - t0
+        used = max(0.0, got.cpu)
+        total += used
+        max_tick = max(max_tick, used)
+        share = used / len(live)
+        for i in live:
+            flight_cpu[i] += share
+        if got.line is None:
+            _end_all(batch, live, _WHY[got.why],
+                     _detail_for(got.why, limit, budget.wall_tick_s, session))
+            break
+        if used > limit:
+            _end_all(batch, live, "budget", f"the tick used {used:.3g} s of CPU, over the "
+                     f"limit of {limit:.3g} s ({budget.per_tick_s:g} s per flight)")
+            break
+        commands, errors, problem = _read_reply(got.line, tick, len(live))
+        if problem:
+            _end_all(batch, live, "protocol", problem)
+            break
+        keep = []
+        for pos, i in enumerate(live):
+            err = errors.get(str(i))
+            if err is not None:
+                batch.end(i, "controller_error", err)
+            elif flight_cpu[i] > budget.per_flight_s:
+                batch.end(i, "budget", f"the flight used {flight_cpu[i]:.3g} s of CPU, over "
+                          f"its limit of {budget.per_flight_s:g} s")
+            else:
+                keep.append(commands[pos])
+        if batch.live:
+            s0 = time.monotonic()
+            batch.step(keep)
+            sim_s += time.monotonic() - s0
+        tick += 1
+    if not session.closed:
+        session.send(b'{"end":true}\n')
+    return Flown(flight_cpu, max_tick, total, tick, sim_s, time.monotonic() - started, waited)
+
+
+def _end_all(batch, live: list[int], reason: str, detail: str) -> None:
+    for i in live:
+        batch.end(i, reason, detail)
+
+
+def _read_reply(line: bytes, tick: int, count: int) -> tuple[list, dict, str]:
+    """(commands, errors, problem): problem is '' when the line is a well-formed reply."""
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError):
+        return [], {}, f"malformed output: not a JSON line ({len(line)} bytes)"
+    if not isinstance(msg, dict):
+        return [], {}, "malformed output: not a JSON object"
+    if msg.get("tick") != tick:
+        return [], {}, f"malformed output: reply for tick {msg.get('tick')!r:.40}, expected {tick}"
+    try:
+        commands = unpack(msg.get("commands"))
+    except PackError as e:
+        return [], {}, f"malformed output: commands {e}"
+    if len(commands) != count:
+        return [], {}, f"wrong count: {len(commands)} commands for {count} live flights"
+    errors = msg.get("errors", {})
+    if not isinstance(errors, dict):
+        return [], {}, "malformed output: errors is not an object"
+    clean = {}
+    for k, v in errors.items():
+        clean[str(k)] = str(v)[:300] if v is not None else "error"
+    return commands, clean, ""
