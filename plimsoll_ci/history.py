@@ -469,15 +469,16 @@ class _Judge:
         return state
 
     def incremental(self, commit: Commit, cfg: Any, state: ShipState) -> list[_Delta]:
-        """Apply a commit's tree changes to a glob-only `state` in place; return the deltas."""
-        deltas = []
+        """Apply a commit's tree changes to the glob sets of `state` in place; return the deltas."""
+        deltas: list[_Delta] = []
+        globs = [s for s in cfg.ship.values() if s.command is None]
         if len(commit.changes) > 8:
             paths = [os.fsdecode(ch.path) for ch in commit.changes]
-            for s in cfg.ship.values():
+            for s in globs:
                 self._prime(s, paths)
         for ch in commit.changes:
             path = os.fsdecode(ch.path)
-            for s in cfg.ship.values():
+            for s in globs:
                 rel = self._select(s, path)
                 if rel is None:
                     continue
@@ -492,6 +493,26 @@ class _Judge:
                 if state.get(key) != item:
                     state[key] = item
                     deltas.append(_Delta(s.name, path, item))
+        return deltas
+
+    def rebuild(self, commit: Commit, tree: dict[bytes, TreeEntry], cfg: Any,
+                state: ShipState) -> list[_Delta]:
+        """Rebuild the command sets of `state` in place at `commit`; return the deltas."""
+        deltas: list[_Delta] = []
+        for s in cfg.ship.values():
+            if s.command is None:
+                continue
+            built = self._build(commit, tree, cfg, s)
+            if built is None:  # the builder failed: keep what shipped before (noted)
+                continue
+            new = {(s.name, f"{s.name}:{path}"): _Shipped(oid, path) for path, oid in built}
+            for key in [k for k in state if k[0] == s.name and k not in new]:
+                del state[key]
+                deltas.append(_Delta(key[0], key[1], None))
+            for key, item in new.items():
+                if state.get(key) != item:
+                    state[key] = item
+                    deltas.append(_Delta(key[0], key[1], item))
         return deltas
 
     def _inputs_key(self, commit: Commit, tree: dict[bytes, TreeEntry], s: Any) -> str:
@@ -721,9 +742,10 @@ def _walk_and_judge(repo: Repo, wset: Any, revs: list[str], graph: list[list[str
             no_config += 1
             state: ShipState = {}
             deltas = [_Delta(s, label, None) for (s, label) in parent_state]
-        elif cfg_id == parent_cfg and not any(s.command for s in cfg.ship.values()):
+        elif cfg_id == parent_cfg:
             state = parent_state
             deltas = judge.incremental(commit, cfg, state)
+            deltas += judge.rebuild(commit, tree, cfg, state)
         else:
             state = judge.full(commit, tree, cfg, parent_state)
             deltas = [_Delta(s, label, None) for (s, label) in parent_state

@@ -7,7 +7,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-from conftest import GLOB_CONFIG, LEAK, GitRepo, history_json, make_set, run_cli, viewer
+from conftest import GLOB_CONFIG, KIT, LEAK, GitRepo, history_json, make_set, run_cli, viewer
 
 from plimsoll_ci import history, withheld
 
@@ -185,3 +185,31 @@ def test_an_external_config_in_a_subfolder_applies_its_globs_from_there(
     (e,) = doc["entries"]
     assert e["first"]["commit"] == first
     assert e["first"]["paths"] == ["harness/site/viewer/replay.html"]
+
+
+def test_a_failing_builder_is_noted_and_its_set_carries_over(tmp_path: Path,
+                                                            wset_path: Path) -> None:
+    repo = GitRepo(tmp_path / "mixed")
+    repo.write("plimsoll.yaml", "ship:\n  drone:\n    command: python3 loop/kit.py {out}\n"
+                                "  viewer:\n    include: [\"viewer/**\"]\n")
+    repo.write("loop/kit.py", KIT)
+    repo.write("tasks/drone/TASK.md", "# Drone task\n")
+    repo.commit("base", 0)
+    repo.write("tasks/drone/TASK.md", f"# Drone task\nTry seed {LEAK} first.\n")
+    first = repo.commit("task names a seed", 10)
+    repo.write("loop/kit.py", "import sys\nsys.exit(3)\n")
+    broken = repo.commit("builder broken", 20)
+    repo.write("loop/kit.py", KIT)
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    both = repo.commit("builder back; viewer ships too", 30)
+    repo.write("tasks/drone/TASK.md", "# Drone task\n")
+    repo.write("viewer/replay.html", viewer("seed-EXAMPLE.json"))
+    fix = repo.commit("fix both", 40)
+    code, doc = history_json(repo, wset_path)
+    assert code == 1
+    (e,) = doc["entries"]
+    assert (e["first"]["commit"], e["fixed"]["commit"]) == (first, fix)
+    assert [c["commit"] for c in e["commits"]] == [first, broken, both]
+    assert e["commits"][2]["paths"] == ["drone:tasks/drone/TASK.md", "drone:viewer/replay.html",
+                                        "viewer/replay.html"]  # kit.py copies viewer/ too
+    assert any(broken[:12] in n and "builder exited with code 3" in n for n in doc["notes"])
