@@ -14,10 +14,10 @@
   is brute-forced in minutes: key it);
 - a file whose lines are the values a withheld set was built from (the seeds file itself).
 
-Warm runs are fast because content already judged clean is remembered under the git folder
-(`plimsoll/clean-*`), keyed by git blob id (or SHA-256 for builder output) and by the withheld
-set's digest, the limits and the scanner's version; a finding or a note is never cached, and
-names are always scanned.
+Warm runs are fast because content and names already judged clean are remembered under the git
+folder (`plimsoll/clean-*`), keyed by git blob id (or SHA-256 for builder output; the shipped
+path for a name) and by the withheld set's digest, the limits and the scanner's version; a
+finding or a note is never cached, so a cached run reports exactly what a fresh run would.
 """
 
 from __future__ import annotations
@@ -156,7 +156,13 @@ def scan_shipped(files: Sequence[ship.ShippedFile], wset: Any, limits: Any = Non
         lbl = ship.label(f)
         if (lbl, f.path) not in seen_names:
             seen_names.add((lbl, f.path))
-            findings += [_name_finding(x, f, lbl) for x in scanner.scan_name(f.path)]
+            name_key = "name:" + hashlib.sha1(f"{lbl}\0{f.path}".encode(
+                "utf-8", "surrogateescape")).hexdigest()
+            if name_key not in cache:
+                found_names = [_name_finding(x, f, lbl) for x in scanner.scan_name(f.path)]
+                findings += found_names
+                if not found_names:
+                    cache.add(name_key)
         key = _content_key(f)
         if key in seen_content or key in cache:
             continue
@@ -246,8 +252,8 @@ def _config(config_path: str | None, repo: Path, rev: str | None) -> ship.Config
     if config_path is not None:
         p = Path(config_path)
         return ship.load_config(p if p.is_absolute() else repo / p)
-    found = ship.find_config(repo)
-    if found is None:
+    found = repo / ship.CONFIG_NAME
+    if not found.is_file():
         raise BadInput(f"{repo}: no {ship.CONFIG_NAME} at the repository root; create one "
                        "(see docs/ship-sets.md) or pass --config")
     return ship.config_at(repo, found, rev)
