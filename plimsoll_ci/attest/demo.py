@@ -45,7 +45,7 @@ def demo_run(i: int, flights: int = 4) -> tuple[dict[str, Any], dict[str, Any]]:
         cpu_budget={"per_tick_s": 0.05, "per_flight_s": 30.0},
         started="2026-01-31T12:00:00Z",
         finished="2026-01-31T12:00:05Z",
-        practice_set_digest=hashlib.sha256(b"practice seeds v1").hexdigest(),
+        practice_set_digest=record.practice_set_digest(range(1_000_000_001, 1_000_000_017)),
         fresh_commitment=fresh.commit(fresh_set),
         fresh_reveal=fresh.reveal(fresh_set),
     )

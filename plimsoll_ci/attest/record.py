@@ -25,7 +25,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
-from collections.abc import Mapping
+import struct
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from plimsoll_ci.attest import canonical
@@ -57,6 +58,16 @@ def is_utc_time(value: Any) -> bool:
 def is_sha256_hex(value: Any) -> bool:
     """True for exactly 64 lowercase hex digits."""
     return isinstance(value, str) and _SHA256_HEX.fullmatch(value) is not None
+
+
+def practice_set_digest(seeds: Iterable[int]) -> str:
+    """SHA-256 (hex) naming a practice set: b"plimsoll-ci practice-set v1\\x00" || count (u32 BE)
+    || each distinct seed (u64 BE), sorted. No salt: practice seeds are known to the loop anyway."""
+    ordered = sorted(set(seeds))
+    if any(isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < 2**64 for x in ordered):
+        raise BadInput("practice set: seeds must be integers in 0..2**64-1")
+    packed = struct.pack(f">I{len(ordered)}Q", len(ordered), *ordered)
+    return hashlib.sha256(b"plimsoll-ci practice-set v1\x00" + packed).hexdigest()
 
 
 def result_digest(result_doc: Any) -> str:

@@ -50,6 +50,7 @@ def vectors(tmp: Path) -> dict:
         "keyid": SIGNER.keyid,
         "fresh_commitment": fresh.commit(fs),
         "line_digest_of_empty_object": bundle.line_digest(b"{}"),
+        "practice_set_digest": record.practice_set_digest([33, 11, 22, 11]),
         "bundle_sha256": hashlib.sha256(data).hexdigest(),
         "_bundle": data,
     }
