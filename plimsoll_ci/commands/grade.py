@@ -1,0 +1,213 @@
+"""`plimsoll-ci grade`: grade an untrusted controller in a sandbox; outcome, tier, evidence, CPU.
+
+Exit codes: 0 graded; 1 refused (the controller carries a sealed value: a seed this run flies, or
+an entry of a `--withheld` set); 2 bad input, or no sandbox at the tier asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The command's flags."""
+    from plimsoll_ci.attest.options import add_signing_arguments
+
+    parser.add_argument("--controller", required=True, metavar="PATH",
+                        help="a .py file defining class Controller, or a folder with ENTRY.py")
+    parser.add_argument("--entry", default="controller", metavar="NAME",
+                        help="entry module of a controller folder (default: controller)")
+    parser.add_argument("--course", required=True, choices=["easy", "hard"])
+    seeds = parser.add_mutually_exclusive_group(required=True)
+    seeds.add_argument("--seeds", metavar="LIST",
+                       help="seeds and ranges, e.g. 1,2,5-9, or 'practice' for the practice set")
+    seeds.add_argument("--seed-file", metavar="F",
+                       help="held-out seeds, one per line: results name them by line, never by "
+                            "value")
+    seeds.add_argument("--fresh", type=int, metavar="N",
+                       help="draw N fresh ten-digit seeds; their commitment is printed before "
+                            "any flight and the reveal after")
+    parser.add_argument("--provider", choices=["gvisor", "docker", "process"], default="gvisor",
+                        help="sandbox provider (default gvisor); never falls back to another")
+    parser.add_argument("--min-tier", choices=["process", "container", "kernel", "vm"],
+                        help="refuse to grade below this tier (configured and seen at start-up)")
+    parser.add_argument("--withheld", action="append", default=[], metavar="SET",
+                        help="a withheld set whose entries must not be in the controller "
+                             "(refuses the run); repeatable")
+    parser.add_argument("--withheld-key-env", metavar="VAR",
+                        help="environment variable holding the --withheld set's HMAC key")
+    parser.add_argument("--withheld-key-file", metavar="FILE",
+                        help="file holding the --withheld set's HMAC key")
+    budget = parser.add_argument_group("CPU budget (CPU seconds; wall clock only as outer bound)")
+    budget.add_argument("--cpu-per-tick", type=float, metavar="S",
+                        help="CPU per flight per 10 ms tick (default 0.05)")
+    budget.add_argument("--cpu-per-flight", type=float, metavar="S",
+                        help="CPU per flight in total (default 30)")
+    budget.add_argument("--cpu-startup", type=float, metavar="S",
+                        help="CPU for start-up: sandbox, import, constructors (default 20)")
+    budget.add_argument("--wall-per-tick", type=float, metavar="S",
+                        help="outer wall-clock bound per tick, for a hang (default 10)")
+    parser.add_argument("--memory-mb", type=int, metavar="MB",
+                        help="sandbox memory limit (default 1024)")
+    parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the report here")
+    add_signing_arguments(parser)
+
+
+def _seeds(args: argparse.Namespace):
+    from plimsoll_ci.commands.fly import parse_seeds, read_seed_file
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.grading.run import Seed
+
+    if args.fresh is not None:
+        if not 1 <= args.fresh <= 10_000:
+            raise BadInput(f"--fresh {args.fresh}: draw between 1 and 10000 seeds")
+        from plimsoll_ci.grading import fresh
+
+        drawn = fresh.draw(args.fresh)
+        return [Seed(f"fresh:{n}", s, True) for n, s in enumerate(drawn.seeds, 1)], drawn
+    if args.seeds is not None:
+        if args.seeds.strip() == "practice":
+            import sim
+
+            return [Seed(f"practice:{n}", s, True)
+                    for n, s in enumerate(sim.PRACTICE_SEEDS, 1)], None
+        return [Seed(f"seeds:{n}", s, True)
+                for n, s in enumerate(parse_seeds(args.seeds), 1)], None
+    values = read_seed_file(args.seed_file)
+    if not values:
+        raise BadInput(f"seed file {args.seed_file}: no seeds")
+    return [Seed(f"seed-file:{n}", s, False) for n, s in enumerate(values, 1)], None
+
+
+def _budget(args: argparse.Namespace):
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.grading.lockstep import CpuBudget
+
+    b = CpuBudget()
+    changes = {}
+    for flag, field in (("cpu_per_tick", "per_tick_s"), ("cpu_per_flight", "per_flight_s"),
+                        ("cpu_startup", "startup_s"), ("wall_per_tick", "wall_tick_s")):
+        v = getattr(args, flag)
+        if v is not None:
+            if not v > 0:
+                raise BadInput(f"--{flag.replace('_', '-')} must be positive, not {v}")
+            changes[field] = v
+    return b._replace(**changes)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Stage, scan, grade, report; optionally sign a run record into a bundle."""
+    import datetime as dt
+    import hashlib
+    import json
+
+    from plimsoll_ci.attest.options import signer_from_args
+    from plimsoll_ci.commands._common import write_output
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.grading.run import Request, grade
+    from plimsoll_ci.sandbox.session import Limits
+    from plimsoll_ci.withheld import key_from, load
+
+    signer = signer_from_args(args)  # a bad key is bad input before anything runs
+    if args.min_tier is not None:
+        from plimsoll_ci.sandbox import configured_tier, tiers
+
+        tiers.require(configured_tier(args.provider), args.min_tier, f"provider {args.provider}")
+    seeds, fresh_set = _seeds(args)
+    budget = _budget(args)
+    limits = Limits()
+    if args.memory_mb is not None:
+        if args.memory_mb < 64:
+            raise BadInput(f"--memory-mb {args.memory_mb}: at least 64 (numpy needs it)")
+        limits = limits._replace(memory_bytes=args.memory_mb * 1024 * 1024)
+    key = key_from(args.withheld_key_env, args.withheld_key_file)
+    withheld = [load(p, key=key) for p in args.withheld]
+    commitment = None
+    if fresh_set is not None:
+        from plimsoll_ci.grading import fresh
+
+        commitment = fresh.commit(fresh_set)
+        print(f"plimsoll-ci grade: fresh set of {len(fresh_set.seeds)} committed: {commitment}",
+              file=sys.stderr, flush=True)
+    started = dt.datetime.now(dt.UTC)
+    graded = grade(Request(args.controller, args.course, seeds, args.provider, args.min_tier,
+                           args.entry, withheld, budget, limits))
+    finished = dt.datetime.now(dt.UTC)
+    if graded.refused:
+        write_output(_refusal(graded, args.format), args.output)
+        return 1
+    result = graded.result
+    assert result is not None
+    if fresh_set is not None:
+        from plimsoll_ci.grading import fresh
+
+        result["fresh_set"] = {"commitment": commitment, "reveal": fresh.reveal(fresh_set)}
+    if signer is not None:
+        import sim
+        from plimsoll_ci.attest import bundle, record
+
+        practice = hashlib.sha256(
+            ("\n".join(str(s) for s in sim.PRACTICE_SEEDS) + "\n").encode()).hexdigest()
+        predicate = record.make_predicate(
+            result_doc=result, controller_files=graded.files, course=args.course,
+            provider=result["provider"], tier=result["tier"], evidence=result["evidence"],
+            cpu_budget=budget.record(), started=started, finished=finished,
+            practice_set_digest=practice, fresh_commitment=commitment,
+            fresh_reveal=fresh.reveal(fresh_set) if fresh_set is not None else None)
+        count = bundle.append_run(args.bundle, result, predicate, signer)
+        print(f"plimsoll-ci grade: signed record {count} appended to {args.bundle}",
+              file=sys.stderr)
+    text = (json.dumps(result, indent=2, sort_keys=True) + "\n" if args.format == "json"
+            else _text(result))
+    write_output(text, args.output)
+    return 0
+
+
+def _refusal(graded, fmt: str) -> str:
+    import json
+
+    if fmt == "json":
+        return json.dumps({"refused": True, "findings": [f._asdict() for f in graded.refused],
+                           "notes": graded.notes}, indent=2, sort_keys=True) + "\n"
+    lines = ["REFUSED: the controller carries sealed values; nothing was flown."]
+    for f in graded.refused:
+        place = f"{f.path}:{f.line}:{f.column}" if f.where == "content" else f"{f.path} (name)"
+        chain = f" via {f.chain}" if f.chain else ""
+        lines.append(f"  {place}{chain}: sealed entry {f.entry} ({f.kind})")
+    lines += [f"note: {n}" for n in graded.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _text(r: dict) -> str:
+    ev = r["evidence"] if "batches" not in r["evidence"] else r["evidence"]["batches"][0]
+    lines = [f"grading: course {r['course']}, provider {r['provider']}, tier {r['tier']} "
+             f"(configured {r['configured_tier']})"]
+    runtime = ev.get("runtime", "")
+    if ev.get("runtime_version"):
+        runtime += f" ({ev['runtime_version']})"
+    lines.append(f"  runtime: {runtime}; platform {ev.get('platform', '-')}")
+    for c in ev.get("checks", []):
+        lines.append(f"  check {c['name']}: {'passed' if c['passed'] else 'FAILED'} ({c['seen']})")
+    lines.append("")
+    lines.append(f"{'flight':<14} {'seed':>12} {'landed':>6} {'gates':>5} {'time':>7} "
+                 f"{'cpu s':>8}  reason")
+    for f in r["flights"]:
+        seed = str(f["seed"]) if f["seed"] is not None else "(sealed)"
+        reason = f["reason"] + (f": {f['detail']}" if f["detail"] else "")
+        lines.append(f"{f['id']:<14} {seed:>12} {('yes' if f['landed'] else 'no'):>6} "
+                     f"{f['gates']:>5} {f['time']:>7.2f} {f['cpu_s']:>8.4f}  {reason}")
+    cpu = r["cpu"]
+    lines.append("")
+    lines.append(f"landed {r['landed']} of {r['total']}")
+    lines.append(f"cpu: max per tick {cpu['max_tick_s']:.4f} s, total {cpu['total_s']:.3f} s, "
+                 f"start-up {cpu['startup_s']:.3f} s (budget {cpu['budget']['per_tick_s']:g} s "
+                 f"per flight per tick, {cpu['budget']['per_flight_s']:g} s per flight)")
+    for s in r.get("code_check_summary", []):
+        lines.append(f"code check: {s}")
+    for n in r.get("notes", []):
+        lines.append(f"note: {n}")
+    if r.get("fresh_set"):
+        lines.append(f"fresh set: commitment {r['fresh_set']['commitment']}; revealed above")
+    return "\n".join(lines) + "\n"
