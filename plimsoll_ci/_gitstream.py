@@ -146,9 +146,12 @@ def ls_tree(repo: Repo, rev: str) -> dict[bytes, TreeEntry]:
 
 
 def _rev_words(revs: Sequence[str]) -> list[str]:
-    """Revisions after `--end-of-options` (so none is read as an option), except `--all`."""
-    opts = [r for r in revs if r == "--all"]
-    return [*opts, "--end-of-options", *(r for r in revs if r != "--all")]
+    """Revisions after `--end-of-options` (so none is read as an option), except ref options."""
+    opts = [r for r in revs if r in _REF_OPTIONS]
+    return [*opts, "--end-of-options", *(r for r in revs if r not in _REF_OPTIONS)]
+
+
+_REF_OPTIONS = ("--all", "--branches", "--tags", "--remotes")
 
 
 _HEADER = "%x01%H %P%x02%T %ct%x02%an <%ae>"

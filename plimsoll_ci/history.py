@@ -652,7 +652,12 @@ def _rev_args(repo: Repo, options: Options) -> list[str]:
     if options.all_refs:
         if options.revs:
             raise BadInput("--all and a revision range are exclusive; give one or the other")
-        return ["--all"]
+        # every branch (remote-tracking ones too: an auditor's fresh clone has few local ones) and
+        # tag; not refs/notes or refs/stash, whose trees are not something a harness shipped
+        refs = ["--branches", "--tags", "--remotes"]
+        if git(repo.top, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0:
+            refs.append("HEAD")
+        return refs
     if options.revs:
         return list(options.revs)
     if git(repo.top, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
@@ -678,13 +683,21 @@ def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryR
     finally:
         progress.stop()
         judge.close()
-        cache.save()  # also on Ctrl-C: what was scanned so far is kept, written atomically
+        _save(cache)  # also on Ctrl-C: what was scanned so far is kept, written atomically
+
+
+def _save(cache: ScanCache) -> None:
+    try:
+        cache.save()
+    except OSError as e:  # a read-only clone still gets its report
+        print(f"plimsoll-ci: warning: cache {cache.path}: not saved ({e.strerror}); "
+              "the next run scans again", file=sys.stderr)
 
 
 class _Record(NamedTuple):
     info: CommitInfo
     parents: tuple[str, ...]
-    deltas: list[_Delta] | None  # None: the first parent's state, then the deltas; see `base`
+    deltas: list[_Delta]  # what changed in its ship sets against its first parent
     boundary: bool  # first parent not in the walk (range start, root, shallow boundary)
 
 
@@ -943,7 +956,6 @@ def _findings_per_commit(records: list[_Record], walked: set[str], cache: ScanCa
             state = live.pop(fp) if left == 0 else dict(live[fp])
         else:
             state = {}
-        assert r.deltas is not None
         for d in r.deltas:
             key = (d.set, d.label)
             if d.item is not None and (cache.content.get(d.item.oid) or cache.names.get(d.item.name)):
@@ -1098,7 +1110,7 @@ def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None)
     finally:
         cat.close()
         judge.close()
-        cache.save()
+        _save(cache)
 
 
 def _commit_info(repo: Repo, oid: str) -> CommitInfo:

@@ -7,7 +7,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-from conftest import GLOB_CONFIG, KIT, LEAK, GitRepo, history_json, make_set, run_cli, viewer
+from conftest import GLOB_CONFIG, KIT, LEAK, SEEDS, GitRepo, history_json, make_set, run_cli, viewer
 
 from plimsoll_ci import history, withheld
 
@@ -112,13 +112,19 @@ def test_all_covers_branches_that_were_never_merged(globrepo: GitRepo, wset_path
     repo.git("checkout", "-q", "-b", "experiment")
     repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
     exp = repo.commit("experiment", 5)
+    repo.git("checkout", "-q", "--detach", "main")
+    repo.write("tasks/drone/TASK.md", f"# tagged build with seed {SEEDS[2]}\n")
+    tagged = repo.commit("tagged only", 6)
+    repo.git("tag", "-a", "-m", "release", "v0.1")
     repo.git("checkout", "-q", "main")
     repo.write("tasks/drone/TASK.md", "# v2\n")
     repo.commit("main", 8)
     code, _doc = history_json(repo, wset_path)
     assert code == 0
     code, doc = history_json(repo, wset_path, "--all")
-    assert code == 1 and doc["entries"][0]["first"]["commit"] == exp
+    assert code == 1
+    firsts = {e["entry"]: e["first"]["commit"] for e in doc["entries"]}
+    assert firsts == {"seeds.txt:2": exp, "seeds.txt:3": tagged}
 
 
 def test_auditor_mode_judges_a_repo_that_had_no_config(tmp_path: Path, wset_path: Path) -> None:
