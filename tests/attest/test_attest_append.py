@@ -160,11 +160,18 @@ def test_a_process_killed_at_any_moment_while_appending_leaves_a_verifiable_bund
         for i in range(10_000):
             bundle.append_run(sys.argv[2], *demo.demo_run(i), signer)
     """
-    for delay in (0.0, 0.05, 0.2):
+    def inode():
+        try:
+            return path.stat().st_ino
+        except FileNotFoundError:
+            return None
+
+    for delay in (0.0, 0.013, 0.05, 0.2):
+        before = inode()
         proc = _python(script, str(key), str(path))
         deadline = time.monotonic() + 30
-        while not path.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        while inode() == before and time.monotonic() < deadline:  # this run has appended
+            time.sleep(0.002)
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
