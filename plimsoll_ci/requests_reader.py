@@ -106,25 +106,47 @@ class RequestReader:
 
     def read(self, root: str) -> Iterator[Piece]:
         """Every piece under `root` (a folder or one file), in a stable order."""
+        folders, files = self.listing(root)
+        yield from self.names(folders, files)
+        yield from self.read_files(root, files)
+
+    def listing(self, root: str) -> tuple[list[str], list[str]]:
+        """(folders as `a/b/`, files as `a/b/c.json`) under `root`, relative and sorted."""
         if not os.path.exists(root):
             raise BadInput(f"--requests {root}: no such file or folder; "
                            "give the folder `plimsoll-ci record --out` wrote")
         if os.path.isfile(root):
-            name = os.path.basename(root)
-            yield Piece(name, "file name", name.encode(), "name")
-            yield from self._read_file(os.path.dirname(root) or ".", name)
-            return
-        for folder, dirs, files in os.walk(root):
+            return [], [os.path.basename(root)]
+        folders: list[str] = []
+        files: list[str] = []
+        for folder, dirs, names in os.walk(root):
             dirs.sort()
             rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
             rel_folder = "" if rel_folder == "." else rel_folder + "/"
-            for d in dirs:
-                yield Piece(rel_folder + d + "/", "folder name", d.encode(), "name")
-            for f in sorted(files):
-                yield Piece(rel_folder + f, "file name", f.encode(), "name")
-            files_set = set(files)
-            for f in sorted(files):
-                yield from self._read_file(root, rel_folder + f, files_set)
+            folders += [rel_folder + d + "/" for d in dirs]
+            files += [rel_folder + f for f in sorted(names)]
+        return folders, files
+
+    def names(self, folders: list[str], files: list[str]) -> Iterator[Piece]:
+        """The name of every folder and file (each piece is one name, not the whole path)."""
+        for d in folders:
+            yield Piece(d, "folder name", d.rstrip("/").rsplit("/", 1)[-1].encode(), "name")
+        for f in files:
+            yield Piece(f, "file name", f.rsplit("/", 1)[-1].encode(), "name")
+
+    def read_files(self, root: str, files: list[str]) -> Iterator[Piece]:
+        """The contents of `files` (relative to `root`, or `root` itself when it is a file)."""
+        if os.path.isfile(root):
+            root = os.path.dirname(root) or "."
+        listed: dict[str, set[str]] = {}
+        for rel in files:
+            folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
+            if folder not in listed:
+                try:
+                    listed[folder] = set(os.listdir(os.path.join(root, folder) or "."))
+                except OSError:
+                    listed[folder] = set()
+            yield from self._read_file(root, rel, listed[folder])
 
     def _read_bytes(self, path: str, rel: str) -> bytes | None:
         try:

@@ -13,6 +13,7 @@ pointer, `part NAME`, `header NAME`, `target`) followed by the engine's decode c
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 
@@ -53,20 +54,22 @@ def _join(place: str, chain: str) -> str:
 # hex or escape character, so no match and no encoded region runs across two pieces.
 _SEP = b"\n\x1e\n"
 _BATCH_BYTES = 256 * 1024
-_CACHE_PIECE = 512  # pieces up to this many bytes are remembered
+_CACHE_PIECE = 4 * 1024 * 1024  # pieces up to this size are remembered by digest
 _CACHE_ENTRIES = 200_000
 
 
 class _Batch:
     def __init__(self) -> None:
         self.pieces: list[Piece] = []
+        self.keys: list[bytes] = []
         self.starts: list[int] = []  # first line of each piece in the joined buffer
         self.parts: list[bytes] = []
         self.lines = 1
         self.size = 0
 
-    def add(self, piece: Piece) -> None:
+    def add(self, piece: Piece, key: bytes) -> None:
         self.pieces.append(piece)
+        self.keys.append(key)
         self.starts.append(self.lines)
         self.parts.append(piece.data)
         self.lines += piece.data.count(b"\n") + 2
@@ -82,17 +85,22 @@ def _batchable(piece: Piece) -> bool:
 
 
 class _Scan:
-    """Collects findings for pieces, batching small text pieces, never changing what matches."""
+    """Collects findings for pieces, batching text pieces, never changing what matches.
+
+    Findings are first made relative to their piece (no path; the chain is the engine's decode
+    chain only) and then placed: the relative findings of a piece are remembered by the piece's
+    digest, because recorded requests repeat themselves -- an agent loop re-sends its system
+    prompt, task and history with every turn -- and a repeat needs no second scan.
+    """
 
     def __init__(self, wset, limits) -> None:
         from plimsoll_ci.scan import Scanner
 
-        self.scanner = Scanner(wset, limits)
         sources = [e for e in wset.entries if e.kind == "source"]
         # sources are fingerprinted over a whole request (a pasted copy spans many strings)
-        self.batch_scanner = Scanner(wset._replace(entries=[e for e in wset.entries
-                                                            if e.kind != "source"]), limits) \
-            if sources else self.scanner
+        self.scanner = Scanner(wset._replace(entries=[e for e in wset.entries
+                                                      if e.kind != "source"]), limits) \
+            if sources else Scanner(wset, limits)
         self.source_scanner = Scanner(wset._replace(entries=sources), limits) if sources \
             else None
         self.has_files = any(e.kind == "file" for e in wset.entries)
@@ -100,9 +108,7 @@ class _Scan:
         self.notes: list[str] = []
         self.seen: set = set()
         self.batch = _Batch()
-        # Recorded requests repeat themselves (headers, keys, roles, model names): a short piece
-        # seen before gets the findings it got then, relative to itself, without a second scan.
-        self.cache: dict[bytes, list] = {}
+        self.cache: dict[bytes, tuple[list, list[str]]] = {}
         self.waiting: dict[bytes, list[Piece]] = {}  # repeats of a piece still in the batch
         self.request_source = ""
         self.request_text: list[bytes] = []
@@ -114,84 +120,98 @@ class _Scan:
                 self.request_source = piece.source
             if b"\0" not in piece.data[:8192]:
                 self.request_text.append(piece.data)
+        key = b""
+        if len(piece.data) <= _CACHE_PIECE:
+            key = hashlib.blake2b(piece.data, digest_size=16,
+                                  person=piece.kind.encode()[:16]).digest()
+            cached = self.cache.get(key)
+            if cached is not None:
+                self._place_all(piece, *cached)
+                return
+            if key in self.waiting:
+                self.waiting[key].append(piece)
+                return
         if _batchable(piece):
-            if self.has_files and piece.kind == "text":
-                for eid in self.batch_scanner.index.file_ids(piece.data):
-                    self._emit(piece, _file_finding(piece, eid))
-            if len(piece.data) <= _CACHE_PIECE:
-                cached = self.cache.get(piece.data)
-                if cached is not None:
-                    for rel in cached:
-                        self._emit(piece, _placed(piece, rel))
-                    return
-                if piece.data in self.waiting:
-                    self.waiting[piece.data].append(piece)
-                    return
-                self.waiting[piece.data] = []
-            self.batch.add(piece)
+            if key:
+                self.waiting[key] = []
+            self.batch.add(piece, key)
             if self.batch.size >= _BATCH_BYTES:
                 self._flush()
-        else:
-            self._one(piece)
+            return
+        rels, notes = self._one(piece)
+        self._remember(key, rels, notes)
+        self._place_all(piece, rels, notes)
 
     def finish(self) -> None:
         self._flush()
         self._sources()
 
-    def _emit(self, piece: Piece, f) -> None:
-        # the same value at the same place may be found twice (as a decoded base64 file and by
-        # the engine's own base64 layer); say it once
-        key = (f.path, piece.place.split(" (base64", 1)[0], f.entry, f.where, f.kind)
-        if key in self.seen:
+    def _remember(self, key: bytes, rels: list, notes: list[str]) -> None:
+        if not key:
             return
-        self.seen.add(key)
-        self.findings.append(f)
+        if len(self.cache) >= _CACHE_ENTRIES:
+            self.cache.clear()
+        self.cache[key] = (rels, notes)
 
-    def _one(self, piece: Piece) -> None:
+    def _place_all(self, piece: Piece, rels: list, notes: list[str]) -> None:
+        self.notes += [f"{piece.source} {piece.place}: {n}" if piece.place else
+                       f"{piece.source}: {n}" for n in notes]
+        for rel in rels:
+            f = rel._replace(path=piece.source, chain=_join(piece.place, rel.chain))
+            # the same value at the same place may be found twice (as a decoded base64 file and
+            # by the engine's own base64 layer); say it once
+            k = (f.path, piece.place.split(" (base64", 1)[0], f.entry, f.where, f.kind)
+            if k in self.seen:
+                continue
+            self.seen.add(k)
+            self.findings.append(f)
+
+    def _one(self, piece: Piece) -> tuple[list, list[str]]:
+        """Relative findings and notes of one piece scanned on its own."""
         if piece.kind == "name":
-            got = self.batch_scanner.scan_name(piece.data.decode("utf-8", "replace"))
-            notes: list[str] = []
-        else:
-            got, notes = self.batch_scanner.scan_content(piece.data, piece.source)
-        self.notes += [f"{piece.source} {piece.place}: {n}" if piece.place else n for n in notes]
-        for f in got:
-            if piece.kind == "name":
-                # scan_name calls a lone name a "file name"; the piece knows what it is
-                rest = f.chain.split(" > ", 1)[1] if " > " in f.chain else ""
-                f = f._replace(path=piece.source, chain=_join(piece.place, rest))
-            else:
-                f = f._replace(path=piece.source, chain=_join(piece.place, f.chain))
-            self._emit(piece, f)
+            # scan_name calls a lone name a "file name"; the piece's place says what it is
+            return [f._replace(path="", chain=f.chain.split(" > ", 1)[1]
+                               if " > " in f.chain else "")
+                    for f in self.scanner.scan_name(piece.data.decode("utf-8", "replace"))], []
+        got, notes = self.scanner.scan_content(piece.data, piece.source)
+        prefix = f"{piece.source}: "
+        notes = [n[len(prefix):] if n.startswith(prefix) else n for n in notes]
+        return [f._replace(path="") for f in got], notes
 
     def _flush(self) -> None:
         import bisect
 
+        from plimsoll_ci.scan import Finding
+
         batch, self.batch = self.batch, _Batch()
         if not batch.pieces:
             return
-        got, notes = self.batch_scanner.scan_content(_SEP.join(batch.parts), "<batch>")
+        got, notes = self.scanner.scan_content(_SEP.join(batch.parts), "<batch>")
         if notes:
             # a bound was hit over the joined buffer; scan each piece alone so that every note
             # names its own recorded file and place
-            for piece in batch.pieces:
-                self._one(piece)
-            return
-        found: list[list] = [[] for _ in batch.pieces]
-        for f in got:
-            if f.line < 1:
-                continue  # whole-buffer findings (a digest of the joined buffer) mean nothing
-            i = bisect.bisect_right(batch.starts, f.line) - 1
-            # relative to the piece: its own line, the engine's column and decode chain
-            found[i].append(f._replace(path="", line=f.line - batch.starts[i] + 1))
-        if len(self.cache) > _CACHE_ENTRIES:
-            self.cache.clear()
-        for piece, rels in zip(batch.pieces, found, strict=True):
-            repeats = self.waiting.pop(piece.data, []) if len(piece.data) <= _CACHE_PIECE else []
-            if len(piece.data) <= _CACHE_PIECE:
-                self.cache[piece.data] = rels
-            for same in [piece, *repeats]:
-                for rel in rels:
-                    self._emit(same, _placed(same, rel))
+            results = [self._one(piece) for piece in batch.pieces]
+        else:
+            results = [([], []) for _ in batch.pieces]
+            for f in got:
+                if f.line < 1:
+                    continue  # whole-buffer findings (a digest of the joined buffer) mean nothing
+                i = bisect.bisect_right(batch.starts, f.line) - 1
+                if batch.pieces[i].kind == "name":
+                    rel = f._replace(path="", line=0, column=f.column - 1, where="name")
+                else:
+                    rel = f._replace(path="", line=f.line - batch.starts[i] + 1)
+                results[i][0].append(rel)
+            if self.has_files:
+                # a whole piece that is a sealed file (a labels file pasted as a message)
+                for piece, (rels, _n) in zip(batch.pieces, results, strict=True):
+                    if piece.kind == "text":
+                        rels += [Finding("", 0, 0, "", eid, "file", "content")
+                                 for eid in self.scanner.index.file_ids(piece.data)]
+        for piece, key, (rels, pnotes) in zip(batch.pieces, batch.keys, results, strict=True):
+            self._remember(key, rels, pnotes)
+            for same in [piece, *self.waiting.pop(key, [])]:
+                self._place_all(same, rels, pnotes)
 
     def _sources(self) -> None:
         if self.source_scanner is None or not self.request_text:
@@ -203,20 +223,6 @@ class _Scan:
             if f.kind == "source":
                 self.findings.append(f._replace(path=self.request_source))
         self.request_text = []
-
-
-def _placed(piece: Piece, rel):
-    """A finding relative to a batched piece, placed in its recorded file."""
-    if piece.kind == "name":
-        return rel._replace(path=piece.source, line=0, column=rel.column - 1, where="name",
-                            chain=_join(piece.place, rel.chain))
-    return rel._replace(path=piece.source, chain=_join(piece.place, rel.chain))
-
-
-def _file_finding(piece: Piece, eid: str):
-    from plimsoll_ci.scan import Finding
-
-    return Finding(piece.source, 0, 0, piece.place, eid, "file", "content")
 
 
 HIDDEN = "[name hidden]"
@@ -245,21 +251,78 @@ def hide_names(findings: list) -> list:
 
 def scan_pieces(pieces: Iterable[Piece], wset, limits=None) -> tuple[list, list[str]]:
     """Findings (path = recorded file, chain = place > decode chain) and notes for `pieces`."""
+    findings, notes = _scan_all(pieces, wset, limits)
+    findings = sorted(findings, key=lambda f: (f.path, f.chain, f.line, f.column, f.entry))
+    return hide_names(findings), notes
+
+
+def _scan_files(root: str, files: list[str], wset, limits, read_limits) -> tuple:
+    """One worker's share: the contents of `files` -> (findings, notes, files, bytes)."""
+    reader = RequestReader(read_limits)
+    findings, notes = _scan_all(reader.read_files(root, files), wset, limits)
+    return findings, reader.notes + notes, reader.files, reader.bytes
+
+
+def _scan_all(pieces: Iterable[Piece], wset, limits) -> tuple[list, list[str]]:
     scan = _Scan(wset, limits)
     for piece in pieces:
         scan.add(piece)
     scan.finish()
-    findings = sorted(scan.findings, key=lambda f: (f.path, f.chain, f.line, f.column, f.entry))
-    return hide_names(findings), scan.notes
+    return scan.findings, scan.notes
 
 
-def scan_requests(root: str, wset, limits=None, read_limits: ReadLimits | None = None):
-    """Scan every recorded request under `root` against a sealed set -> `ScanResult`."""
+def default_jobs() -> int:
+    """Worker processes to use: the CPUs this process may run on (at most 8)."""
+    import os
+
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return max(1, min(n, 8))
+
+
+_PARALLEL_FROM = 400  # files; below this, starting workers costs more than it saves
+
+
+def scan_requests(root: str, wset, limits=None, read_limits: ReadLimits | None = None,
+                  jobs: int | None = None):
+    """Scan every recorded request under `root` against a sealed set -> `ScanResult`.
+
+    Large folders are split into `jobs` runs of consecutive files (a session's turns stay
+    together, so its repeats stay cached) scanned by forked worker processes.
+    """
+    import multiprocessing
+    import threading
+
     from plimsoll_ci.scan import ScanResult
 
     reader = RequestReader(read_limits)
-    findings, notes = scan_pieces(reader.read(root), wset, limits)
-    return ScanResult(findings, reader.notes + notes, reader.files, reader.bytes)
+    folders, files = reader.listing(root)
+    findings, notes = _scan_all(reader.names(folders, files), wset, limits)
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    # fork only from a single-threaded process (forking a threaded one can deadlock)
+    if jobs > 1 and len(files) >= _PARALLEL_FROM and threading.active_count() == 1 and \
+            "fork" in multiprocessing.get_all_start_methods():
+        from concurrent.futures import ProcessPoolExecutor
+
+        size = -(-len(files) // jobs)
+        chunks = [files[i:i + size] for i in range(0, len(files), size)]
+        with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) \
+                as pool:
+            parts = list(pool.map(_scan_files, [root] * len(chunks), chunks,
+                                  [wset] * len(chunks), [limits] * len(chunks),
+                                  [read_limits] * len(chunks)))
+    else:
+        parts = [_scan_files(root, files, wset, limits, read_limits)]
+    n_files = n_bytes = 0
+    for f, n, nf, nb in parts:
+        findings += f
+        notes += n
+        n_files += nf
+        n_bytes += nb
+    findings = sorted(findings, key=lambda f: (f.path, f.chain, f.line, f.column, f.entry))
+    return ScanResult(hide_names(findings), reader.notes + notes, n_files, n_bytes)
 
 
 def render_text(result, requests: str) -> str:

@@ -19,6 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="report format (default text)")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write the report here instead of standard output")
+    parser.add_argument("--jobs", type=int, metavar="N",
+                        help="worker processes for large folders (default: the CPUs available)")
     add_key_arguments(parser)
 
 
@@ -31,7 +33,11 @@ def run(args: argparse.Namespace) -> int:
 
     key = key_from(env=args.key_env, file=args.key_file)
     wset = load_sealed(args.sealed, key=key)
-    result = scan_requests(args.requests, wset)
+    if args.jobs is not None and args.jobs < 1:
+        from plimsoll_ci.errors import BadInput
+
+        raise BadInput(f"--jobs {args.jobs}: give 1 or more worker processes")
+    result = scan_requests(args.requests, wset, jobs=args.jobs)
     text = render_text(result, args.requests) if args.format == "text" else \
         render(result, args.format, mode=wset.mode)
     write_output(text, args.output)
