@@ -274,3 +274,30 @@ def test_bad_input_exits_2(tmp_path, capsys, case):
     code, out = _run(argv, capsys)
     assert code == 2
     assert "error:" in out
+
+
+def test_a_large_folder_split_over_worker_processes_finds_what_one_process_finds(tmp_path):
+    import subprocess
+    import sys
+
+    r = tmp_path / "r"
+    for i in range(1, 241):  # 480 files: over the worker threshold
+        text = "seed 3107713414" if i % 60 == 0 else ("lap 0:31.5" if i % 75 == 0 else "hi")
+        _record(r, i, _chat(f"turn {i}: {text}"))
+    sealed = _sealed(tmp_path)
+    one = sorted((f.path, f.chain, f.entry) for f in scan_requests(str(r), _wset(), jobs=1)
+                 .findings)
+    code = (
+        "import json, sys, threading\n"
+        "from plimsoll_ci.tripwire import scan_requests\n"
+        "from plimsoll_ci.withheld import load\n"
+        f"res = scan_requests({str(r)!r}, load({str(sealed)!r}), jobs=2)\n"
+        "print(json.dumps({'threads': threading.active_count(),\n"
+        "                  'files': res.files,\n"
+        "                  'hits': sorted([f.path, f.chain, f.entry] for f in res.findings)}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    got = json.loads(out.stdout)
+    assert got["files"] == 480
+    assert [tuple(h) for h in got["hits"]] == one
+    assert len(one) == 7  # 4 seeds, 3 laps
