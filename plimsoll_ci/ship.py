@@ -36,8 +36,12 @@ Sources (each returns `list[ShippedFile]`, sorted by set then path)
     `build_command_set(ship_set, tree_dir, env=None) -> list[(path, bytes)]` runs one builder with
     cwd `tree_dir` (the config's folder inside a checkout); reusable by history. A builder that
     fails raises `BuilderFailed` carrying its exit code and output; the CLI exits with that code.
+    With `read=False`, `from_index`/`from_rev` leave glob-set data empty and carry blob ids (the
+    hook reads only blobs it has not judged clean); `read_blobs(repo, oids)` reads them.
+    `config_at(repo, config_path, rev)` reads the config as staged (`rev=":"`) or committed.
     `collect(config_path, set_name, staged, rev, cwd) -> (Config, list[ShippedFile])` is the one
-    call behind `scan --config` and `ship list`.
+    call behind `scan --config` and `ship list`; without `config_path` it uses the repository
+    root's `plimsoll.yaml` in the version being judged (staged, or at `rev`).
 
 `ShippedFile(set_name, path, data, source, blob)`: `path` is the path as shipped (relative to the
 ship root; names are scanned on this), `source` the repository path it came from (None for builder
