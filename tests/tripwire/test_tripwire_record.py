@@ -135,3 +135,41 @@ def test_record_refuses_bad_input_with_exit_2(tmp_path, capsys, argv):
     (tmp_path / "file").write_text("a file, not a folder")
     assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_a_chunked_request_body_is_recorded_whole(upstream, proxy):
+    url, out = proxy
+
+    def pieces():
+        yield b'{"messages": [{"role": "user", '
+        yield b'"content": "sent in chunks"}]}'
+
+    response = httpx.post(url + "/v1/chat/completions", content=pieces(),
+                          headers={"Content-Type": "application/json"})
+    assert response.status_code == 200
+    whole = b'{"messages": [{"role": "user", "content": "sent in chunks"}]}'
+    assert (out / "000001.request.body").read_bytes() == whole
+    assert upstream.received[0][3] == whole
+
+
+def test_the_record_command_serves_until_interrupted(upstream, tmp_path):
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "plimsoll_ci", "record", "--upstream", upstream.url,
+         "--out", str(tmp_path / "rec"), "--port", "0"],
+        stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        m = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+        assert m, line
+        response = httpx.post(m.group(1) + "/v1/chat/completions", json={"messages": []})
+        assert response.status_code == 200
+    finally:
+        os.kill(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    assert (tmp_path / "rec" / "000001.request.json").exists()
