@@ -187,3 +187,17 @@ def test_try_repo_runs_this_checkouts_hook(tmp_path: Path, pc_home: Path) -> Non
         pytest.skip("pre-commit try-repo cannot install the hook environment: no package index")
     assert r.returncode == 1, out
     assert "viewer/replay.html:1:" in out and "seeds.txt:2" in out and SEED not in out
+
+
+def test_committing_the_seeds_file_is_refused_by_the_guard(installed) -> None:
+    from harness_repo import PRACTICE
+
+    repo, env = installed
+    (repo / "data").mkdir()
+    (repo / "data/seeds.txt").write_text("\n".join(PRACTICE) + "\n")
+    git(repo, "add", "data/seeds.txt")
+    r = git_commit(repo, "keep the seeds handy", env)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "plimsoll withheld guard" in out
+    assert "data/seeds.txt: 16 of its 16 lines are values of the withheld set" in out
+    assert not any(v in out for v in PRACTICE)
