@@ -193,15 +193,10 @@ def _inspect_chunk(first: int, raws: list[bytes], public_der: bytes) -> list[_In
     return [_inspect(first + i, raw, public) for i, raw in enumerate(raws)]
 
 
-def _inspect_all(lines: list[bytes], public: PublicKey, workers: int | None) -> list[_Inspected]:
-    import threading
-
-    if workers is None:
-        # Signature checks dominate; spread them over the CPUs this process may use when the
-        # bundle is big enough to pay for the workers. Workers are forked (no re-import of
-        # `__main__`), so only from a single-threaded process: forking threads risks deadlock.
-        big = len(lines) >= 2000 and threading.active_count() == 1
-        workers = min(len(os.sched_getaffinity(0)), 8) if big else 1
+def _inspect_all(lines: list[bytes], public: PublicKey, workers: int) -> list[_Inspected]:
+    # Serial by default: on a shared 2-core machine the workers' start-up and pickling cost more
+    # than they save (see benchmarks/bench_verify.py). Workers are forked (no re-import of
+    # `__main__`); callers ask for them only from a single-threaded process.
     if workers <= 1 or len(lines) < 2:
         return [_inspect(n, raw, public) for n, raw in enumerate(lines, 1)]
     import concurrent.futures
@@ -218,11 +213,11 @@ def _inspect_all(lines: list[bytes], public: PublicKey, workers: int | None) -> 
 
 
 def verify_bytes(
-    data: bytes, public: PublicKey, expect_count: int | None = None, workers: int | None = None
+    data: bytes, public: PublicKey, expect_count: int | None = None, workers: int = 1
 ) -> Report:
     """Verify a bundle's bytes under `public`; every problem, each with its line number.
 
-    `workers`: processes for the per-line checks (None: one per CPU for big bundles, else 1).
+    `workers`: processes for the per-line checks (1: in this process; more only pays on idle CPUs).
     """
     problems: list[Problem] = []
     records: list[RecordSummary] = []
@@ -292,7 +287,7 @@ def verify_bundle(
     bundle_path: str | os.PathLike[str],
     public: PublicKey,
     expect_count: int | None = None,
-    workers: int | None = None,
+    workers: int = 1,
 ) -> Report:
     """Read and verify the bundle at `bundle_path` (BadInput when it cannot be read)."""
     path = Path(bundle_path)

@@ -85,6 +85,7 @@ def test_verify_refuses_the_wrong_public_key(signed, tmp_path, capsys):
         (["--pub", "{dir}/missing.pub", "{bundle}"], "cannot read"),
         (["--pub", "{bundle}", "{bundle}"], "not a PEM public key"),
         (["--pub", "{pub}", "{bundle}", "--expect-count", "0"], "at least one record"),
+        (["--pub", "{pub}", "{bundle}", "--jobs", "0"], "1 or more"),
     ],
 )
 def test_verify_bad_input_exits_2_with_a_clear_message(signed, capsys, argv, message):
@@ -104,3 +105,11 @@ def test_the_installed_cli_verifies_end_to_end(signed):
                          capture_output=True, text=True, timeout=60)
     assert cut.returncode == 1
     assert cut.stdout.startswith("bundle line 4: ")
+
+
+def test_verify_with_several_jobs_says_the_same(signed, capsys):
+    path, pub, _ = signed
+    assert main(["verify", "--pub", str(pub), str(path), "--jobs", "2", "--format", "json"]) == 0
+    parallel = json.loads(capsys.readouterr().out)
+    assert main(["verify", "--pub", str(pub), str(path), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == parallel
