@@ -1,0 +1,115 @@
+"""Tiers, the protocol codec and the rootfs builder: no sandbox needed."""
+
+from __future__ import annotations
+
+import base64
+import math
+import struct
+
+import pytest
+
+from plimsoll_ci.errors import BadInput, SandboxError
+from plimsoll_ci.sandbox import tiers
+from plimsoll_ci.sandbox.runner import PackError, pack, unpack
+
+GVISOR_PROBES = {
+    "gvisor_banner": True, "kernel_log_head": "<6>[0.0] Starting gVisor...",
+    "interfaces": ["lo"], "root_readonly": True, "code_readonly": True,
+    "writes": {"/": "refused (Read-only file system)"},
+    "canary": "unreadable (No such file or directory)",
+}
+
+
+def test_tiers_are_ordered_weakest_first():
+    assert [tiers.rank(t) for t in ("process", "container", "kernel", "vm")] == [0, 1, 2, 3]
+    with pytest.raises(BadInput):
+        tiers.rank("hypervisor")
+
+
+@pytest.mark.parametrize("broken, expected", [
+    ({}, "kernel"),
+    ({"gvisor_banner": False}, "container"),
+    ({"interfaces": ["lo", "eth0"]}, "process"),
+    ({"root_readonly": False}, "process"),
+    ({"code_readonly": False}, "process"),
+    ({"writes": {"/controller": "writable"}}, "process"),
+    ({"canary": "readable"}, "process"),
+])
+def test_a_failed_start_up_check_drops_the_tier(broken, expected):
+    seen = tiers.checks({**GVISOR_PROBES, **broken})
+    tier, notes = tiers.effective("kernel", seen)
+    assert tier == expected
+    assert bool(notes) == (expected != "kernel")
+
+
+def test_min_tier_refuses_a_weaker_tier_and_never_falls_back():
+    tiers.require("kernel", "kernel", "x")
+    tiers.require("kernel", None, "x")
+    with pytest.raises(SandboxError, match="weaker than --min-tier kernel"):
+        tiers.require("process", "kernel", "provider process")
+
+
+ROWS = [
+    {"t": 0.01, "pos": [1.0, -0.0, 3.141592653589793], "gate": 0},
+    {"t": 1e-300, "pos": [5e-324, 1.7976931348623157e308, 0.1 + 0.2], "gate": 3},
+]
+
+
+def test_pack_round_trips_floats_bit_for_bit():
+    packed = pack(ROWS)
+    assert "f64" in packed
+    back = unpack(packed)
+    assert back == ROWS
+    assert [math.copysign(1, r["pos"][1]) for r in back] == [-1.0, 1.0]
+    assert all(type(r["gate"]) is int for r in back)
+
+
+@pytest.mark.parametrize("rows", [
+    [{"thrust": True, "roll": 0.0}],  # a bool stays a bool (the simulator refuses it)
+    [{"thrust": "5"}],
+    [None, {"thrust": 1.0}],
+    [{"thrust": 1.0}, {"thrust": 1}],  # mixed types
+    [{"thrust": 1.0}, {"roll": 1.0}],  # mixed keys
+    [{"thrust": 2**60}],
+])
+def test_anything_not_plain_numbers_goes_as_json_unchanged(rows):
+    packed = pack(rows)
+    assert "json" in packed
+    assert unpack(packed) == rows
+
+
+def test_nan_survives_packing_so_the_simulator_can_refuse_it():
+    back = unpack(pack([{"thrust": float("nan")}]))
+    assert math.isnan(back[0]["thrust"])
+
+
+def _blob(n: int) -> str:
+    return base64.b64encode(struct.pack(f"<{n}d", *([1.5] * n))).decode()
+
+
+@pytest.mark.parametrize("packed, why", [
+    ("x", "not an object"),
+    ({"json": {"a": 1}}, "not a list"),
+    ({"cols": [["a", 0, "float"]], "n": 2}, "missing"),
+    ({"cols": [["a", 0, "float"]], "n": 2, "f64": _blob(3)}, "expected 16"),
+    ({"cols": [["a", 0, "float"]], "n": 1, "f64": "!!!"}, "not base64"),
+    ({"cols": [["a", 0, "weird"]], "n": 1, "f64": _blob(1)}, "column"),
+    ({"cols": [["a", 0, "int"]], "n": 1, "f64": _blob(1)}, "non-integer"),
+    ({"cols": [], "n": 1, "f64": ""}, "columns"),
+    ({"cols": [["a", 0, "float"]], "n": -1, "f64": ""}, "row count"),
+])
+def test_unpack_refuses_malformed_batches(packed, why):
+    with pytest.raises(PackError, match=why):
+        unpack(packed)
+
+
+def test_rootfs_is_built_once_and_reused(tmp_path, monkeypatch):
+    from plimsoll_ci.sandbox import rootfs
+
+    monkeypatch.setenv("PLIMSOLL_CACHE", str(tmp_path))
+    first = rootfs.build()
+    assert (first.path / "usr/local/bin/python3").exists()
+    assert not (first.path / "bin/sh").exists()  # no shell for a controller
+    assert first.tarball.stat().st_size > 1_000_000
+    again = rootfs.build()
+    assert again == first
