@@ -25,6 +25,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -234,6 +235,32 @@ class ScanCache:
                 pass
             raise
         self.dirty = False
+        self._prune()
+
+    def _prune(self, keep: int = 8, stale_seconds: float = 3600.0) -> None:
+        """Keep the newest `keep` caches (other sets, older engines); drop old temp files."""
+        assert self.folder is not None
+        now = time.time()
+        caches = []
+        for name in os.listdir(self.folder):
+            full = os.path.join(self.folder, name)
+            try:
+                mtime = os.stat(full).st_mtime
+            except OSError:
+                continue
+            if name.startswith(".tmp-scan-") and now - mtime > stale_seconds:
+                _unlink(full)
+            elif name.startswith("scan-") and name.endswith(".json"):
+                caches.append((mtime, full))
+        for _mtime, full in sorted(caches, reverse=True)[keep:]:
+            _unlink(full)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def cache_key(wset: Any, limits: Any, max_blob_bytes: int) -> str:
