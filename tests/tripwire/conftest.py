@@ -15,12 +15,14 @@ class Upstream(NamedTuple):
     url: str
     received: list  # (method, path, headers dict, body bytes) per request
     release: threading.Event  # a streaming answer waits on this before its last event
+    released: list  # per streaming answer: True when the client released it in time
 
 
 class _UpstreamHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     received: list
     release: threading.Event
+    released: list
 
     def log_message(self, *args: object) -> None:
         pass
@@ -44,7 +46,7 @@ class _UpstreamHandler(http.server.BaseHTTPRequestHandler):
             for ev in events:
                 if ev is None:
                     # the client must have seen the first event before the rest is produced
-                    self.release.wait(10)
+                    self.released.append(self.release.wait(10))
                     continue
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(ev), ev))
                 self.wfile.flush()
@@ -64,14 +66,17 @@ class _UpstreamHandler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def upstream() -> Iterator[Upstream]:
     received: list = []
+    released: list = []
     release = threading.Event()
-    handler = type("H", (_UpstreamHandler,), {"received": received, "release": release})
+    handler = type("H", (_UpstreamHandler,), {"received": received, "release": release,
+                                              "released": released})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                      daemon=True).start()
     try:
-        yield Upstream(f"http://127.0.0.1:{server.server_address[1]}", received, release)
+        yield Upstream(f"http://127.0.0.1:{server.server_address[1]}", received, release,
+                       released)
     finally:
         release.set()
         server.shutdown()

@@ -61,6 +61,7 @@ def test_proxy_passes_a_streaming_response_through_as_it_arrives(upstream, proxy
             # the upstream holds back the rest until this first event has reached the client
             upstream.release.set()
     assert lines == ['data: {"delta": "one"}', 'data: {"delta": "two"}', "data: [DONE]"]
+    assert upstream.released == [True]  # the first event reached the client mid-stream
     meta = json.loads((out / "000001.response.json").read_text())
     assert meta["streamed"] is True and meta["error"] == ""
     assert b"[DONE]" in (out / "000001.response.body").read_bytes()
