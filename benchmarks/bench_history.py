@@ -8,7 +8,7 @@
 
 Targets: history >= 20x faster than naive, <= 2x the time of `git log -p`.
 
-    python3 benchmarks/bench_history.py [--commits 5000] [--files 2000] [--sample 30]
+    python3 benchmarks/bench_history.py [--commits 5000] [--files 2000] [--sample 12]
 
 The generated repository is cached under /tmp/plimsoll-bench-history/ (built once with
 `git fast-import`, a few seconds).
@@ -117,7 +117,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--commits", type=int, default=5000)
     ap.add_argument("--files", type=int, default=2000)
-    ap.add_argument("--sample", type=int, default=30, help="commits scanned by the naive replay")
+    ap.add_argument("--sample", type=int, default=12, help="commits scanned by the naive replay")
     ap.add_argument("--jobs", type=int, default=0)
     args = ap.parse_args()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import zipfile
 from pathlib import Path
@@ -219,3 +220,33 @@ def test_a_failing_builder_is_noted_and_its_set_carries_over(tmp_path: Path,
     assert e["commits"][2]["paths"] == ["drone:tasks/drone/TASK.md", "drone:viewer/replay.html",
                                         "viewer/replay.html"]  # kit.py copies viewer/ too
     assert any(broken[:12] in n and "builder exited with code 3" in n for n in doc["notes"])
+
+
+def test_a_keyed_set_needs_its_key(globrepo: GitRepo, tmp_path: Path) -> None:
+    import os
+    import subprocess as sp
+    import sys
+
+    repo = globrepo
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    first = repo.commit("leak", 0)
+    key = "history-test-key-0123456789abcdef"
+    doc, _w = withheld.build_set(values=[(f"seeds.txt:{i}", s) for i, s in enumerate(SEEDS, 1)],
+                                 key=key.encode())
+    keyed = tmp_path / "keyed.json"
+    keyed.write_text(withheld.dumps(doc))
+
+    def run(*args: str, env_key: str | None) -> sp.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k != "HISTORY_KEY"}
+        if env_key is not None:
+            env["HISTORY_KEY"] = env_key
+        return sp.run([sys.executable, "-m", "plimsoll_ci", "history", "--set", str(keyed),
+                       "--no-progress", "--format", "json", *args], cwd=repo.path, env=env,
+                      capture_output=True, text=True)
+
+    ok = run("--key-env", "HISTORY_KEY", env_key=key)
+    assert ok.returncode == 1 and json.loads(ok.stdout)["entries"][0]["first"]["commit"] == first
+    assert run(env_key=None).returncode == 2
+    wrong = run("--key-env", "HISTORY_KEY", env_key="another-key-entirely-0000000000")
+    assert wrong.returncode == 2 and "wrong key" in wrong.stderr
+    assert key not in ok.stdout + ok.stderr + wrong.stderr
