@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Exit 1 when any sealed value is found in a request, 0 when none, 2 on bad input."""
     from plimsoll_ci.commands._common import write_output
-    from plimsoll_ci.report import render
+    from plimsoll_ci.report import render, to_markdown
     from plimsoll_ci.tripwire import load_sealed, render_text, scan_requests
     from plimsoll_ci.withheld import key_from
 
@@ -38,8 +38,12 @@ def run(args: argparse.Namespace) -> int:
 
         raise BadInput(f"--jobs {args.jobs}: give 1 or more worker processes")
     result = scan_requests(args.requests, wset, jobs=args.jobs)
-    text = render_text(result, args.requests) if args.format == "text" else \
-        render(result, args.format, mode=wset.mode)
+    if args.format == "text":
+        text = render_text(result, args.requests)
+    elif args.format == "markdown":
+        text = to_markdown(result, title="plimsoll-ci tripwire")
+    else:
+        text = render(result, args.format, mode=wset.mode)
     write_output(text, args.output)
     if result.findings and wset.mode == "warn":
         print(f"plimsoll-ci tripwire: {len(result.findings)} hit(s) reported; the sealed set's "
