@@ -6,6 +6,7 @@ for binary content and names), the decode chain and the entry id.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import time
@@ -15,6 +16,8 @@ from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.withheld import FORMATS, WithheldSet
+
+_SEP = b"\x00\x01\x00"  # not a digit, word or space: no value spans two decoded regions
 
 
 class Finding(NamedTuple):
@@ -153,13 +156,27 @@ class Scanner:
             return out
         regions = text_regions(data, self.bounds)
         notes += [f"{path}: {n}" for n in regions.notes]
-        for layer in regions.layers:
+        if not regions.layers:
+            return out
+        # One pass over all decoded regions, joined by a separator no value can span.
+        layers = regions.layers
+        starts, pos = [], 0
+        for layer in layers:
+            starts.append(pos)
+            pos += len(layer.data) + len(_SEP)
+        joined = _SEP.join(layer.data for layer in layers)
+        for m in find_values(joined, self.index):
+            k = bisect.bisect_right(starts, m.start) - 1
+            layer = layers[k]
             line, col = _place(data, layer.offset, binary)
             sub = f"{chain} > {layer.chain}" if chain else layer.chain
-            for m in find_values(layer.data, self.index):
-                out += [Finding(path, line, col, sub, eid, "value") for eid in m.entries]
-            for eid in self.index.file_ids(layer.data):
-                out.append(Finding(path, line, col, sub, eid, "file"))
+            out += [Finding(path, line, col, sub, eid, "value") for eid in m.entries]
+        if self.index.files:
+            for layer in layers:
+                for eid in self.index.file_ids(layer.data):
+                    line, col = _place(data, layer.offset, binary)
+                    sub = f"{chain} > {layer.chain}" if chain else layer.chain
+                    out.append(Finding(path, line, col, sub, eid, "file"))
         return out
 
     def _withheld_file(self, data: bytes, path: str, chain: str) -> list[Finding]:

@@ -152,7 +152,7 @@ def build_set(
         if d in seen:
             warnings.append(f"{eid}: same value as an earlier entry (kept; both ids will be named)")
         seen.add(d)
-        shape = number_shape(canon) if vtype == "number" else text_shape_dict(canon)
+        shape = number_shape(canon) if vtype == "number" else text_shape_dict(canon, key)
         entries.append({"id": eid, "kind": "value", "type": vtype, "digest": d, "shape": shape})
         if key is None:
             bits = entropy_bits(value)

@@ -18,7 +18,6 @@ import re
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Iterator
 from typing import NamedTuple
 from urllib.parse import unquote_to_bytes
 
@@ -44,16 +43,18 @@ class Decoded(NamedTuple):
 
 # --- encoded text regions ---------------------------------------------------------------------
 
-_B64 = re.compile(rb"[A-Za-z0-9+/]{8,}={0,2}|[A-Za-z0-9_-]{8,}={0,2}")
-_HEX = re.compile(rb"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){4,}(?![0-9A-Fa-f])")
-_ESCAPED = re.compile(
-    rb"[^\s\"'<>`]*(?:%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{1,10};)"
-    rb"(?:[^\"'<>`\n]*(?:%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{1,10};))*"
-    rb"[^\s\"'<>`]*"
-)
+# Base64: maximal runs of the alphabet (standard or URL-safe) of 16+ characters, or 8+ ending in
+# padding ("MzEuNQ==" is `31.5`): identifiers in code are mostly shorter and unpadded.
+_B64_RUN = re.compile(rb"[A-Za-z0-9+/_-]{6,}={0,2}")
+_HEX_RUN = re.compile(rb"[0-9A-Fa-f]{8,}")
+# Escapes and entities: every line that holds one is decoded as a whole.
+_ESC_HIT = re.compile(rb"%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{1,10};")
 _PCT = re.compile(rb"%[0-9A-Fa-f]{2}")
 _UESC = re.compile(rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})")
 _ENT = re.compile(rb"&#?[A-Za-z0-9]{1,10};")
+_DIGITS = re.compile(rb"[0-9]")
+_SMALL = 8 * 1024
+_PRINTABLE = bytes(range(32, 127)) + b"\t\n\r"
 
 
 def _b64(tok: bytes) -> bytes | None:
@@ -63,6 +64,8 @@ def _b64(tok: bytes) -> bytes | None:
     pad = b"=" * (-len(t) % 4)
     try:
         if b"-" in t or b"_" in t:
+            if b"+" in t or b"/" in t:
+                return None
             return base64.urlsafe_b64decode(t + pad)
         return base64.b64decode(t + pad, validate=True)
     except (binascii.Error, ValueError):
@@ -71,10 +74,15 @@ def _b64(tok: bytes) -> bytes | None:
 
 def _looks_base64(tok: bytes) -> bool:
     # Plain words and numbers decode to noise; a base64 run mixes cases or digits with letters.
-    has_upper = any(65 <= c <= 90 for c in tok)
-    has_lower = any(97 <= c <= 122 for c in tok)
-    has_digit = any(48 <= c <= 57 for c in tok)
-    return (has_upper and has_lower) or (has_digit and (has_upper or has_lower)) or tok.endswith(b"=")
+    if tok.endswith(b"="):
+        return True
+    if len(tok) < 12:
+        return False
+    has_upper = tok != tok.lower()
+    has_lower = tok != tok.upper()
+    if has_upper and has_lower:
+        return True
+    return (has_upper or has_lower) and _DIGITS.search(tok) is not None
 
 
 def _unescape(region: bytes) -> bytes:
@@ -90,46 +98,6 @@ def _unescape(region: bytes) -> bytes:
     return out
 
 
-def text_regions(buf: bytes, bounds: Bounds) -> Decoded:
-    """Encoded regions of a text buffer, each decoded once: base64, hex, escapes, entities."""
-    layers: list[Layer] = []
-    notes: list[str] = []
-    count = 0
-    for name, rx in (("base64", _B64), ("hex", _HEX), ("escapes", _ESCAPED)):
-        if name == "escapes" and not (b"%" in buf or b"\\" in buf or b"&" in buf):
-            continue
-        for m in rx.finditer(buf):
-            tok = m.group()
-            if len(tok) > bounds.max_region:
-                notes.append(f"{name} region at byte {m.start()} is {len(tok)} bytes, over the "
-                             f"{bounds.max_region}-byte bound: not decoded")
-                continue
-            if name == "base64":
-                if not _looks_base64(tok):
-                    continue
-                data = _b64(tok)
-            elif name == "hex":
-                try:
-                    data = bytes.fromhex(tok.decode("ascii"))
-                except ValueError:
-                    data = None
-            else:
-                data = _unescape(tok)
-                if data == tok:
-                    data = None
-            if not data:
-                continue
-            count += 1
-            if count > bounds.max_regions:
-                notes.append(f"more than {bounds.max_regions} encoded regions: the rest not decoded")
-                return Decoded(layers, notes)
-            chain = {"escapes": "escapes"}.get(name, name)
-            if name == "escapes":
-                chain = _escape_kind(tok)
-            layers.append(Layer(chain, m.start(), data))
-    return Decoded(layers, notes)
-
-
 def _escape_kind(tok: bytes) -> str:
     kinds = []
     if _PCT.search(tok):
@@ -139,6 +107,102 @@ def _escape_kind(tok: bytes) -> str:
     if _ENT.search(tok):
         kinds.append("html-entities")
     return "+".join(kinds) or "escapes"
+
+
+def _runs(buf: bytes, rx: re.Pattern[bytes], table: bytes, pad: bool) -> list[tuple[int, int]]:
+    """Maximal runs of a byte class (base64: 6+ bytes and up to two `=`; hex: 8+ bytes)."""
+    if len(buf) < _SMALL:
+        return [(m.start(), m.end()) for m in rx.finditer(buf)]
+    import numpy as np
+
+    mask = np.frombuffer(table, dtype=np.uint8).astype(bool)[np.frombuffer(buf, dtype=np.uint8)]
+    d = np.diff(mask.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    lens = ends - starts
+    a8 = np.frombuffer(buf, dtype=np.uint8)
+
+    def count(m):  # noqa: ANN001, ANN202  (how many bytes of each run satisfy m)
+        cs = np.concatenate(([0], np.cumsum(m, dtype=np.int64)))
+        return cs[ends] - cs[starts]
+
+    if pad:  # base64: runs that end in padding, or long runs that mix cases or letters and digits
+        nxt = np.frombuffer(buf + b"\0", dtype=np.uint8)[ends]
+        up = count((a8 >= 65) & (a8 <= 90))
+        lo = count((a8 >= 97) & (a8 <= 122))
+        dg = count((a8 >= 48) & (a8 <= 57))
+        mixed = ((up > 0) & (lo > 0)) | (((up + lo) > 0) & (dg > 0))
+        keep = ((lens >= 6) & (nxt == 61)) | ((lens >= 12) & mixed)
+    else:  # hex: even runs whose high nibbles are mostly printable ASCII ('2'..'7')
+        bad = (a8 < 50) | (a8 > 55)
+        pos = np.arange(len(a8)) % 2 == 0
+        even, odd = count(bad & pos), count(bad & ~pos)
+        high_bad = np.where(starts % 2 == 0, even, odd)
+        keep = (lens >= 8) & (lens % 2 == 0) & (high_bad * 5 <= lens // 2)
+    out = []
+    for a, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True):
+        if pad and buf[b : b + 1] == b"=":
+            b += 2 if buf[b + 1 : b + 2] == b"=" else 1
+        out.append((a, b))
+    return out
+
+
+_B64_TABLE = bytes(1 if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c in b"+/_-") else 0
+                   for c in range(256))
+_HEX_TABLE = bytes(1 if (48 <= c <= 57 or 65 <= c <= 70 or 97 <= c <= 102) else 0
+                   for c in range(256))
+
+
+def text_regions(buf: bytes, bounds: Bounds) -> Decoded:
+    """Encoded regions of a text buffer, each decoded once: base64, hex, escapes, entities."""
+    layers: list[Layer] = []
+    notes: list[str] = []
+
+    def add(name: str, start: int, tok: bytes, data: bytes | None) -> bool:
+        if not data:
+            return True
+        if len(layers) >= bounds.max_regions:
+            notes.append(f"more than {bounds.max_regions} encoded regions: the rest not decoded")
+            return False
+        layers.append(Layer(name, start, data))
+        return True
+
+    def too_long(name: str, start: int, n: int) -> bool:
+        if n <= bounds.max_region:
+            return False
+        notes.append(f"{name} region at byte {start} is {n} bytes, over the "
+                     f"{bounds.max_region}-byte bound: not decoded")
+        return True
+
+    for a, b in _runs(buf, _B64_RUN, _B64_TABLE, True):
+        tok = buf[a:b]
+        if not _looks_base64(tok) or too_long("base64", a, b - a):
+            continue
+        if not add("base64", a, tok, _b64(tok)):
+            return Decoded(layers, notes)
+    for a, b in _runs(buf, _HEX_RUN, _HEX_TABLE, False):
+        if (b - a) % 2 or too_long("hex", a, b - a):
+            continue
+        data = bytes.fromhex(buf[a:b].decode("ascii"))
+        if len(data.translate(None, _PRINTABLE)) * 5 > len(data):
+            continue  # not hex-encoded text (ids, hashes, digit strings): nothing to find in it
+        if not add("hex", a, buf[a:b], data):
+            return Decoded(layers, notes)
+    if b"%" in buf or b"\\" in buf or b"&" in buf:
+        last_line = -1
+        for m in _ESC_HIT.finditer(buf):
+            ls = buf.rfind(b"\n", 0, m.start()) + 1
+            if ls == last_line:
+                continue
+            last_line = ls
+            le = buf.find(b"\n", m.start())
+            le = len(buf) if le < 0 else le
+            if too_long("escaped", m.start(), le - ls):
+                continue
+            line = buf[ls:le]
+            data = _unescape(line)
+            if data != line and not add(_escape_kind(line), m.start(), line, data):
+                return Decoded(layers, notes)
+    return Decoded(layers, notes)
 
 
 # --- compression streams and archives ---------------------------------------------------------

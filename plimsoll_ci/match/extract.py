@@ -16,9 +16,9 @@ import re
 from typing import NamedTuple
 
 from plimsoll_ci.match.canonical import CLOCK_RE, NUMBER_RE, clock_canon, number_canon
-from plimsoll_ci.match.index import ValueIndex
+from plimsoll_ci.match.index import TAG_BITS, ValueIndex, word_tag
 
-SMALL = 64 * 1024  # below this many bytes, the pure-Python path is as fast and imports nothing
+SMALL = 8 * 1024  # below this many bytes, the pure-Python path is as fast and imports nothing
 _WS = re.compile(rb"(?:\s|\xc2\xa0)+")
 _DIGIT_RUN = re.compile(rb"[0-9]+")
 _WORD_RUN = re.compile(rb"[0-9A-Za-z\x80-\xff]+")
@@ -46,7 +46,7 @@ def find_values(buf: bytes, index: ValueIndex) -> list[Match]:
     small = len(buf) < SMALL
     if index.has_numbers:
         out.extend(_numbers_small(buf, index) if small else _numbers_np(buf, index))
-    if index.text_shapes:
+    if index.has_texts:
         out.extend(_texts_small(buf, index) if small else _texts_np(buf, index))
     return out
 
@@ -98,6 +98,34 @@ def _text(buf: bytes, lower: bytes, s: int, ln: int, index: ValueIndex,
             out.append(Match(s, end, ids, "text"))
 
 
+def _text_runs(lower: bytes, s: int, lens: tuple[int, ...], ends: list[int], index: ValueIndex,
+               out: list[Match]) -> None:
+    """Word runs from `s` (their lengths `lens`, their ends `ends`) against the entries' runs."""
+    groups = []
+    for n in index.key_lengths:
+        g = index.runs_by_key.get(lens[:n])
+        if g:
+            groups.extend(g)
+    for runs, totals in groups:
+        k = len(runs)
+        if k > 3 and lens[:k] != runs:
+            continue
+        end = ends[k - 1]
+        cand = lower[s:end]
+        for total in totals:
+            c = cand if len(cand) == total else _WS.sub(b" ", cand)
+            if len(c) != total:
+                continue
+            ids = index.text_ids(c)
+            if ids:
+                out.append(Match(s, end, ids, "text"))
+
+
+def _sig_ok(buf: bytes, s: int, e: int, index: ValueIndex) -> bool:
+    """Significant digits of the mantissa at buf[s:e] equal some entry's (spelling-invariant)."""
+    return len(buf[s:e].replace(b".", b"").replace(b"_", b"").strip(b"0")) in index.sigs
+
+
 # --- small buffers: re ------------------------------------------------------------------------
 
 
@@ -124,8 +152,10 @@ def _numbers_small(buf: bytes, index: ValueIndex) -> list[Match]:
             total = ln
             if dot_cont and i + 1 < len(runs) and runs[i + 1][0] == e + 1:
                 total += runs[i + 1][1] - runs[i + 1][0]
-            if total >= index.min_sig or (index.has_ints and (
-                    (ln == 1 and buf[s] == _ZERO and _HEXPFX[nx]) or (nx == _UNDER and nx2d))):
+            if index.has_ints and ((ln == 1 and buf[s] == _ZERO and _HEXPFX[nx])
+                                   or (nx == _UNDER and nx2d)):
+                _token(buf, s, index, out)
+            elif total >= index.min_sig and _sig_ok(buf, s, s + total + dot_cont, index):
                 _token(buf, s, index, out)
         if clock and index.clockable:
             _clock(buf, s, index, out)
@@ -136,10 +166,20 @@ def _texts_small(buf: bytes, index: ValueIndex) -> list[Match]:
     out: list[Match] = []
     lower = buf.translate(_LOWER)
     shapes = index.text_shapes
-    for m in _WORD_RUN.finditer(buf):
-        ln = m.end() - m.start()
+    spans = [(m.start(), m.end()) for m in _WORD_RUN.finditer(buf)]
+    starts = [a for a, _ in spans]
+    ends = [b for _, b in spans]
+    lens = [b - a for a, b in spans]
+    firsts = index.first_runs
+    k = index.max_runs
+    lens_p = lens + [-1] * k  # padded so a window past the end never matches a shorter key
+    ends_p = ends + [len(buf)] * k
+    tags, mult, check_tag = index.tags, index.mult, not index.untagged
+    for i, ln in enumerate(lens):
+        if ln in firsts and (not check_tag or word_tag(lower[starts[i] : ends[i]], mult) in tags):
+            _text_runs(lower, starts[i], tuple(lens_p[i : i + k]), ends_p[i : i + k], index, out)
         if ln in shapes:
-            _text(buf, lower, m.start(), ln, index, out)
+            _text(buf, lower, starts[i], ln, index, out)
     return out
 
 
@@ -157,6 +197,16 @@ def _luts():  # noqa: ANN202  (numpy arrays; imported lazily)
 
 
 _NP = None
+_LOWER_LUT = None
+
+
+def _LOWER_NP():  # noqa: N802, ANN202
+    import numpy as np
+
+    global _LOWER_LUT
+    if _LOWER_LUT is None:
+        _LOWER_LUT = np.frombuffer(bytes(range(256)).translate(_LOWER), dtype=np.uint8)
+    return _LOWER_LUT
 
 
 def _runs(mask):  # noqa: ANN001, ANN202
@@ -199,15 +249,21 @@ def _numbers_np(buf: bytes, index: ValueIndex) -> list[Match]:
     next_len[:-1] = lens[1:] * (starts[1:] == ends[:-1] + 1)
     total = lens + np.where(dot_cont, next_len, 0)
     pick_cont = live & cont & (total >= index.min_sig)
+    pick_sep = np.zeros(len(lens), dtype=bool)
     if index.has_ints:
-        pick_cont |= live & (lens == 1) & (ap[starts + 2] == _ZERO) & hexpfx[nxt]
-        pick_cont |= live & (nxt == _UNDER) & nxt2d
+        pick_sep = live & (((lens == 1) & (ap[starts + 2] == _ZERO) & hexpfx[nxt])
+                           | ((nxt == _UNDER) & nxt2d))
+        pick_cont &= ~pick_sep
     pick_clock = live & clock if index.clockable else none
     out: list[Match] = []
     for s, e in zip(starts[pick_plain].tolist(), ends[pick_plain].tolist(), strict=True):
         _plain(buf, s, e, index, out)
-    for s in starts[pick_cont].tolist():
+    for s in starts[pick_sep].tolist():
         _token(buf, s, index, out)
+    spans = (total + dot_cont)[pick_cont].tolist()
+    for s, ln in zip(starts[pick_cont].tolist(), spans, strict=True):
+        if _sig_ok(buf, s, s + ln, index):
+            _token(buf, s, index, out)
     for s in starts[pick_clock].tolist():
         _clock(buf, s, index, out)
     return out
@@ -222,11 +278,58 @@ def _texts_np(buf: bytes, index: ValueIndex) -> list[Match]:
     if not len(starts):
         return []
     lens = ends - starts
-    sel = np.isin(lens, np.fromiter(index.text_shapes, dtype=np.int64))
     out: list[Match] = []
-    if not sel.any():
+    lower = None
+    if index.text_shapes:
+        sel = np.isin(lens, np.fromiter(index.text_shapes, dtype=np.int64))
+        if sel.any():
+            lower = buf.translate(_LOWER)
+            for s, ln in zip(starts[sel].tolist(), lens[sel].tolist(), strict=True):
+                _text(buf, lower, s, ln, index, out)
+    if not index.text_runs:
         return out
-    lower = buf.translate(_LOWER)
-    for s, ln in zip(starts[sel].tolist(), lens[sel].tolist(), strict=True):
-        _text(buf, lower, s, ln, index, out)
+    # Keys of the first one, two and three run lengths, matched against the entries' keys.
+    lc = np.minimum(lens, 255).astype(np.int64)
+    nxt1 = np.zeros_like(lc)
+    nxt1[:-1] = lc[1:]
+    nxt2 = np.zeros_like(lc)
+    nxt2[:-2] = lc[2:]
+    keys = (lc, lc * 256 + nxt1, (lc * 256 + nxt1) * 256 + nxt2)
+    wanted: list[set[int]] = [set(), set(), set()]
+    for runs in index.text_runs:
+        r = [min(x, 255) for x in runs[:3]]
+        key = 0
+        for x in r:
+            key = key * 256 + x
+        wanted[len(r) - 1].add(key)
+    sel = np.zeros(len(lc), dtype=bool)
+    for k, want in enumerate(wanted):
+        if want:
+            sel |= np.isin(keys[k], np.fromiter(want, dtype=np.int64))
+    if not index.untagged and sel.any():
+        cand = np.flatnonzero(sel)
+        low = _LOWER_NP()[a]
+        key = np.zeros(len(cand), dtype=np.uint64)
+        cs, cl = starts[cand], lens[cand]
+        for j in range(4):
+            byte = low[np.minimum(cs + j, len(a) - 1)].astype(np.uint64)
+            key |= np.where(cl > j, byte, 0).astype(np.uint64) << np.uint64(8 * j)
+        key |= np.minimum(cl, 255).astype(np.uint64) << np.uint64(32)
+        with np.errstate(over="ignore"):
+            tag = (key * np.uint64(index.mult)) >> np.uint64(64 - TAG_BITS)
+        keep = np.isin(tag.astype(np.int64), np.fromiter(index.tags, dtype=np.int64))
+        sel[:] = False
+        sel[cand[keep]] = True
+    idx = np.flatnonzero(sel)
+    if not len(idx):
+        return out
+    if lower is None:
+        lower = buf.translate(_LOWER)
+    k = index.max_runs
+    win = np.minimum(idx[:, None] + np.arange(k), len(lens) - 1)
+    past = (idx[:, None] + np.arange(k)) >= len(lens)
+    lens_w = np.where(past, -1, lens[win]).tolist()
+    ends_w = ends[win].tolist()
+    for s, lw, ew in zip(starts[idx].tolist(), lens_w, ends_w, strict=True):
+        _text_runs(lower, s, tuple(lw), ew, index, out)
     return out

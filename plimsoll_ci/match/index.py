@@ -6,9 +6,37 @@ Only candidates whose shape could belong to some entry are canonicalized and has
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from typing import NamedTuple
 
 from plimsoll_ci.match.canonical import digest, file_digest
+
+TAG_BITS = 12
+_MULT = 0x9E3779B97F4A7C15  # Fibonacci hashing constant; keyed sets derive theirs from the key
+
+
+def tag_multiplier(key: bytes | None) -> int:
+    """The odd 64-bit multiplier of the first-word tag (secret for keyed sets)."""
+    if key is None:
+        return _MULT
+    d = hmac.new(key, b"plimsoll-ci/tag/v1", hashlib.sha256).digest()
+    return int.from_bytes(d[:8], "little") | 1
+
+
+def word_key(word: bytes) -> int:
+    """Up to four leading bytes of a (lowercased) word and its length, as one integer."""
+    head = word[:4]
+    return int.from_bytes(head, "little") | (min(len(word), 255) << 32)
+
+
+def word_tag(word: bytes, mult: int) -> int:
+    """A TAG_BITS-bit tag of a word: the prefilter that keeps common words from being hashed.
+
+    It tells at most TAG_BITS bits about a value's first word, and under a keyed set nothing
+    without the key.
+    """
+    return ((word_key(word) * mult) & 0xFFFFFFFFFFFFFFFF) >> (64 - TAG_BITS)
 
 
 class ValueEntry(NamedTuple):
@@ -29,7 +57,11 @@ class ValueIndex:
         self.int_lengths: set[int] = set()
         self.min_sig = 10**9
         self.clockable = False
-        self.text_shapes: dict[int, set[int]] = {}
+        self.text_shapes: dict[int, set[int]] = {}  # first run length -> totals (loose)
+        self.text_runs: dict[tuple[int, ...], set[int]] = {}  # word run lengths -> totals
+        self.mult = tag_multiplier(key)
+        self.tags: set[int] = set()
+        self.untagged = False  # an entry without a tag: the tag prefilter is off
         for e in entries:
             if e.kind == "number":
                 self.numbers.setdefault(e.digest, []).append(e.id)
@@ -40,10 +72,32 @@ class ValueIndex:
             elif e.kind == "text":
                 self.texts.setdefault(e.digest, []).append(e.id)
                 first, total = int(e.shape["first"]), int(e.shape["len"])
-                self.text_shapes.setdefault(first, set()).add(total)
+                runs = e.shape.get("runs")
+                if isinstance(runs, list) and runs and all(isinstance(r, int) for r in runs):
+                    self.text_runs.setdefault(tuple(runs), set()).add(total)
+                    tag = e.shape.get("tag")
+                    if isinstance(tag, int):
+                        self.tags.add(tag)
+                    else:
+                        self.untagged = True
+                else:  # a set without run lengths: the looser first-word prefilter
+                    self.text_shapes.setdefault(first, set()).add(total)
         self.has_numbers = bool(self.numbers)
         self.has_ints = bool(self.int_lengths)
-        self.max_text = max((max(v) for v in self.text_shapes.values()), default=0)
+        self.has_texts = bool(self.texts)
+        # first three run lengths -> [(all run lengths, totals)]: one dict lookup per candidate
+        self.runs_by_key: dict[tuple[int, ...], list[tuple[tuple[int, ...], set[int]]]] = {}
+        self.first_runs: set[int] = set()
+        self.key_lengths: set[int] = set()
+        for runs, totals in self.text_runs.items():
+            self.runs_by_key.setdefault(runs[:3], []).append((runs, totals))
+            self.first_runs.add(runs[0])
+            self.key_lengths.add(min(3, len(runs)))
+        self.max_runs = max((len(r) for r in self.text_runs), default=0)
+        self.sigs: set[int] = set()
+        for e in entries:
+            if e.kind == "number":
+                self.sigs.add(max(1, int(e.shape.get("sig", 1))))
 
     def add_file(self, entry_id: str, file_sha: bytes) -> None:
         """Register a whole-file entry (its stored digest)."""
@@ -74,9 +128,16 @@ def number_shape(canon: bytes) -> dict:
     return {"int": is_int, "digits": len(s) if is_int else len(digits), "sig": sig, "clock": clock}
 
 
-def text_shape_dict(canon: bytes) -> dict:
-    """Prefilter shape of a canonical text value: first word length and total length."""
+def text_shape_dict(canon: bytes, key: bytes | None = None) -> dict:
+    """Prefilter shape of a canonical text value: word run lengths and total length.
+
+    Lengths only: they say no more about a value than its length does.
+    """
+    import re
+
     from plimsoll_ci.match.canonical import text_shape
 
     first, total = text_shape(canon)
-    return {"first": first, "len": total}
+    words = re.findall(rb"[0-9a-z\x80-\xff]+", canon)
+    return {"first": first, "len": total, "runs": [len(w) for w in words],
+            "tag": word_tag(words[0], tag_multiplier(key)) if words else 0}
