@@ -185,3 +185,35 @@ def test_bad_input_exits_2_with_a_message_naming_the_problem(
     assert proc.returncode == 2
     assert message in proc.stderr
     assert proc.stderr.count("error:") == 1
+
+
+def test_builds_are_cached_by_the_tree_of_the_builders_inputs(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "inputs")
+    repo.write("plimsoll.yaml", "ship:\n  drone:\n    command: python3 loop/kit.py {out}\n"
+                                "    inputs: [\"loop/**\", \"viewer/**\"]\n")
+    repo.write("loop/kit.py", CHECKING_KIT.replace("time.sleep(0.25)", "pass"))
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    first = repo.commit("viewer", 0)
+    for i in range(1, 4):
+        repo.write("README.md", f"notes {i}\n")  # not an input: no rebuild
+        repo.commit(f"readme {i}", i)
+    repo.write("viewer/replay.html", viewer("seed-EXAMPLE.json"))
+    fix = repo.commit("fix", 10)
+    wset = make_set(tmp_path)
+    marks = tmp_path / "marks"
+    env = {**os.environ, "HISTORY_TEST_MARKS": str(marks)}
+
+    def run() -> dict:
+        proc = subprocess.run([sys.executable, "-m", "plimsoll_ci", "history", "--set", str(wset),
+                               "--format", "json", "--no-progress"], cwd=repo.path, env=env,
+                              capture_output=True, text=True)
+        assert proc.returncode == 1, proc.stderr
+        return json.loads(proc.stdout)
+
+    doc = run()
+    assert marks.read_text().count("built") == 2  # the first commit and the fix
+    (e,) = doc["entries"]
+    assert (e["first"]["commit"], e["fixed"]["commit"]) == (first, fix)
+    assert len(e["commits"]) == 4
+    assert run()["entries"] == doc["entries"]
+    assert marks.read_text().count("built") == 2  # warm: every build came from the cache
