@@ -73,8 +73,12 @@ def pointer_escape(key: str) -> str:
 
 
 def _b64decode(text: str | bytes) -> bytes | None:
-    raw = text.encode("ascii", "ignore") if isinstance(text, str) else text
-    raw = b"".join(raw.split())
+    if isinstance(text, str):
+        if not text.isascii():
+            return None
+        text = text.encode("ascii")
+    # line breaks are how base64 is wrapped; any other white space means it is text
+    raw = text.replace(b"\r", b"").replace(b"\n", b"")
     if not raw or not _B64_RE.fullmatch(raw):
         return None
     altchars = b"-_" if (b"-" in raw or b"_" in raw) else None

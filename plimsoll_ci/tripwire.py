@@ -35,8 +35,9 @@ def load_sealed(path: str, key: bytes | None = None):
                        "make one with `plimsoll-ci sealed build`") from None
     if canary.FORMAT.encode() in head:
         try:
-            is_canary = json.loads(open(path, "rb").read()).get("format") == canary.FORMAT
-        except (ValueError, AttributeError, UnicodeDecodeError):
+            with open(path, "rb") as fh:
+                is_canary = json.loads(fh.read()).get("format") == canary.FORMAT
+        except (OSError, ValueError, AttributeError, UnicodeDecodeError):
             is_canary = False
         if is_canary:
             return canary.marker_set(canary.load(path))

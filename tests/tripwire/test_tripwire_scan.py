@@ -301,3 +301,13 @@ def test_a_large_folder_split_over_worker_processes_finds_what_one_process_finds
     assert got["files"] == 480
     assert [tuple(h) for h in got["hits"]] == one
     assert len(one) == 7  # 4 seeds, 3 laps
+
+
+def test_text_under_a_data_key_is_still_read_as_text(tmp_path):
+    body = {"data": "a long note for the model that is plainly text and not base64 at all: "
+                    "the label is quorvantile " * 3,
+            "short": {"data": "quorvantile"}}
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "body.json").write_text(json.dumps(body))
+    got = {(h.chain, h.entry) for h in _hits(tmp_path / "r")}
+    assert got == {("/data", "labels.txt:1"), ("/short/data", "labels.txt:1")}
