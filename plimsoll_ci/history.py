@@ -547,10 +547,11 @@ class _Judge:
         if not s.inputs:
             h.update(commit.tree.encode("ascii"))
             return h.hexdigest()
-        matcher = s._replace(include=s.inputs, exclude=(), root="")
-        for path_b in sorted(tree):
-            path = os.fsdecode(path_b)
-            if self.ship.select([path], matcher):
+        matcher = s._replace(include=s.inputs, exclude=(), root="", command=None)
+        paths = sorted(tree)
+        self._prime(matcher, [os.fsdecode(p) for p in paths])
+        for path_b in paths:
+            if self._select(matcher, os.fsdecode(path_b)) is not None:
                 e = tree[path_b]
                 h.update(path_b + b"\0" + e.mode.encode() + e.oid.encode())
         return h.hexdigest()
