@@ -95,8 +95,27 @@ def git(repo: str, *args: str, check: bool = True) -> subprocess.CompletedProces
     return proc
 
 
+MIN_GIT = (2, 31)  # --diff-merges=first-parent
+
+
+def git_version() -> tuple[int, ...]:
+    """The installed git's version, e.g. (2, 39, 5); () when git is not installed."""
+    try:
+        out = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return ()
+    words = out.split()
+    nums = words[2].split(".") if len(words) > 2 else []
+    return tuple(int(n) for n in nums if n.isdigit())
+
+
 def open_repo(path: str) -> Repo:
-    """Find the repository containing `path`; `BadInput` when there is none."""
+    """Find the repository containing `path`; `BadInput` when there is none (or git is too old)."""
+    version = git_version()
+    if version[:2] < MIN_GIT:
+        have = ".".join(map(str, version)) or "none"
+        raise BadInput(f"git {'.'.join(map(str, MIN_GIT))} or newer is needed (found {have}); "
+                       "install a newer git")
     if not os.path.isdir(path):
         raise BadInput(f"{path}: not a folder; run history inside a git repository or pass --repo")
     proc = git(path, "rev-parse", "--show-toplevel", "--git-common-dir", check=False)

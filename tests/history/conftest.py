@@ -37,6 +37,14 @@ for top in SHIP:
 '''
 
 
+@pytest.fixture(autouse=True)
+def _needs_recent_git() -> None:
+    from plimsoll_ci._gitstream import MIN_GIT, git_version
+
+    if git_version()[:2] < MIN_GIT:
+        pytest.skip(f"history needs git >= {MIN_GIT[0]}.{MIN_GIT[1]} (--diff-merges)")
+
+
 class GitRepo:
     """A git repository whose commits get fixed author and committer dates."""
 
