@@ -58,6 +58,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -648,13 +649,27 @@ def _walk(folder: Path) -> list[tuple[str, Path]]:
     return found
 
 
-def _read(p: Path) -> bytes:
+MAX_READ = 1 << 30  # a shipped file is read up to 1 GiB (+1 byte, so the scan's bound still notes it)
+
+
+def _read(p: Path, cap: int = MAX_READ) -> bytes:
+    """A shipped file's bytes: a link to a regular file is read through (a builder's `cp -L`
+    ships the target); a link to anything else, and a fifo, socket or device, ship as their name
+    (and link text) only, so a FIFO or `/dev/zero` cannot hang or exhaust the scan.
+    """
     try:
-        if p.is_symlink() and not p.exists():
-            return os.fsencode(os.readlink(p))
-        if p.is_symlink() and p.is_dir():
-            return os.fsencode(os.readlink(p))
-        return p.read_bytes()
+        st = os.lstat(p)
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                target = os.stat(p)
+            except OSError:
+                return os.fsencode(os.readlink(p))
+            if not stat.S_ISREG(target.st_mode):
+                return os.fsencode(os.readlink(p))
+        elif not stat.S_ISREG(st.st_mode):
+            return b""
+        with open(p, "rb") as fh:
+            return fh.read(cap + 1)
     except OSError as e:
         raise BadInput(f"{p}: cannot read a shipped file ({e.strerror}); fix its permissions") \
             from None

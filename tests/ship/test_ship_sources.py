@@ -184,3 +184,16 @@ def test_symlinks_in_a_folder_ship_as_links_not_as_what_they_point_at(tmp_path: 
     files = shipped(ship.from_worktree(None, cfg))
     assert files[("v", "viewer/index.html")] == b"ok\n"
     assert files[("v", "viewer/loop")] == str(tmp_path / "viewer").encode()
+
+
+def test_a_fifo_or_a_link_to_a_device_cannot_hang_the_scan(tmp_path: Path) -> None:
+    (tmp_path / "viewer").mkdir()
+    os.mkfifo(tmp_path / "viewer/pipe")
+    (tmp_path / "viewer/zero").symlink_to("/dev/zero")
+    (tmp_path / "private-seeds.txt").write_text("3107713414\n")
+    (tmp_path / "viewer/seeds").symlink_to(tmp_path / "private-seeds.txt")
+    cfg = ship.parse_config("ship: {v: {include: ['viewer/**']}}\n", "p.yaml", tmp_path)
+    files = shipped(ship.from_worktree(None, cfg))
+    assert files[("v", "viewer/pipe")] == b""
+    assert files[("v", "viewer/zero")] == b"/dev/zero"
+    assert files[("v", "viewer/seeds")] == b"3107713414\n"  # a link ships what it points at
