@@ -319,7 +319,10 @@ def ship_scan(filenames: Sequence[str], cwd: Path, config_path: str | None = Non
     repo = ship.repo_root(Path(cwd))
     frm, to = push_range(env)
     if to is not None:
-        return _push(repo, frm, to, config_path, out)
+        return _push(repo, commits_between(repo, frm, to), config_path, out)
+    first_push = new_commits(repo, env)
+    if first_push is not None:
+        return _push(repo, first_push, config_path, out)
     config = _config(config_path, repo, ":")
     if not _relevant(filenames, config, repo):
         return 0
@@ -343,15 +346,29 @@ def _report(result: Any, config: ship.Config, where: str, out: IO[str]) -> int:
     return 0
 
 
-def _push(repo: Path, frm: str | None, to: str, config_path: str | None, out: IO[str]) -> int:
-    commits = commits_between(repo, frm, to)
+def new_commits(repo: Path, env: dict[str, str] | None = None) -> list[str] | None:
+    """On a pre-push that pre-commit runs with all files (a push that includes a root commit, so
+    there is no FROM ref), every commit of the pushed ref that no ref of the remote has; None
+    when this is not such a push.
+    """
+    env = dict(os.environ if env is None else env)
+    local, remote = env.get("PRE_COMMIT_LOCAL_BRANCH"), env.get("PRE_COMMIT_REMOTE_NAME")
+    if not local or not remote or local.startswith("-") or remote.startswith("-"):
+        return None
+    proc = subprocess.run(["git", "-C", str(repo), "rev-list", "--reverse", "--topo-order",
+                           local, "--not", f"--remotes={remote}"], capture_output=True)
+    if proc.returncode != 0:
+        raise BadInput(f"{repo}: cannot list the commits of {local} not on {remote}: "
+                       f"{proc.stderr.decode('utf-8', 'replace').strip()}")
+    return proc.stdout.decode().split()
+
+
+def _push(repo: Path, commits: Sequence[str], config_path: str | None, out: IO[str]) -> int:
     code = 0
     for commit, config, result in scan_commits(repo, commits, config_path):
         if result.findings or result.notes:
             out.write(f"commit {commit[:12]} {_subject(repo, commit)}\n")
         code = max(code, _report(result, config, f"commit {commit[:12]}", out))
-    if code == 0:
-        return 0
     return code
 
 

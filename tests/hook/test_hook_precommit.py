@@ -201,3 +201,20 @@ def test_committing_the_seeds_file_is_refused_by_the_guard(installed) -> None:
     assert r.returncode != 0 and "plimsoll withheld guard" in out
     assert "data/seeds.txt: 16 of its 16 lines are values of the withheld set" in out
     assert not any(v in out for v in PRACTICE)
+
+
+def test_a_first_push_with_the_root_commit_scans_every_new_commit(installed) -> None:
+    repo, env = installed
+    leak(repo)
+    git(repo, "add", "-A")
+    middle = commit(repo, "viewer example link")
+    fix(repo)
+    git(repo, "add", "-A")
+    commit(repo, "rename the example")
+    remote = repo.parent / "empty.git"
+    git(repo.parent, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "empty", str(remote))
+    # pre-commit runs pre-push with all files here (no FROM ref): the hook still walks the commits.
+    r = subprocess.run(["git", "-C", str(repo), "push", "empty", "main"], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode != 0 and middle[:12] in r.stdout + r.stderr, r.stdout + r.stderr
