@@ -1,9 +1,14 @@
 """N flights advancing together: commands in, physics, gates, crashes, landing, noisy observations out.
 
-Determinism: the physics substep uses only + - * / and sqrt on float64 arrays, written out term by
-term in a fixed order (no matmul, no reductions), so a flight evolves bit-identically alone or in a
-batch of any size. The few trigonometric values the physics needs (gust shape, commanded tilt) come
-from a fixed polynomial; sensor noise from an integer hash of (noise key, tick, channel).
+Layout: the state is one float64 array `S` of shape (17, N), one contiguous row per quantity
+(position, velocity, attitude quaternion, body rates, motor speeds), so that every physics operation
+is one numpy call on a contiguous row of N flights: that keeps a substep at ~110 cheap calls.
+
+Determinism: the physics uses only + - * / and sqrt, element by element, written out term by term
+in a fixed order (no matmul, no reductions), so a flight evolves bit-identically alone or in a batch
+of any size, on any IEEE-754 machine. The few trigonometric values the physics needs (gust shape,
+commanded tilt) come from a fixed polynomial; sensor noise from an integer hash of (noise key, tick,
+channel).
 """
 
 from __future__ import annotations
@@ -27,6 +32,17 @@ NOISE_SIGMA = (0.001, 0.01, 0.002, 0.01)
 ATTITUDE_KEYS = frozenset(("thrust", "roll", "pitch", "yaw_rate"))
 RATE_KEYS = frozenset(("thrust", "roll_rate", "pitch_rate", "yaw_rate"))
 
+_ZERO, _ONE, _TWO, _MINUS_TWO = (np.array(v) for v in (0.0, 1.0, 2.0, -2.0))
+
+
+def _c(value: float) -> np.ndarray:
+    """A constant as a 0-d array: cheaper than a Python float in ufuncs on small arrays."""
+    return np.array(float(value))
+
+
+_BZ_SCALE = np.array([[2.0], [2.0], [-2.0]])
+_BZ_SHIFT = np.array([[0.0], [0.0], [1.0]])
+_NOISE = np.repeat(np.array(NOISE_SIGMA), 3)[:, None]  # (12, 1)
 _U64 = np.uint64
 _MAGIC = _U64(generator.MAGIC)
 _M1 = _U64(0xBF58476D1CE4E5B9)
@@ -54,14 +70,6 @@ def _poly_sincos(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for coeff in generator.COS_COEFFS:
         c = c * r2 + coeff
     return s * a, c
-
-
-def _sum1(a: np.ndarray) -> np.ndarray:
-    """Sum over axis 1 (3 or 4 terms, added in index order whatever the batch size)."""
-    return _add_reduce(a, axis=1)
-
-
-_add_reduce = np.add.reduce
 
 
 def _mix64(z: np.ndarray) -> np.ndarray:
@@ -106,91 +114,113 @@ class Batch:
     """N flights of one course, stepped in lockstep at the course's tick."""
 
     def __init__(self, seeds: list[int], course: Course, record: bool = False) -> None:
+        self.flights = [generator.flight(s, course) for s in seeds]  # validates each seed
         self.seeds = [int(s) for s in seeds]
         self.course = course
-        self.flights = [generator.flight(s, course) for s in seeds]
         n = len(self.seeds)
         c, d = course, course.drone
         self._tick = 0
         self._record = record
-        self._rec: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._rec: list[tuple[int, np.ndarray, np.ndarray]] = []
         self._ended: list[FlightResult | None] = [None] * n
         self._gate_times: list[list[float]] = [[] for _ in range(n)]
-
-        # Active rows (live flights only); `_idx[row]` is the flight's index into `seeds`.
-        self._idx = np.arange(n)
         fl = self.flights
+
+        # Per live flight (the last axis is the flight; `_idx[j]` is its index into `seeds`).
+        self._idx = np.arange(n)
+        S = np.zeros((17, n))  # x y z, vx vy vz, qw qx qy qz, p q r, motor 0..3
         sx, sy, _ = c.start.center
-        self.pos = np.array([[sx + f.jitter[0], sy + f.jitter[1], 0.0] for f in fl]).reshape(n, 3)
-        self.vel = np.zeros((n, 3))
-        half = [generator.sincos(0.5 * f.jitter[2]) for f in fl]
-        self.quat = np.array([[hc, 0.0, 0.0, hs] for hs, hc in half]).reshape(n, 4)
-        self.omega = np.zeros((n, 3))
-        self.motor = np.zeros((n, 4))
+        for j, f in enumerate(fl):
+            hs, hc = generator.sincos(0.5 * f.jitter[2])
+            S[0, j], S[1, j], S[6, j], S[9, j] = sx + f.jitter[0], sy + f.jitter[1], hc, hs
+        self.S = S
         self.airborne = np.zeros(n, dtype=bool)
         self.next_gate = np.zeros(n, dtype=np.int64)
-        mass = np.array([d.mass + f.payload for f in fl])
+        mass = np.array([d.mass + f.payload for f in fl], dtype=float)
         self.inv_mass = 1.0 / mass
-        factors = np.ones((n, 4))
-        for i, f in enumerate(fl):
-            factors[i, f.weak_motor] = f.weak_factor
-        self.fmax = (d.max_thrust / 4.0) * factors
-        self.wind0 = np.array([[f.wind[0], f.wind[1]] for f in fl]).reshape(n, 2)
-        g = np.zeros((n, 3, 5))  # start, duration, dx, dy, peak (peak 0 pads a missing gust)
-        g[:, :, 1] = 1.0
-        for i, f in enumerate(fl):
-            for j, gust in enumerate(f.gusts):
-                g[i, j] = (gust.start, gust.duration, gust.direction[0], gust.direction[1], gust.peak)
-        self.gusts = g
+        dt = c.tick / c.substeps
+        K = np.empty((6, n))  # motor 0..3 full thrust (the weak one lower), dt/m, drag dt/m
+        K[0:4] = d.max_thrust / 4.0
+        for j, f in enumerate(fl):
+            K[f.weak_motor, j] *= f.weak_factor
+        K[4] = self.inv_mass * dt
+        K[5] = self.inv_mass * (d.drag * dt)
+        self.K = K
+        self.wind0 = np.array([f.wind for f in fl], dtype=float).reshape(n, 2).T.copy()
+        G = np.zeros((5, 3, n))  # start, duration, dx, dy, peak per gust (peak 0 pads a missing one)
+        G[1] = 1.0
+        for j, f in enumerate(fl):
+            for k, gust in enumerate(f.gusts):
+                G[:, k, j] = (gust.start, gust.duration, *gust.direction, gust.peak)
+        self.G = G
         self.noise_key = np.array([f.noise_key for f in fl], dtype=np.uint64)
+        self._base = np.zeros((4, n))
+        self._wind = np.zeros((3, n))
+        self._bad_touch = np.zeros(n, dtype=bool)
         self._obs_cache: tuple[int, list[dict]] | None = None
 
-        # Constants of the substep, folded so that one substep is ~50 numpy calls (see _substep).
-        dt = c.tick / c.substeps
-        self._dt = dt
-        self._alpha = dt / (d.motor_lag + dt)  # backward-Euler motor lag
+        # Constants of the substep.
         ix, iy, iz = d.inertia
         if ix != iy:
             raise ValueError("the airframe must be symmetric (inertia x == y)")
-        arm = d.arm * 0.7071067811865476
-        # Motor i sits at arm * (+,+) (-,+) (-,-) (+,-) in the body frame and spins +, -, +, -.
-        sx = np.array([1.0, 1.0, -1.0, -1.0])  # sign of the roll torque of motor i
-        sy = np.array([-1.0, 1.0, 1.0, -1.0])  # sign of the pitch torque
-        sz = np.array([1.0, -1.0, 1.0, -1.0])  # sign of the yaw torque
-        # Physics: wrench = f @ _wrench, columns thrust, then d(omega) per substep.
-        self._wrench = np.stack(
-            [np.ones(4), sx * (arm / ix * dt), sy * (arm / iy * dt), sz * (d.yaw_moment / iz * dt)],
-            axis=1,
-        )
-        self._gyro_dt = np.array([(iy - iz) / ix * dt, (iz - ix) / iy * dt])  # for (q r, p r)
-        # Firmware mixer (nominal motors): normalised motor thrust u_i = f_des_i / (max_thrust / 4)
-        # with f_des_i = T/4 + torque . mix_i and torque = K_RATE * inertia * (omega_cmd - omega).
+        arm = d.arm * 0.7071067811865476  # motor i at arm * (+,+) (-,+) (-,-) (+,-); spins +,-,+,-
         per_motor = d.max_thrust / 4.0
-        mix = np.stack([sx / (4.0 * arm), sy / (4.0 * arm), sz / (4.0 * d.yaw_moment)])  # (3, 4)
-        self._rate_mix = (K_RATE * np.array([ix, iy, iz]))[:, None] * mix / per_motor  # (3, 4)
-        self._inv_fnom = 1.0 / per_motor
-        self.inv_mass_dt = self.inv_mass * dt
-        self.drag_dt = self.inv_mass * (d.drag * dt)
-        self._g_dt = c.gravity * dt
-        # Quaternion kinematics q += q (x) (0, omega) dt/2 as three gathered products.
-        self._q_take = np.array([1, 0, 0, 0, 2, 2, 1, 1, 3, 3, 3, 2])
-        self._w_take = np.array([0, 0, 1, 2, 1, 2, 2, 1, 2, 1, 0, 0])
-        self._w_sign = 0.5 * dt * np.array([-1.0, 1, 1, 1, -1, 1, -1, 1, -1, -1, 1, -1])
-        # Body z axis from the quaternion: C + S1 * (Q1 Q2 + S2 Q3 Q4).
-        self._bz_take = np.array([1, 2, 1, 3, 3, 1, 0, 0, 2, 2, 1, 2])
-        self._bz_s1 = np.array([2.0, 2.0, -2.0])
-        self._bz_s2 = np.array([1.0, -1.0, 1.0])
-        self._bz_c = np.array([0.0, 0.0, 1.0])
+        self._dt = _c(dt)
+        self._alpha = _c(dt / (d.motor_lag + dt))  # backward-Euler motor lag
+        self._half_dt = _c(0.5 * dt)
+        self._g_dt = _c(c.gravity * dt)
+        # Firmware: torque = K_RATE * inertia * rate error, mixed onto nominal motors, normalised.
+        self._kx = _c(K_RATE * ix / (4.0 * arm) / per_motor)
+        self._ky = _c(K_RATE * iy / (4.0 * arm) / per_motor)
+        self._kz = _c(K_RATE * iz / (4.0 * d.yaw_moment) / per_motor)
+        self._k_thrust = 0.25 / per_motor
+        # Physics: d(omega) per substep from the motors' forces, and the gyroscopic term.
+        self._tx = _c(arm / ix * dt)
+        self._ty = _c(arm / iy * dt)
+        self._tz = _c(d.yaw_moment / iz * dt)
+        self._gx = _c((iy - iz) / ix * dt)
+        self._gy = _c((iz - ix) / iy * dt)
         self._cos_crash = generator.sincos(c.limits.crash_tilt)[1]
         r = d.radius
-        self._room_lo = np.array([r, r, -1.0])
-        self._room_hi = np.array([c.room[0] - r, c.room[1] - r, c.room[2] - r])
-        self._gate_c = np.array([g.center for g in c.gates])  # (G, 3)
-        self._gate_n = np.array([g.normal[:2] for g in c.gates])  # (G, 2)
-        self._base = np.zeros((n, 4))
-        self._bad_touch = np.zeros(n, dtype=bool)
+        self._room_lo = np.array([[r], [r], [-1.0]])
+        self._room_hi = np.array([[c.room[0] - r], [c.room[1] - r], [c.room[2] - r]])
+        self._views()
         if record:
             self._save()
+
+    def _views(self) -> None:
+        """Row views into the state (re-made whenever the arrays are compressed)."""
+        self._rows = list(self.S[:13])
+        self._motor = self.S[13:17]
+        self._fmax = self.K[0:4]
+        self._inv_mass_dt = self.K[4]
+        self._drag_dt = self.K[5]
+
+    # (n, k) views of the state, for readers and for tests that place a drone somewhere.
+    @property
+    def pos(self) -> np.ndarray:
+        """Positions, (n, 3), a writable view."""
+        return self.S[0:3].T
+
+    @property
+    def vel(self) -> np.ndarray:
+        """Velocities, (n, 3), a writable view."""
+        return self.S[3:6].T
+
+    @property
+    def quat(self) -> np.ndarray:
+        """Attitude quaternions (w, x, y, z), (n, 4), a writable view."""
+        return self.S[6:10].T
+
+    @property
+    def omega(self) -> np.ndarray:
+        """Body rates, (n, 3), a writable view."""
+        return self.S[10:13].T
+
+    @property
+    def motor(self) -> np.ndarray:
+        """Normalised motor speeds, (n, 4), a writable view."""
+        return self.S[13:17].T
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -213,18 +243,16 @@ class Batch:
         """One noisy observation per live flight, aligned with `live` (JSON-serialisable)."""
         if self._obs_cache is not None and self._obs_cache[0] == self._tick:
             return self._obs_cache[1]
-        q = self.quat
-        w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-        n = self._idx.size
-        arr = np.empty((n, 12))
-        arr[:, 0:3] = self.pos
-        arr[:, 3:6] = self.vel
-        arr[:, 6] = np.arctan2(2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y))
-        arr[:, 7] = np.arcsin(np.clip(2.0 * (w * y - x * z), -1.0, 1.0))
-        arr[:, 8] = np.arctan2(2.0 * (x * y + w * z), 1.0 - 2.0 * (y * y + z * z))
-        arr[:, 9:12] = self.omega
-        arr += self._noise() * np.repeat(np.array(NOISE_SIGMA), 3)
-        rows = np.round(arr, 6).tolist()
+        S = self.S
+        w, x, y, z = S[6], S[7], S[8], S[9]
+        arr = np.empty((12, S.shape[1]))
+        arr[0:6] = S[0:6]
+        arr[6] = np.arctan2(2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y))
+        arr[7] = np.arcsin(np.clip(2.0 * (w * y - x * z), -1.0, 1.0))
+        arr[8] = np.arctan2(2.0 * (x * y + w * z), 1.0 - 2.0 * (y * y + z * z))
+        arr[9:12] = S[10:13]
+        arr += self._noise() * _NOISE
+        rows = np.round(arr.T, 6).tolist()
         gates = self.next_gate.tolist()
         t = self.time
         obs = [
@@ -275,7 +303,8 @@ class Batch:
         for i, seed in enumerate(self.seeds):
             r = self._ended[i]
             if r is None:
-                r = FlightResult(seed, False, int(self.next_gate[self._idx == i][0]), self.time, "running")
+                gates = int(self.next_gate[self._idx == i][0])
+                r = FlightResult(seed, False, gates, self.time, "running")
             out.append(r)
         return out
 
@@ -283,22 +312,19 @@ class Batch:
         """The true (noise-free) trajectory of flight `i` per tick; needs `record=True`."""
         if not self._record:
             raise ValueError("trajectory needs Batch(..., record=True)")
-        ticks, pos, vel, quat, omega = [], [], [], [], []
-        for k, idx, p, v, q, w in self._rec:
+        ticks, states = [], []
+        for k, idx, state in self._rec:
             rows = np.flatnonzero(idx == i)
             if rows.size:
-                r = rows[0]
                 ticks.append(k)
-                pos.append(p[r])
-                vel.append(v[r])
-                quat.append(q[r])
-                omega.append(w[r])
+                states.append(state[:, rows[0]])
+        s = np.array(states).reshape(-1, 13)
         return {
             "t": np.array(ticks, dtype=float) * self.course.tick,
-            "pos": np.array(pos).reshape(-1, 3),
-            "vel": np.array(vel).reshape(-1, 3),
-            "quat": np.array(quat).reshape(-1, 4),
-            "omega": np.array(omega).reshape(-1, 3),
+            "pos": s[:, 0:3],
+            "vel": s[:, 3:6],
+            "quat": s[:, 6:10],
+            "omega": s[:, 10:13],
             "gate_times": list(self._gate_times[i]),
         }
 
@@ -312,29 +338,39 @@ class Batch:
         """
         c = self.course
         lim = c.limits
-        n = cmd.shape[0]
+        cmd = np.ascontiguousarray(np.asarray(cmd, dtype=float).T)  # (4, n)
+        n = cmd.shape[1]
+        G = self.G
         # One polynomial call for every angle this tick needs: commanded roll and pitch, gust phase.
-        g = self.gusts
-        s = np.minimum(np.maximum((self._tick * c.tick - g[:, :, 0]) / g[:, :, 1], 0.0), 1.0)
-        angles = np.empty((n, 5))
-        angles[:, 0:2] = np.minimum(np.maximum(cmd[:, 1:3], -lim.max_tilt_cmd), lim.max_tilt_cmd)
-        angles[:, 2:5] = np.pi * np.minimum(s, 1.0 - s)
+        s = np.minimum(np.maximum((self._tick * c.tick - G[0]) / G[1], 0.0), 1.0)
+        angles = np.empty((5, n))
+        angles[0:2] = np.minimum(np.maximum(cmd[1:3], -lim.max_tilt_cmd), lim.max_tilt_cmd)
+        angles[2:5] = np.pi * np.minimum(s, 1.0 - s)
         sin, cos = _poly_sincos(angles)
-        omega_cmd = self._rate_targets(cmd, attitude, sin, cos)
-        thrust = np.minimum(np.maximum(cmd[:, 0], 0.0), c.drone.max_thrust)
-        # Firmware: the per-tick part of the motor commands.
-        self._base = (0.25 * self._inv_fnom) * thrust[:, None] + _sum1(
-            omega_cmd[:, :, None] * self._rate_mix)
+        p_cmd, q_cmd, r_cmd = self._rate_targets(cmd, attitude, sin, cos)
+        thrust = np.minimum(np.maximum(cmd[0], 0.0), c.drone.max_thrust)
+        # Firmware, the part fixed for the tick: base_i = T/4 + commanded-rate torque mixed to motor i.
+        a, b, cc = p_cmd * self._kx, q_cmd * self._ky, r_cmd * self._kz
+        A, B = a - b, a + b
+        tq = thrust * self._k_thrust
+        base = np.empty((4, n))
+        base[0] = tq + (A + cc)
+        base[1] = tq + (B - cc)
+        base[2] = tq + (cc - A)
+        base[3] = tq - (B + cc)
+        self._base = base
         # Wind: steady wind plus 1-cosine gusts, (1 - cos 2 pi s) / 2 = sin^2 pi s.
-        amp = g[:, :, 4] * (sin[:, 2:5] * sin[:, 2:5])
-        wind = np.zeros((n, 3))
-        wind[:, 0:2] = self.wind0 + _sum1(amp[:, :, None] * g[:, :, 2:4])
-        p0 = self.pos.copy()
+        amp = G[4] * (sin[2:5] * sin[2:5])
+        wind = np.zeros((3, n))
+        for axis, d in ((0, G[2]), (1, G[3])):
+            wind[axis] = self.wind0[axis] + amp[0] * d[0] + amp[1] * d[1] + amp[2] * d[2]
+        self._wind = wind
+        p0 = self.S[0:3].copy()
         self._bad_touch[:] = False
         for _ in range(c.substeps):
-            self._substep(wind)
-        q = self.quat
-        q /= np.sqrt(_sum1(q * q))[:, None]  # renormalise once per tick
+            self._substep()
+        q = self.S[6:10]
+        q /= np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])  # renormalise per tick
         self._tick += 1
         self._obs_cache = None
         self._check(p0)
@@ -342,12 +378,13 @@ class Batch:
             self._save()
 
     def _rate_targets(self, cmd: np.ndarray, attitude: np.ndarray, sin, cos) -> np.ndarray:
+        """Body-rate targets (3, n): the command in body-rate mode, the firmware's in attitude mode."""
         lim = self.course.limits
-        out = np.minimum(np.maximum(cmd[:, 1:4], -lim.max_rate), lim.max_rate)
+        out = np.minimum(np.maximum(cmd[1:4], -lim.max_rate), lim.max_rate)
         if not attitude.any():
             return out
-        q = self.quat[attitude]
-        w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+        S = self.S
+        w, x, y, z = S[6], S[7], S[8], S[9]
         r11 = 1.0 - 2.0 * (y * y + z * z)
         r12 = 2.0 * (x * y - w * z)
         r13 = 2.0 * (x * z + w * y)
@@ -359,105 +396,154 @@ class Batch:
         r33 = 1.0 - 2.0 * (x * x + y * y)
         hn = np.sqrt(r11 * r11 + r21 * r21)
         ch, sh = r11 / hn, r21 / hn  # heading
-        sr, cr = sin[attitude, 0], cos[attitude, 0]
-        sp, cp = sin[attitude, 1], cos[attitude, 1]
+        sr, cr, sp, cp = sin[0], cos[0], sin[1], cos[1]
         zxh, zyh, zz = sp * cr, -sr, cp * cr  # desired body z axis in the heading frame (ZYX)
         zx = ch * zxh - sh * zyh
         zy = sh * zxh + ch * zyh
         ex = r23 * zz - r33 * zy  # body z axis x desired z axis, world frame
         ey = r33 * zx - r13 * zz
         ez = r13 * zy - r23 * zx
-        out[attitude, 0] = K_ATT * (r11 * ex + r21 * ey + r31 * ez)  # to the body frame
-        out[attitude, 1] = K_ATT * (r12 * ex + r22 * ey + r32 * ez)
-        out[attitude, 2] = np.minimum(np.maximum(cmd[attitude, 3], -lim.max_yaw_rate),
-                                      lim.max_yaw_rate)
+        yaw = np.minimum(np.maximum(cmd[3], -lim.max_yaw_rate), lim.max_yaw_rate)
+        out[0] = np.where(attitude, K_ATT * (r11 * ex + r21 * ey + r31 * ez), out[0])
+        out[1] = np.where(attitude, K_ATT * (r12 * ex + r22 * ey + r32 * ez), out[1])
+        out[2] = np.where(attitude, yaw, out[2])
         return out
 
-    def _substep(self, wind: np.ndarray) -> None:
-        """One physics substep for every live flight: ~50 numpy calls, no libm, fixed order."""
-        n = self._idx.size
-        omega, q, m, vel, pos = self.omega, self.quat, self.motor, self.vel, self.pos
-        # Firmware rate loop and mixer (nominal motors), then the motors' lag.
-        u = self._base - _sum1(omega[:, :, None] * self._rate_mix)
-        np.maximum(u, 0.0, out=u)
-        np.minimum(u, 1.0, out=u)
-        np.sqrt(u, out=u)
-        u -= m
-        u *= self._alpha
-        m += u
-        # Thrust quadratic in motor speed (the weak motor's fmax is smaller); wrench of the 4 motors.
-        f = self.fmax * m
-        f *= m
-        wr = _sum1(f[:, :, None] * self._wrench)
-        # Rotation: torques and the gyroscopic term (inertia x == y, so none on the z axis).
-        gyro = omega[:, 2:3] * omega[:, 1::-1]
-        gyro *= self._gyro_dt
-        omega += wr[:, 1:4]
-        omega[:, 0:2] += gyro
-        # Body z axis from the quaternion.
-        b = q[:, self._bz_take].reshape(n, 4, 3)
-        bz = b[:, 0] * b[:, 1]
-        t = b[:, 2] * b[:, 3]
-        t *= self._bz_s2
-        bz += t
-        bz *= self._bz_s1
-        bz += self._bz_c
+    def _substep(self) -> None:
+        """One physics substep for every live flight: one numpy call per term, no libm, fixed order."""
+        _, _, pz, _, _, _, qw, qx, qy, qz, wp, wq, wr = self._rows
+        M, base = self._motor, self._base
+        # Firmware rate loop and mixer (nominal motors): u_i = base_i - rate torque mixed to motor i.
+        a = wp * self._kx
+        b = wq * self._ky
+        c = wr * self._kz
+        A = a - b
+        B = a + b
+        U = np.empty_like(M)
+        np.subtract(base[0], A + c, out=U[0])
+        np.subtract(base[1], B - c, out=U[1])
+        np.subtract(base[2], c - A, out=U[2])
+        np.add(base[3], B + c, out=U[3])
+        np.maximum(U, _ZERO, out=U)
+        np.minimum(U, _ONE, out=U)
+        np.sqrt(U, out=U)
+        # Motors: first-order lag on normalised speed; thrust quadratic in speed.
+        U -= M
+        U *= self._alpha
+        M += U
+        F = self._fmax * M
+        F *= M
+        f0, f1, f2, f3 = F
+        s01 = f0 + f1
+        s23 = f2 + f3
+        thrust = s01 + s23
+        tx = s01 - s23
+        tx *= self._tx
+        ty = (f1 + f2) - (f0 + f3)
+        ty *= self._ty
+        tz = (f0 + f2) - (f1 + f3)
+        tz *= self._tz
+        # Rotation (inertia x == y, so no gyroscopic term on z), from the old rates.
+        gp = wq * wr
+        gp *= self._gx
+        gq = wp * wr
+        gq *= self._gy
+        wp += tx
+        wp += gp
+        wq += ty
+        wq += gq
+        wr += tz
+        # Body z axis from the quaternion: (2(xz + wy), 2(yz - wx), 1 - 2(xx + yy)).
+        Bz = np.empty((3, M.shape[1]))
+        np.multiply(qx, qz, out=Bz[0])
+        Bz[0] += qw * qy
+        np.multiply(qy, qz, out=Bz[1])
+        Bz[1] -= qw * qx
+        np.multiply(qx, qx, out=Bz[2])
+        Bz[2] += qy * qy
+        Bz *= _BZ_SCALE
+        Bz += _BZ_SHIFT
         # Translation: thrust along body z, quadratic drag on airspeed, gravity.
-        air = vel - wind
-        speed = np.sqrt(_sum1(air * air))
-        speed *= self.drag_dt
-        air *= speed[:, None]
-        bz *= (wr[:, 0] * self.inv_mass_dt)[:, None]
-        bz -= air
-        vel += bz
-        vel[:, 2] -= self._g_dt
-        pos += vel * self._dt
-        # Attitude: q += q (x) (0, omega) dt / 2.
-        prod = q[:, self._q_take]
-        prod *= omega[:, self._w_take] * self._w_sign
-        q += _sum1(prod.reshape(n, 3, 4))
+        V = self.S[3:6]
+        air = V - self._wind
+        sq = air * air
+        sp = sq[0] + sq[1]
+        sp += sq[2]
+        np.sqrt(sp, out=sp)
+        sp *= self._drag_dt
+        Bz *= thrust * self._inv_mass_dt
+        air *= sp
+        Bz -= air
+        Bz[2] -= self._g_dt
+        V += Bz
+        P = self.S[0:3]
+        P += V * self._dt
+        # Attitude: q += q (x) (0, omega) dt / 2, from the old q.
+        hp = wp * self._half_dt
+        hq = wq * self._half_dt
+        hr = wr * self._half_dt
+        dw = qx * hp
+        dw += qy * hq
+        dw += qz * hr
+        dx = qw * hp
+        dx += qy * hr
+        dx -= qz * hq
+        dy = qw * hq
+        dy -= qx * hr
+        dy += qz * hp
+        dz = qw * hr
+        dz += qx * hq
+        dz -= qy * hp
+        qw -= dw
+        qx += dx
+        qy += dy
+        qz += dz
         # Floor contact: the legs stick (no sliding, no spinning); a fast touchdown is a crash.
-        below = pos[:, 2] < 0.0
-        if below.any():
+        below = pz < _ZERO
+        if np.count_nonzero(below):
             self._touch(below)
         np.logical_not(below, out=self.airborne)
 
     def _touch(self, below: np.ndarray) -> None:
+        S = self.S
         touch = below & self.airborne
         if touch.any():
-            v = self.vel[touch]
             limit = self.course.limits.touchdown_speed
-            fast = (-v[:, 2] > limit) | (v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1] > limit * limit)
+            vx, vy, vz = S[3, touch], S[4, touch], S[5, touch]
+            fast = (-vz > limit) | (vx * vx + vy * vy > limit * limit)
             self._bad_touch[np.flatnonzero(touch)[fast]] = True
-        self.pos[below, 2] = 0.0
-        self.vel[below] = 0.0
-        self.omega[below] = 0.0
+        S[2, below] = 0.0
+        S[3:6, below] = 0.0
+        S[10:13, below] = 0.0
 
     # ---- events -------------------------------------------------------------------------------
 
     def _check(self, p0: np.ndarray) -> None:
         c = self.course
-        p1 = self.pos
-        # Gates: signed distances of the tick's segment ends to each gate plane, (n, G).
-        d0 = ((p0[:, None, 0:2] - self._gate_c[:, 0:2]) * self._gate_n).sum(axis=2)
-        d1 = ((p1[:, None, 0:2] - self._gate_c[:, 0:2]) * self._gate_n).sum(axis=2)
-        forward = (d0 < 0.0) & (d1 >= 0.0)
-        cross = forward | ((d0 >= 0.0) & (d1 < 0.0))
-        frame_hit = np.zeros(p1.shape[0], dtype=bool)
-        if cross.any():
-            self._cross(p0, d0, d1, forward, cross, frame_hit)
-        wall = ((p1 < self._room_lo) | (p1 > self._room_hi)).any(axis=1)
-        q = self.quat
-        tilt = 1.0 - 2.0 * (q[:, 1] * q[:, 1] + q[:, 2] * q[:, 2]) < self._cos_crash
+        S = self.S
+        n = S.shape[1]
+        # Gates: signed distances of the tick's segment ends to each gate plane.
+        frame_hit = np.zeros(n, dtype=bool)
+        for g_index, gate in enumerate(c.gates):
+            cx, cy, _ = gate.center
+            nx, ny, _ = gate.normal
+            d0 = (p0[0] - cx) * nx + (p0[1] - cy) * ny
+            d1 = (S[0] - cx) * nx + (S[1] - cy) * ny
+            cross = (d0 < 0.0) != (d1 < 0.0)
+            if cross.any():
+                self._cross(g_index, p0, d0, d1, cross, frame_hit)
+        P = S[0:3]
+        wall = ((P < self._room_lo) | (P > self._room_hi)).any(axis=0)
+        tilt = 1.0 - 2.0 * (S[7] * S[7] + S[8] * S[8]) < self._cos_crash
         landed = ~self.airborne & (self.next_gate == len(c.gates))
         if landed.any():
             lx, ly, _ = c.land.center
-            landed &= (p1[:, 0] - lx) ** 2 + (p1[:, 1] - ly) ** 2 <= c.land.radius ** 2
+            landed &= (S[0] - lx) ** 2 + (S[1] - ly) ** 2 <= c.land.radius ** 2
         timeout = self._tick * c.tick >= c.time_limit - 1e-9
         ended = frame_hit | wall | self._bad_touch | tilt | landed
-        if not (ended.any() or timeout):
+        if not (timeout or ended.any()):
             return
-        for row in range(p1.shape[0]):
+        for row in range(n):
             for name, mask in (("gate_frame", frame_hit), ("wall", wall), ("floor", self._bad_touch),
                                ("tilt", tilt), ("landed", landed)):
                 if mask[row]:
@@ -469,21 +555,22 @@ class Batch:
                     ended[row] = True
         self._compress(~ended)
 
-    def _cross(self, p0, d0, d1, forward, cross, frame_hit) -> None:
+    def _cross(self, g_index: int, p0, d0, d1, cross, frame_hit) -> None:
+        """Flights whose tick segment crossed gate `g_index`'s plane: pass, frame hit, or miss."""
         c = self.course
+        gate = c.gates[g_index]
+        cx, cy, cz = gate.center
+        nx, ny, _ = gate.normal
         r = c.drone.radius
         t = self.time
-        for row, g_index in zip(*np.nonzero(cross), strict=True):
-            gate = c.gates[g_index]
-            lam = d0[row, g_index] / (d0[row, g_index] - d1[row, g_index])
-            pt = p0[row] + (self.pos[row] - p0[row]) * lam
-            nx, ny = self._gate_n[g_index]
-            cx, cy, cz = gate.center
-            a = abs((pt[0] - cx) * -ny + (pt[1] - cy) * nx)
-            b = abs(pt[2] - cz)
-            qd = max(a, b)
+        for row in np.flatnonzero(cross).tolist():
+            lam = d0[row] / (d0[row] - d1[row])
+            x = p0[0, row] + (self.S[0, row] - p0[0, row]) * lam
+            y = p0[1, row] + (self.S[1, row] - p0[1, row]) * lam
+            z = p0[2, row] + (self.S[2, row] - p0[2, row]) * lam
+            qd = max(abs((x - cx) * -ny + (y - cy) * nx), abs(z - cz))
             if qd <= 0.5 * gate.size - r:
-                if forward[row, g_index] and self.next_gate[row] == g_index:
+                if d1[row] >= 0.0 and self.next_gate[row] == g_index:  # forward, and in order
                     self.next_gate[row] = g_index + 1
                     self._gate_times[int(self._idx[row])].append(t)
             elif qd < 0.5 * gate.size + gate.frame + r:
@@ -496,28 +583,27 @@ class Batch:
         )
 
     def _compress(self, keep: np.ndarray) -> None:
-        for name in ("_idx", "pos", "vel", "quat", "omega", "motor", "airborne", "next_gate",
-                     "inv_mass", "inv_mass_dt", "drag_dt", "fmax", "wind0", "gusts", "noise_key",
-                     "_bad_touch", "_base"):
+        for name in ("_idx", "airborne", "next_gate", "inv_mass", "noise_key", "_bad_touch"):
             setattr(self, name, getattr(self, name)[keep])
+        for name in ("S", "K", "wind0", "G", "_base", "_wind"):
+            setattr(self, name, getattr(self, name)[..., keep])
+        self._views()
         self._obs_cache = None
 
     def _noise(self) -> np.ndarray:
-        """Bounded unit-variance noise per (flight, channel) for this tick (Irwin-Hall of 4)."""
-        n = self._idx.size
+        """Bounded unit-variance noise per (channel, flight) for this tick (Irwin-Hall of 4)."""
         counter = _U64(self._tick * 12 + 1) + np.arange(12, dtype=np.uint64)
-        h = _mix64(self.noise_key[:, None] + counter[None, :] * _MAGIC)
+        h = _mix64(self.noise_key[None, :] + counter[:, None] * _MAGIC)
         mask = _U64(0xFFFF)
-        total = np.zeros((n, 12))
-        for shift in (0, 16, 32, 48):
+        total = (h & mask).astype(np.float64)
+        for shift in (16, 32, 48):
             total += ((h >> _U64(shift)) & mask).astype(np.float64)
         # Each 16-bit part is uniform on [0, 65535]; the sum of four has mean 131070 and variance
         # 4 * (65536^2 - 1) / 12.
         return (total - 131070.0) * (1.0 / 37837.22703446)
 
     def _save(self) -> None:
-        self._rec.append((self._tick, self._idx.copy(), self.pos.copy(), self.vel.copy(),
-                          self.quat.copy(), self.omega.copy()))
+        self._rec.append((self._tick, self._idx.copy(), self.S[0:13].copy()))
 
 
 def trajectory_digest(batch: Batch, i: int) -> str:
