@@ -76,6 +76,7 @@ class Scanner:
             if e.kind == "file":
                 self.index.add_file(e.id, bytes.fromhex(e.digest))
         self.sources = [e for e in wset.entries if e.kind == "source"]
+        self._names: dict[tuple[str, str], list[Finding]] = {}
 
     # -- names --------------------------------------------------------------------------------
 
@@ -103,80 +104,93 @@ class Scanner:
         for i, part in enumerate(parts):
             is_file = i == len(parts) - 1
             where = path if is_file else "/".join(parts[: i + 1]) + "/"
-            out += self._name(part, where, "file name" if is_file else "folder name")
+            kind = "file name" if is_file else "folder name"
+            hits = self._names.get((part, kind))
+            if hits is None:  # folder names repeat across files: scan each name once
+                hits = self._name(part, "", kind)
+                if len(self._names) < 100_000:
+                    self._names[(part, kind)] = hits
+            out += [f._replace(path=where) for f in hits]
         return out
 
     # -- contents -----------------------------------------------------------------------------
 
     def scan_content(self, data: bytes, path: str) -> tuple[list[Finding], list[str]]:
         """Contents, one decode layer deep, and archive members (names and contents)."""
-        from plimsoll_ci.match.decode import containers
+        return self.scan_contents([(path, data)])
+
+    def scan_contents(self, files: list[tuple[str, bytes]]) -> tuple[list[Finding], list[str]]:
+        """Contents of many files at once: small files are scanned as one joined buffer, so the
+        vectorized passes run over megabytes rather than paying their fixed cost per file."""
+        from plimsoll_ci.match.decode import containers, stream_kind
 
         notes: list[str] = []
-        deadline = time.monotonic() + self.limits.decode_seconds
-        out = self._plain(data, path, "", notes, deadline)
-        dec = containers(data, self.bounds)
-        notes += [f"{path}: {n}" for n in dec.notes]
-        for layer in dec.layers:
-            if layer.name is not None:
-                out += [f._replace(chain=f"{layer.chain} ({f.chain})")
-                        for f in self._name_of_member(layer.name, path)]
-            out += self._plain(layer.data, path, layer.chain, notes, deadline)
+        deadline = time.monotonic() + self.limits.decode_seconds * max(1, len(files))
+        pieces: list[_Piece] = []
+        out: list[Finding] = []
+        for path, data in files:
+            pieces.append(_Piece(path, data, "", _is_binary(data)))
+            if stream_kind(data) is None and data[:2] != b"PK" and not (
+                    len(data) >= 512 and data[257:262] == b"ustar"):
+                continue
+            dec = containers(data, self.bounds)
+            notes += [f"{path}: {n}" for n in dec.notes]
+            for layer in dec.layers:
+                if layer.name is not None:
+                    out += [f._replace(path=path, chain=f"{layer.chain} ({f.chain})")
+                            for f in self.scan_name(layer.name)]
+                pieces.append(_Piece(path, layer.data, layer.chain, _is_binary(layer.data)))
+        out += self._pieces(pieces, notes, deadline)
         return _dedupe(out), notes
 
-    def _name_of_member(self, name: str, path: str) -> list[Finding]:
-        found = []
-        for f in self.scan_name(name):
-            found.append(f._replace(path=path))
-        return found
-
-    def _plain(self, data: bytes, path: str, chain: str, notes: list[str],
-               deadline: float) -> list[Finding]:
+    def _pieces(self, pieces: list[_Piece], notes: list[str], deadline: float) -> list[Finding]:
         from plimsoll_ci.match.decode import text_regions
         from plimsoll_ci.match.extract import find_values
 
         out: list[Finding] = []
-        if not data:
-            return out
-        binary = _is_binary(data)
-        if data.lstrip()[:1] == b"{" and b"plimsoll-" in data[:4096]:
-            out += self._withheld_file(data, path, chain)
-        for eid in self.index.file_ids(data):
-            out.append(Finding(path, 0, 0, chain, eid, "file"))
-        for m in find_values(data, self.index):
-            line, col = _place(data, m.start, binary)
-            out += [Finding(path, line, col, chain, eid, "value") for eid in m.entries]
-        if self.sources and not binary:
-            out += self._source(data, path, chain)
-        if binary and not chain:
-            return out
-        if time.monotonic() > deadline:
-            notes.append(f"{path}: decode time bound ({self.limits.decode_seconds:g} s) reached: "
-                         f"encoded regions{' in ' + chain if chain else ''} not decoded")
-            return out
-        regions = text_regions(data, self.bounds)
-        notes += [f"{path}: {n}" for n in regions.notes]
-        if not regions.layers:
-            return out
-        # One pass over all decoded regions, joined by a separator no value can span.
-        layers = regions.layers
-        starts, pos = [], 0
-        for layer in layers:
-            starts.append(pos)
-            pos += len(layer.data) + len(_SEP)
-        joined = _SEP.join(layer.data for layer in layers)
+        for p in pieces:  # whole-piece checks
+            if not p.data:
+                continue
+            if p.data.lstrip()[:1] == b"{" and b"plimsoll-" in p.data[:4096]:
+                out += self._withheld_file(p.data, p.path, p.chain)
+            for eid in self.index.file_ids(p.data):
+                out.append(Finding(p.path, 0, 0, p.chain, eid, "file"))
+            if self.sources and not p.binary:
+                out += self._source(p.data, p.path, p.chain)
+        joined, starts = _join([p.data for p in pieces])
         for m in find_values(joined, self.index):
             k = bisect.bisect_right(starts, m.start) - 1
-            layer = layers[k]
-            line, col = _place(data, layer.offset, binary)
-            sub = f"{chain} > {layer.chain}" if chain else layer.chain
-            out += [Finding(path, line, col, sub, eid, "value") for eid in m.entries]
+            p = pieces[k]
+            line, col = _place(p.data, m.start - starts[k], p.binary)
+            out += [Finding(p.path, line, col, p.chain, eid, "value") for eid in m.entries]
+        if time.monotonic() > deadline:
+            notes.append(f"{pieces[0].path}: decode time bound reached: encoded regions not "
+                         "decoded")
+            return out
+        regions = text_regions(joined, self.bounds)
+        notes += [f"{pieces[0].path if len(pieces) == 1 else 'scan'}: {n}" for n in regions.notes]
+        placed = []
+        for layer in regions.layers:
+            k = bisect.bisect_right(starts, layer.offset) - 1
+            p = pieces[k]
+            if p.binary and not p.chain:
+                continue  # encodings are looked for in text, and in archive members
+            placed.append((p, layer, layer.offset - starts[k]))
+        if not placed:
+            return out
+        # One pass over all decoded regions, joined by a separator no value can span.
+        dec_joined, dec_starts = _join([layer.data for _, layer, _ in placed])
+        for m in find_values(dec_joined, self.index):
+            p, layer, off = placed[bisect.bisect_right(dec_starts, m.start) - 1]
+            line, col = _place(p.data, off, p.binary)
+            sub = f"{p.chain} > {layer.chain}" if p.chain else layer.chain
+            out += [Finding(p.path, line, col, sub, eid, "value") for eid in m.entries]
         if self.index.files:
-            for layer in layers:
+            for p, layer, off in placed:
+                sub = f"{p.chain} > {layer.chain}" if p.chain else layer.chain
                 for eid in self.index.file_ids(layer.data):
-                    line, col = _place(data, layer.offset, binary)
-                    sub = f"{chain} > {layer.chain}" if chain else layer.chain
-                    out.append(Finding(path, line, col, sub, eid, "file"))
+                    line, col = _place(p.data, off, p.binary)
+                    out.append(Finding(p.path, line, col, sub, eid, "file"))
         return out
 
     def _withheld_file(self, data: bytes, path: str, chain: str) -> list[Finding]:
@@ -207,6 +221,21 @@ class Scanner:
         return self.scan_name(path) + found, notes
 
 
+class _Piece(NamedTuple):
+    path: str
+    data: bytes
+    chain: str
+    binary: bool
+
+
+def _join(datas: list[bytes]) -> tuple[bytes, list[int]]:
+    starts, pos = [], 0
+    for d in datas:
+        starts.append(pos)
+        pos += len(d) + len(_SEP)
+    return _SEP.join(datas), starts
+
+
 def _dedupe(findings: list[Finding]) -> list[Finding]:
     seen = set()
     out = []
@@ -218,6 +247,9 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return out
 
 
+BATCH_BYTES = 4 * 1024 * 1024  # files are scanned in joined batches of about this size
+
+
 def scan_items(items: Iterable[tuple[str, bytes]], wset: WithheldSet,
                limits: Limits | None = None) -> ScanResult:
     """Scan (path, bytes) pairs: what a ship set, the index or a commit ships."""
@@ -225,23 +257,42 @@ def scan_items(items: Iterable[tuple[str, bytes]], wset: WithheldSet,
     findings: list[Finding] = []
     notes: list[str] = []
     files = nbytes = 0
-    folders_seen: set[str] = set()
+    folders_seen: set[tuple[str, str]] = set()
+    order: dict[str, int] = {}
+    batch: list[tuple[str, bytes]] = []
+    batch_bytes = 0
+
+    def flush() -> None:
+        nonlocal batch, batch_bytes
+        if batch:
+            found, n = scanner.scan_contents(batch)
+            findings.extend(found)
+            notes.extend(n)
+        batch, batch_bytes = [], 0
+
     for path, data in items:
         files += 1
         nbytes += len(data)
+        order.setdefault(path, len(order))
         if len(data) > scanner.limits.max_file_bytes:
             notes.append(f"{path}: {len(data)} bytes, over the {scanner.limits.max_file_bytes}-byte "
                          "file bound: scanned up to the bound")
             data = data[: scanner.limits.max_file_bytes]
-        found, n = scanner.scan_file(data, path)
-        for f in found:
-            if f.where == "name" and f.path.endswith("/"):
+        for f in scanner.scan_name(path):
+            if f.path.endswith("/"):
                 if (f.path, f.entry) in folders_seen:
                     continue
                 folders_seen.add((f.path, f.entry))
             findings.append(f)
-        notes += n
-    return ScanResult(_dedupe(findings), notes, files, nbytes)
+        batch.append((path, data))
+        batch_bytes += len(data)
+        if batch_bytes >= BATCH_BYTES:
+            flush()
+    flush()
+    findings = _dedupe(findings)
+    findings.sort(key=lambda f: (order.get(f.path, -1), f.where != "name", f.line, f.column,
+                                 f.chain, f.entry))
+    return ScanResult(findings, notes, files, nbytes)
 
 
 def _walk(root: Path, label: str, notes: list[str]) -> Iterable[tuple[str, Path]]:

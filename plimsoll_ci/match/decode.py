@@ -119,25 +119,32 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], table: bytes, pad: bool) -> list[tu
     d = np.diff(mask.view(np.int8), prepend=np.int8(0), append=np.int8(0))
     starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
     lens = ends - starts
-    a8 = np.frombuffer(buf, dtype=np.uint8)
-
-    def count(m):  # noqa: ANN001, ANN202  (how many bytes of each run satisfy m)
-        cs = np.concatenate(([0], np.cumsum(m, dtype=np.int64)))
-        return cs[ends] - cs[starts]
-
+    keep = lens >= (6 if pad else 8)
+    starts, ends, lens = starts[keep], ends[keep], lens[keep]
+    if not len(starts):
+        return []
+    a8 = np.frombuffer(buf + b"\0", dtype=np.uint8)  # the sentinel keeps `ends` in range
+    idx = np.empty(2 * len(starts), dtype=np.int64)
+    idx[0::2], idx[1::2] = starts, ends
     if pad:  # base64: runs that end in padding, or long runs that mix cases or letters and digits
-        nxt = np.frombuffer(buf + b"\0", dtype=np.uint8)[ends]
-        up = count((a8 >= 65) & (a8 <= 90))
-        lo = count((a8 >= 97) & (a8 <= 122))
-        dg = count((a8 >= 48) & (a8 <= 57))
-        mixed = ((up > 0) & (lo > 0)) | (((up + lo) > 0) & (dg > 0))
-        keep = ((lens >= 6) & (nxt == 61)) | ((lens >= 12) & mixed)
-    else:  # hex: even runs whose high nibbles are mostly printable ASCII ('2'..'7')
-        bad = (a8 < 50) | (a8 > 55)
-        pos = np.arange(len(a8)) % 2 == 0
-        even, odd = count(bad & pos), count(bad & ~pos)
-        high_bad = np.where(starts % 2 == 0, even, odd)
-        keep = (lens >= 8) & (lens % 2 == 0) & (high_bad * 5 <= lens // 2)
+        cls = _CLASS_NP()[a8]
+        bits = np.bitwise_or.reduceat(cls, idx)[0::2]
+        letters = (bits & 3) != 0
+        mixed = ((bits & 3) == 3) | (letters & ((bits & 4) != 0))
+        keep = ((lens >= 6) & (a8[ends] == 61)) | ((lens >= 12) & mixed)
+    else:  # hex: even runs whose high nibbles (every other byte) are mostly '2'..'7'
+        bad = ((a8 < 50) | (a8 > 55)).astype(np.int32)
+        high_bad = np.zeros(len(starts), dtype=np.int64)
+        for parity in (0, 1):
+            sel = (starts % 2 == parity) & (lens % 2 == 0)
+            if sel.any():
+                col = bad[parity::2]
+                col = np.append(col, 0)
+                j = np.empty(2 * int(sel.sum()), dtype=np.int64)
+                j[0::2] = (starts[sel] - parity) // 2
+                j[1::2] = (ends[sel] - parity) // 2
+                high_bad[sel] = np.add.reduceat(col, j)[0::2]
+        keep = (lens % 2 == 0) & (high_bad * 5 <= lens // 2)
     out = []
     for a, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True):
         if pad and buf[b : b + 1] == b"=":
@@ -146,10 +153,29 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], table: bytes, pad: bool) -> list[tu
     return out
 
 
+_CLASS_LUT = None
+
+
+def _CLASS_NP():  # noqa: N802, ANN202  (byte -> 1 upper, 2 lower, 4 digit)
+    import numpy as np
+
+    global _CLASS_LUT
+    if _CLASS_LUT is None:
+        _CLASS_LUT = np.frombuffer(bytes(1 if 65 <= c <= 90 else 2 if 97 <= c <= 122
+                                         else 4 if 48 <= c <= 57 else 0 for c in range(256)),
+                                   dtype=np.uint8)
+    return _CLASS_LUT
+
+
 _B64_TABLE = bytes(1 if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c in b"+/_-") else 0
                    for c in range(256))
 _HEX_TABLE = bytes(1 if (48 <= c <= 57 or 65 <= c <= 70 or 97 <= c <= 102) else 0
                    for c in range(256))
+
+
+def _high_bad(tok: bytes) -> int:
+    """High nibbles outside '2'..'7': hex-encoded text has almost none."""
+    return len(tok[0::2].translate(None, b"234567"))
 
 
 def text_regions(buf: bytes, bounds: Bounds) -> Decoded:
@@ -180,7 +206,7 @@ def text_regions(buf: bytes, bounds: Bounds) -> Decoded:
         if not add("base64", a, tok, _b64(tok)):
             return Decoded(layers, notes)
     for a, b in _runs(buf, _HEX_RUN, _HEX_TABLE, False):
-        if (b - a) % 2 or too_long("hex", a, b - a):
+        if (b - a) % 2 or _high_bad(buf[a:b]) * 5 > (b - a) // 2 or too_long("hex", a, b - a):
             continue
         data = bytes.fromhex(buf[a:b].decode("ascii"))
         if len(data.translate(None, _PRINTABLE)) * 5 > len(data):
