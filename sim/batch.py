@@ -110,6 +110,49 @@ def _invalid(command: Any) -> tuple[str, tuple[float, ...] | None, bool]:
     return "", tuple(values), attitude
 
 
+class _Slow(Exception):
+    """A command the fast path cannot take as it is: check each command one by one."""
+
+
+def _parse(commands: list) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """Commands -> (values (n, 4), attitude mode (n,), {row: problem} for invalid ones)."""
+    n = len(commands)
+    try:  # fast path: every command valid
+        rows, modes = [], []
+        for c in commands:
+            if type(c) is not dict:
+                raise _Slow
+            keys = c.keys()
+            if keys == ATTITUDE_KEYS:
+                row = (c["thrust"], c["roll"], c["pitch"], c["yaw_rate"])
+                modes.append(True)
+            elif keys == RATE_KEYS:
+                row = (c["thrust"], c["roll_rate"], c["pitch_rate"], c["yaw_rate"])
+                modes.append(False)
+            else:
+                raise _Slow
+            for v in row:
+                if type(v) is not float and type(v) is not int:
+                    raise _Slow
+            rows.append(row)
+        cmd = np.array(rows, dtype=float).reshape(n, 4)
+        if np.isfinite(cmd).all():
+            return cmd, np.array(modes, dtype=bool), {}
+    except (_Slow, OverflowError):
+        pass
+    cmd = np.zeros((n, 4))
+    attitude = np.zeros(n, dtype=bool)
+    bad: dict[int, str] = {}
+    for row, command in enumerate(commands):
+        problem, values, att = _invalid(command)
+        if problem:
+            bad[row] = problem
+        else:
+            cmd[row] = values
+            attitude[row] = att
+    return cmd, attitude, bad
+
+
 class Batch:
     """N flights of one course, stepped in lockstep at the course's tick."""
 
@@ -267,16 +310,7 @@ class Batch:
         n = self._idx.size
         if len(commands) != n:
             raise ValueError(f"step needs one command per live flight: {n}, got {len(commands)}")
-        cmd = np.zeros((n, 4))
-        attitude = np.zeros(n, dtype=bool)
-        bad: dict[int, str] = {}
-        for row, command in enumerate(commands):
-            problem, values, att = _invalid(command)
-            if problem:
-                bad[row] = problem
-            else:
-                cmd[row] = values
-                attitude[row] = att
+        cmd, attitude, bad = _parse(commands)
         if bad:
             for row, problem in bad.items():
                 self._finish(row, "invalid_command", problem)
