@@ -128,6 +128,13 @@ def open_sandbox(provider: str, st: Stage, course_info: dict, flights: int,
                       "eof": "the sandbox exited before the controller was ready",
                       "size": "start-up reply longer than the line bound"}[got.why]
             stderr = session.stderr_text().strip()
+            if got.why == "eof" and provider == "gvisor" and "cgroup" in stderr.lower():
+                from plimsoll_ci.sandbox import gvisor
+
+                if gvisor.disable_cgroups(_last_line(stderr)):
+                    session.close()
+                    return open_sandbox(provider, st, course_info, flights, limits, min_tier,
+                                        startup_cpu, startup_wall)
             if got.why == "eof" and stderr:
                 detail += f" (stderr: {_last_line(stderr)})"
             session.close()

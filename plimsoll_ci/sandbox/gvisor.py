@@ -25,6 +25,18 @@ from plimsoll_ci.sandbox.stage import Stage
 
 TIER = "kernel"
 PLATFORM_ENV = "PLIMSOLL_RUNSC_PLATFORM"
+# Set when this host refused runsc's cgroup setup once (some nested machines do): later sandboxes
+# run with --ignore-cgroups, CPU is read from the /proc tree, memory is bounded inside by rlimits,
+# and the evidence says so.
+_NO_CGROUPS: list[str] = []
+
+
+def disable_cgroups(why: str) -> bool:
+    """Remember that runsc cannot make cgroups here; False if that was already known."""
+    if _NO_CGROUPS:
+        return False
+    _NO_CGROUPS.append(why[:300])
+    return True
 
 
 def runsc_path() -> str | None:
@@ -86,9 +98,9 @@ def spec(stage: Stage, rootfs: Path, python: str, limits: Limits, cgroup: str) -
         ],
         "linux": {
             "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
-            "resources": {"memory": {"limit": limits.memory_bytes},
-                          "pids": {"limit": limits.pids}},
-            "cgroupsPath": cgroup,
+            **({"resources": {"memory": {"limit": limits.memory_bytes},
+                              "pids": {"limit": limits.pids}},
+                "cgroupsPath": cgroup} if cgroup else {}),
         },
     }
 
@@ -107,14 +119,15 @@ def start(stage: Stage, limits: Limits, platform: str | None = None,
     rfs = rootfs_mod.build()
     started = time.monotonic()
     cid = f"plimsoll-{secrets.token_hex(6)}"
-    cgroup = f"/plimsoll/{cid}"
-    bundle = stage.root / "bundle"
-    state = stage.root / "runsc-state"
+    cgroup = "" if _NO_CGROUPS else f"/plimsoll/{cid}"
+    bundle = stage.root / f"bundle-{cid}"
+    state = stage.root / f"runsc-state-{cid}"
     bundle.mkdir()
     state.mkdir(mode=0o700)
     (bundle / "config.json").write_text(json.dumps(spec(stage, rfs.path, rfs.python, limits,
                                                         cgroup), indent=1))
     argv = [runsc, f"--root={state}", "--network=none", f"--platform={platform}",
+            *(["--ignore-cgroups"] if not cgroup else []),
             "run", f"--bundle={bundle}", cid]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
@@ -130,7 +143,7 @@ def start(stage: Stage, limits: Limits, platform: str | None = None,
         stdin.write(data)
         stdin.flush()
 
-    meter = _CgroupOrTree(cgroup, proc.pid)
+    meter = _CgroupOrTree(cgroup, proc.pid) if cgroup else cpumod.ProcTreeMeter(proc.pid)
 
     def kill() -> None:
         try:
@@ -159,6 +172,8 @@ def start(stage: Stage, limits: Limits, platform: str | None = None,
         "limits": {"memory_bytes": limits.memory_bytes, "pids": limits.pids,
                    "tmpfs_bytes": limits.tmpfs_bytes},
         "user": "65534 (nobody), no capabilities, no new privileges",
+        "cgroups": (f"ignored: the host refused runsc's cgroups ({_NO_CGROUPS[0]}); memory "
+                    "bounded by rlimits inside" if not cgroup else f"runsc cgroup {cgroup}"),
     }
     session = Session("gvisor", TIER, write, stream, meter, kill, evidence, started)
     ref.append(session)

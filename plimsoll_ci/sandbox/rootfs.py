@@ -138,9 +138,12 @@ def build(dest: Path | None = None, *, log=None) -> Rootfs:
     try:
         _assemble(work, say)
         (work / ".complete").write_text(key + "\n")
-        if root.exists():
-            shutil.rmtree(root)
-        os.replace(work, root)
+        try:
+            os.replace(work, root)
+        except OSError:
+            if not (root / ".complete").exists():
+                raise
+            shutil.rmtree(work, ignore_errors=True)  # another build finished first: use its copy
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

@@ -267,6 +267,11 @@ def main() -> int:
     code = start.get("path", "/controller")
     hello = probes(start.get("canary", "/nonexistent"), code)
     _limit(start.get("limits", {}))
+    # numpy sits in the runtime's site-packages, which Debian's site.py does not add by itself.
+    site = os.path.join(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",
+                        "site-packages")
+    if os.path.isdir(site) and site not in sys.path:
+        sys.path.append(site)
     sys.path.insert(0, code)
     os.chdir(code)
     try:
