@@ -261,12 +261,30 @@ class CatFile:
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env(),
         )
 
+    # Requests written ahead of reading stay well under any pipe's capacity (4 KiB at least), so
+    # writing them can never block while git waits for us to read.
+    BATCH = 64
+
     def read(self, oid: str) -> Blob | None:
         """The object `oid`, or None when it is missing from the object store."""
-        stdin, stdout = self._proc.stdin, self._proc.stdout
-        assert stdin is not None and stdout is not None
-        stdin.write(oid.encode("ascii") + b"\n")
-        stdin.flush()
+        return next(self.read_many([oid]))[1]
+
+    def read_many(self, oids: Sequence[str]) -> Iterator[tuple[str, Blob | None]]:
+        """(oid, object or None when missing) for each of `oids`, in order; requests are sent
+        ahead in batches so git streams objects while the caller works on the previous one.
+        """
+        stdin = self._proc.stdin
+        assert stdin is not None
+        for i in range(0, len(oids), self.BATCH):
+            batch = oids[i:i + self.BATCH]
+            stdin.write("".join(o + "\n" for o in batch).encode("ascii"))
+            stdin.flush()
+            for oid in batch:
+                yield oid, self._read_one(oid)
+
+    def _read_one(self, oid: str) -> Blob | None:
+        stdout = self._proc.stdout
+        assert stdout is not None
         header = stdout.readline()
         if not header:
             raise BadInput(f"git cat-file stopped while reading {oid}; is the repository intact?")

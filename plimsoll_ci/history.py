@@ -343,8 +343,9 @@ def _scan_blobs(jobs: list[tuple[str, str]]) -> list[tuple[str, Any, list[str], 
     """Scan blobs by id: [(oid, findings rows | None when missing, notes, size)]."""
     scanner, cat = _WORKER["scanner"], _WORKER["cat"]
     out = []
-    for oid, path in jobs:
-        blob = cat.read(oid)
+    paths = dict(jobs)
+    for oid, blob in cat.read_many([oid for oid, _path in jobs]):
+        path = paths[oid]
         if blob is None:
             out.append((oid, None, [], 0))
             continue
