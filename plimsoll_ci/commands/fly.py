@@ -124,6 +124,11 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(f"--plot {args.plot}: the file name must end in .png or .svg")
         if plot_seed not in seeds:
             raise BadInput(f"--plot-seed {plot_seed}: not one of the seeds flown; pick one of them")
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise BadInput(f"--plot {args.plot}: needs matplotlib, which is not installed; "
+                           "pip install matplotlib (it is in plimsoll-ci's [test] extra)")
     controller = load_controller(args.controller)
     print(NOTICE.format(path=args.controller), file=sys.stderr)
     course = sim.course(args.course)
@@ -151,13 +156,16 @@ def run(args: argparse.Namespace) -> int:
 
 def plot_flight(batch, i: int, out: str) -> None:
     """The replay view of flight `i`: from above, from the side, and height over time with gusts."""
-    import matplotlib
+    from plimsoll_ci.errors import BadInput
 
+    try:
+        import matplotlib
+    except ImportError:
+        raise BadInput(f"--plot {out}: needs matplotlib, which is not installed; "
+                       "pip install matplotlib (it is in plimsoll-ci's [test] extra)") from None
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
     from matplotlib.patches import Circle, Rectangle
-
-    from plimsoll_ci.errors import BadInput
 
     course, flight = batch.course, batch.flights[i]
     result = batch.results()[i]
