@@ -148,11 +148,25 @@ def test_a_folder_name_is_reported_once_for_all_its_files(wset, leak):
     assert len(folders) == 1 and folders[0].path == f"runs/{SEED}/"
 
 
-@pytest.mark.xfail(strict=True, reason="extract.py counts the bytes of U+00A0 as word bytes, so "
-                   "the first word run is 'drone\\xc2\\xa0answer', while canonical.py treats "
-                   "U+00A0 as white space (bugs-for-lead.md)")
 @pytest.mark.parametrize("size", ["small", "large"])
 def test_text_is_found_across_a_non_breaking_space(wset, leak, size):
     data = _sized("the drone\u00a0answer key".encode(), "", size)
     result = scan_checked([("a.txt", data)], wset, leak)
     assert [f.entry for f in result.findings] == [TEXT_ID]
+
+
+@pytest.mark.parametrize("gap", ["\t", "\n", "\r"], ids=["tab", "line feed", "carriage return"])
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_text_is_found_across_one_tab_or_line_break(wset, leak, gap, size):
+    data = _sized(f"the drone{gap}answer key".encode(), "", size)
+    result = scan_checked([("a.txt", data)], wset, leak)
+    assert [f.entry for f in result.findings] == [TEXT_ID]
+
+
+@pytest.mark.parametrize("spelling", [b"315e-1", b"3150e-2"],
+                         ids=["e-1", "e-2"])
+@pytest.mark.parametrize("size", ["small", "large"])
+def test_a_number_with_a_signed_exponent_is_found(wset, leak, spelling, size):
+    data = _sized(b"v = " + spelling + b";", "", size)
+    result = scan_checked([("a.txt", data)], wset, leak)
+    assert [f.entry for f in result.findings] == [DEC_ID]
