@@ -239,9 +239,10 @@ def _relevant(filenames: Sequence[str], config: ship.Config, repo: Path) -> bool
     return False
 
 
-def _check_not_empty(config: ship.Config, files: Sequence[ship.ShippedFile], where: str) -> None:
+def _check_not_empty(config: ship.Config, files: Sequence[ship.ShippedFile], where: str,
+                     set_name: str | None = None) -> None:
     shipped = {f.set_name for f in files}
-    empty = [name for name in config.ship if name not in shipped]
+    empty = [name for name in ([set_name] if set_name else config.ship) if name not in shipped]
     if empty:
         raise BadInput(f"{config.path}: ship set {', '.join(empty)} ships no files at {where}; "
                        "fix its include globs or builder (the hook never passes by scanning "
@@ -294,17 +295,17 @@ def scan_commits(repo: Path, commits: Sequence[str], config_path: str | None,
                  ) -> list[tuple[str, Any, Any]]:
     """Scan the ship sets of each commit -> [(commit, config, ScanResult)], sharing one cache."""
     results = []
-    wsets: dict[Path, tuple[Any, CleanCache]] = {}
+    wsets: dict[tuple, tuple[Any, CleanCache]] = {}
     for commit in commits:
         config = _config(config_path, repo, commit)
         files = ship.from_rev(repo, commit, config, set_name, read=False)
-        if set_name is None:
-            _check_not_empty(config, files, f"commit {commit[:12]}")
-        wpath = config.withheld
-        if wpath not in wsets:
+        _check_not_empty(config, files, f"commit {commit[:12]}", set_name)
+        which = (config.withheld, config.key_env, config.key_file,
+                 tuple(sorted(config.limits.items())))
+        if which not in wsets:
             wset = ship.load_withheld(config, key=key)
-            wsets[wpath] = (wset, open_cache(repo, wset, config.limits))
-        wset, cache = wsets[wpath]
+            wsets[which] = (wset, open_cache(repo, wset, config.limits))
+        wset, cache = wsets[which]
         results.append((commit, config, scan_shipped(files, wset, make_limits(config), cache,
                                                      repo)))
     for _, cache in wsets.values():
