@@ -151,7 +151,8 @@ class Scanner:
         for p in pieces:  # whole-piece checks
             if not p.data:
                 continue
-            if p.data.lstrip()[:1] == b"{" and b"plimsoll-" in p.data[:4096]:
+            if p.data.lstrip()[:1] == b"{" and (b'"plimsoll-withheld/' in p.data
+                                                or b'"plimsoll-sealed/' in p.data):
                 out += self._withheld_file(p.data, p.path, p.chain)
             for eid in self.index.file_ids(p.data):
                 out.append(Finding(p.path, 0, 0, p.chain, eid, "file"))

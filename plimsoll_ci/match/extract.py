@@ -21,6 +21,7 @@ from plimsoll_ci.match.index import TAG_BITS, ValueIndex, word_tag
 SMALL = 8 * 1024  # below this many bytes, the pure-Python path is as fast and imports nothing
 _WS = re.compile(rb"(?:\s|\xc2\xa0)+")
 _DIGIT_RUN = re.compile(rb"[0-9]+")
+_ODD_WS = re.compile(rb"[\t\n\r\x0b\x0c]|  ")  # white space that is not one plain space
 _WORD_RUN = re.compile(rb"[0-9A-Za-z\x80-\xff]+")
 _LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
 _DOT, _COLON, _UNDER, _ZERO = 46, 58, 95, 48
@@ -43,6 +44,8 @@ def find_values(buf: bytes, index: ValueIndex) -> list[Match]:
     if not buf:
         return []
     out: list[Match] = []
+    if b"\xc2\xa0" in buf:  # a no-break space is white space; two spaces keep every offset
+        buf = buf.replace(b"\xc2\xa0", b"  ")
     small = len(buf) < SMALL
     if index.has_numbers:
         out.extend(_numbers_small(buf, index) if small else _numbers_np(buf, index))
@@ -89,7 +92,11 @@ def _text(buf: bytes, lower: bytes, s: int, ln: int, index: ValueIndex,
         if total == ln:
             cand, end = lower[s : s + ln], s + ln
         else:
-            flat = _WS.sub(b" ", lower[s : s + 4 * total + 64])
+            w = lower[s : s + total + 1]
+            if _ODD_WS.search(w) is None and b"\xc2" not in w:
+                flat = w  # nothing to collapse: the canonical window is the bytes themselves
+            else:
+                flat = _WS.sub(b" ", lower[s : s + 4 * total + 64])
             if len(flat) < total or (len(flat) > total and _IS_WORD[flat[total]]):
                 continue
             cand, end = flat[:total], s + total
@@ -112,11 +119,14 @@ def _text_runs(lower: bytes, s: int, lens: tuple[int, ...], ends: list[int], ind
             continue
         end = ends[k - 1]
         cand = lower[s:end]
+        if len(cand) in totals and _ODD_WS.search(cand) is None:
+            flat = cand  # one plain space between words already: canonical as it stands
+        else:
+            flat = _WS.sub(b" ", cand)
         for total in totals:
-            c = cand if len(cand) == total else _WS.sub(b" ", cand)
-            if len(c) != total:
+            if len(flat) != total:
                 continue
-            ids = index.text_ids(c)
+            ids = index.text_ids(flat)
             if ids:
                 out.append(Match(s, end, ids, "text"))
 
@@ -142,7 +152,8 @@ def _numbers_small(buf: bytes, index: ValueIndex) -> list[Match]:
         nx = buf[e] if e < n else 32
         nx2d = e + 1 < n and _IS_DIGIT[buf[e + 1]]
         dot_cont = nx == _DOT and nx2d
-        cont = dot_cont or (_CONT[nx] and (nx2d or _HEXPFX[nx]))
+        cont = dot_cont or (_CONT[nx] and (nx2d or _HEXPFX[nx])) or (
+            nx in (101, 69) and e + 2 < n and buf[e + 1] in (43, 45) and _IS_DIGIT[buf[e + 2]])
         clock = nx == _COLON and nx2d
         if not cont and not clock:
             if index.has_ints and (ln in index.int_lengths or (buf[s] == _ZERO and ln > 1)):
@@ -210,10 +221,14 @@ def _LOWER_NP():  # noqa: N802, ANN202
 
 
 def _runs(mask):  # noqa: ANN001, ANN202
+    """(starts, ends) of the True runs of a bool array: one compare and one nonzero pass."""
     import numpy as np
 
-    d = np.diff(mask.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    m = np.empty(len(mask) + 2, dtype=bool)
+    m[0] = m[-1] = False
+    m[1:-1] = mask
+    t = np.flatnonzero(m[1:] != m[:-1])
+    return t[0::2], t[1::2]
 
 
 def _numbers_np(buf: bytes, index: ValueIndex) -> list[Match]:
@@ -224,10 +239,10 @@ def _numbers_np(buf: bytes, index: ValueIndex) -> list[Match]:
     starts, ends = _runs(digit[a])
     if not len(starts):
         return []
-    ap = np.empty(len(a) + 4, dtype=np.uint8)
+    ap = np.empty(len(a) + 5, dtype=np.uint8)
     ap[:2] = 32
-    ap[2:-2] = a
-    ap[-2:] = 32
+    ap[2:-3] = a
+    ap[-3:] = 32
     lens = ends - starts
     prev, prev2 = ap[starts + 1], ap[starts]
     nxt, nxt2 = ap[ends + 2], ap[ends + 3]
@@ -236,6 +251,8 @@ def _numbers_np(buf: bytes, index: ValueIndex) -> list[Match]:
     nxt2d = digit[nxt2]
     dot_cont = (nxt == _DOT) & nxt2d
     cont = dot_cont | (contl[nxt] & (nxt2d | hexpfx[nxt]))
+    # "315e-1": an exponent with a sign continues the token too
+    cont |= ((nxt == 101) | (nxt == 69)) & ((nxt2 == 43) | (nxt2 == 45)) & digit[ap[ends + 4]]
     clock = (nxt == _COLON) & nxt2d
     live = ~inner
     none = np.zeros(len(lens), dtype=bool)

@@ -78,8 +78,8 @@ def test_any_spelling_of_a_decimal_is_found(pair, context, large):
 
 
 WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=8)
-# One tab or line break alone is bugs-for-lead.md #3 (tested, xfail, in test_match_rules.py).
-SPACE = st.sampled_from([" ", "  ", "\t\t", " \n", " \n\t ", "\r\n", "\n\n"])
+SPACE = st.sampled_from([" ", "  ", "\t", "\n", "\t\t", " \n", " \n\t ", "\r\n", "\n\n",
+                         "\u00a0"])
 
 
 @FAST
