@@ -376,15 +376,21 @@ def _push(repo: Path, commits: Sequence[str], config_path: str | None, out: IO[s
 # --------------------------------------------------------------------------- withheld guard
 
 
-def _staged_bytes(repo: Path, name: str) -> bytes | None:
-    proc = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f":{name}"],
-                          capture_output=True)
-    if proc.returncode == 0:
-        return proc.stdout
-    try:
-        return (repo / name).read_bytes()
-    except OSError:
-        return None
+def staged_contents(repo: Path, names: Sequence[str]) -> dict[str, bytes]:
+    """The staged bytes of each named file (one `git ls-files` and one `git cat-file --batch`);
+    a file that is not in the index is read from disk, one that is in neither is left out.
+    """
+    staged = {e.path: e for e in ship.index_entries(repo) if e.mode != "160000"}
+    wanted = [n for n in names if n in staged]
+    blobs = ship.read_blobs(repo, [staged[n].oid for n in wanted])
+    out = {n: blobs[staged[n].oid] for n in wanted}
+    for n in names:
+        if n not in out:
+            try:
+                out[n] = (repo / n).read_bytes() if (repo / n).is_file() else b""
+            except OSError:
+                continue
+    return out
 
 
 def _as_withheld_doc(data: bytes) -> dict | None:
@@ -425,17 +431,15 @@ def _guessable_unkeyed(doc: dict) -> list[str]:
     return ids
 
 
-def guard_findings(repo: Path, filenames: Sequence[str], wsets: Iterable[tuple[str, Any]],
-                   ) -> list[str]:
-    """Problems the guard refuses, one message per file (never a value)."""
+def guard_findings(contents: dict[str, bytes], wsets: Iterable[tuple[str, Any]]) -> list[str]:
+    """Problems the guard refuses among `contents` (name -> staged bytes), one message per file,
+    never a value.
+    """
     from plimsoll_ci import scan
 
     problems = []
     scanners = [(origin, scan.Scanner(w)) for origin, w in wsets]
-    for name in filenames:
-        data = _staged_bytes(repo, name)
-        if data is None:
-            continue
+    for name, data in contents.items():
         doc = _as_withheld_doc(data)
         if doc is not None:
             weak = _guessable_unkeyed(doc)
@@ -491,15 +495,16 @@ def withheld_guard(filenames: Sequence[str], cwd: Path, config_path: str | None 
 
     key = ship.load_key(config) if config is not None else None
     configured = config.withheld if config is not None else None
-    for name in filenames:
-        doc = _as_withheld_doc(_staged_bytes(repo, name) or b"")
+    contents = staged_contents(repo, filenames)
+    for name, data in contents.items():
+        doc = _as_withheld_doc(data)
         if doc is None or (configured is not None and (repo / name).resolve() == configured):
             continue
         try:
             wsets.append((name, withheld.parse(doc, key=key, origin=name)))
         except BadInput:
             continue  # keyed under a key we do not have: its own guard line still applies
-    problems = guard_findings(repo, filenames, wsets)
+    problems = guard_findings(contents, wsets)
     for p in problems:
         out.write(p + "\n")
     return 1 if problems else 0
