@@ -50,7 +50,7 @@ from plimsoll_ci._gitstream import (
 )
 from plimsoll_ci.errors import BadInput, PlimsollError
 
-CACHE_FORMAT = "plimsoll-history-cache/1"
+CACHE_FORMAT = "plimsoll-history-cache/2"
 CONFIG_NAME = b"plimsoll.yaml"
 DEFAULT_MAX_BLOB_BYTES = 64 << 20
 ASSUMPTION = ("bisect assumes the entry kept shipping once introduced (it looks along first "
@@ -287,9 +287,9 @@ def _finding_row(f: Any) -> list[Any]:
 def _name_rows(scanner: Any, name: str) -> list[list[Any]]:
     """Findings in a shipped name; each row also says which path component carries the entry."""
     rows = []
-    for f in scanner.scan_name(shown(name)):
+    for f in scanner.scan_name(name):  # surrogates carry non-UTF-8 bytes through unchanged
         row = _finding_row(f)
-        row.append(len(f.path.rstrip("/").split("/")) - 1)
+        row.append(f.path.rstrip("/").split("/")[-1])  # the file or folder name that carries it
         rows.append(row)
     return rows
 
@@ -301,11 +301,10 @@ class _Redactor:
 
     def __init__(self, names: dict[str, list[list[Any]]]) -> None:
         flagged = set()
-        for name, rows in names.items():
-            parts = shown(name).split("/")
+        for rows in names.values():
             for r in rows:
-                if len(r) > 7 and 0 <= r[7] < len(parts):
-                    flagged.add(parts[r[7]])
+                if len(r) > 7 and isinstance(r[7], str) and r[7]:
+                    flagged.add(shown(r[7]))
         self.names = {c: f"[withheld name {i}]" for i, c in enumerate(sorted(flagged), 1)}
         self._order = sorted(self.names, key=len, reverse=True)
 

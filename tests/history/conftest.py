@@ -55,6 +55,7 @@ class GitRepo:
         self.git("config", "user.name", "Ada Auditor")
         self.git("config", "user.email", "ada@example.org")
         self.git("config", "commit.gpgsign", "false")
+        self.git("config", "tag.gpgsign", "false")
 
     def git(self, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
         proc = subprocess.run(["git", *args], cwd=self.path, capture_output=True,

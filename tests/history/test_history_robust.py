@@ -80,11 +80,15 @@ def test_non_utf8_paths_are_judged_and_shown_escaped(globrepo: GitRepo, wset_pat
     repo = globrepo
     repo.write(b"tasks/drone/caf\xe9-notes.txt", f"seed {LEAK}\n")
     first = repo.commit("latin-1 name", 0)
-    code, doc = history_json(repo, wset_path)
+    repo.write(b"tasks/drone/\xe9t\xe9/seed-" + LEAK.encode() + b".json", "{}\n")
+    second = repo.commit("latin-1 folder, a name that carries the value", 5)
+    code, doc = history_json(repo, wset_path)  # the value is never printed (run_cli checks)
     assert code == 1
     e = doc["entries"][0]
     assert e["first"]["commit"] == first
     assert e["first"]["paths"] == ["tasks/drone/caf\\xe9-notes.txt"]
+    assert e["commits"][1]["commit"] == second
+    assert "tasks/drone/\\xe9t\\xe9/[withheld name 1]" in e["commits"][1]["paths"]
 
 
 CHECKING_KIT = '''import os, shutil, sys, time
