@@ -105,18 +105,18 @@ def files_of(root: Path) -> list[Path]:
 
 
 def naive_rate(files: list[Path], budget_s: float = 8.0) -> float:
-    """MB/s of canonicalizing and hashing every token (the design this engine avoids)."""
+    """MB/s (CPU) of hashing every token (the design this engine avoids), on a sample."""
     tok = re.compile(rb"[0-9A-Za-z_.:]+")
     done = 0
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     for p in files:
         data = p.read_bytes()
         for m in tok.finditer(data):
             hashlib.sha256(b"plimsoll-ci/value/v1\0number\0" + m.group().lower()).digest()
         done += len(data)
-        if time.perf_counter() - t0 > budget_s:
+        if time.process_time() - t0 > budget_s:
             break
-    return done / 1e6 / (time.perf_counter() - t0)
+    return done / 1e6 / (time.process_time() - t0)
 
 
 def main() -> None:
@@ -131,24 +131,27 @@ def main() -> None:
     size = sum(p.stat().st_size for p in files)
     wset = parse(make_set(args.entries))
 
-    t0 = time.perf_counter()
+    # CPU time (process_time) as well as wall time: this machine is shared and noisy, and the
+    # target is per core.
+    t0, c0 = time.perf_counter(), time.process_time()
     for p in files:
         p.read_bytes()
-    t_read = time.perf_counter() - t0
+    t_read, c_read = time.perf_counter() - t0, time.process_time() - c0
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = scan_paths([str(root)], wset)
-    t_scan = time.perf_counter() - t0
+    t_scan, c_scan = time.perf_counter() - t0, time.process_time() - c0
     naive = naive_rate(files)
 
     mb = size / 1e6
     print(f"files {len(files)}, {mb:.0f} MB, set of {len(wset.entries)} entries, "
           f"findings {len(result.findings)}, notes {len(result.notes)}")
-    print(f"plain read      {mb / t_read:8.1f} MB/s")
-    print(f"naive per-token {naive:8.1f} MB/s")
-    print(f"plimsoll scan   {mb / t_scan:8.1f} MB/s  (one core)")
-    print(f"ratios: scan/read = {t_read / t_scan:.2f}, scan/naive = {(mb / t_scan) / naive:.1f}x, "
-          f"target >= 50 MB/s: {'met' if mb / t_scan >= 50 else 'NOT met'}")
+    print(f"plain read      {mb / t_read:8.1f} MB/s wall {mb / c_read:8.1f} MB/s cpu")
+    print(f"naive per-token {naive:8.1f} MB/s cpu")
+    print(f"plimsoll scan   {mb / t_scan:8.1f} MB/s wall {mb / c_scan:8.1f} MB/s cpu (one core)")
+    print(f"ratios: scan/read (cpu) = {c_read / c_scan:.3f}, scan/naive = "
+          f"{(mb / c_scan) / naive:.1f}x; target >= 50 MB/s per core: "
+          f"{'met' if mb / c_scan >= 50 else 'NOT met'} (cpu)")
 
     with tempfile.TemporaryDirectory() as d:
         for k in range(10):

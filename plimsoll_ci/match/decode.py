@@ -109,42 +109,49 @@ def _escape_kind(tok: bytes) -> str:
     return "+".join(kinds) or "escapes"
 
 
+_BOOL_LUTS: dict[bytes, object] = {}
+
+
 def _runs(buf: bytes, rx: re.Pattern[bytes], table: bytes, pad: bool) -> list[tuple[int, int]]:
     """Maximal runs of a byte class (base64: 6+ bytes and up to two `=`; hex: 8+ bytes)."""
     if len(buf) < _SMALL:
         return [(m.start(), m.end()) for m in rx.finditer(buf)]
     import numpy as np
 
-    mask = np.frombuffer(table, dtype=np.uint8).astype(bool)[np.frombuffer(buf, dtype=np.uint8)]
-    d = np.diff(mask.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    lut = _BOOL_LUTS.get(table)
+    if lut is None:
+        lut = _BOOL_LUTS[table] = np.frombuffer(table, dtype=np.uint8).astype(bool)
+    a8 = np.frombuffer(buf + b"\0", dtype=np.uint8)  # the sentinel ends every run in range
+    m = lut[a8]
+    t = np.flatnonzero(m[1:] != m[:-1]) + 1
+    if m[0]:
+        t = np.concatenate(([0], t))
+    starts, ends = t[0::2], t[1::2]
     lens = ends - starts
     keep = lens >= (6 if pad else 8)
     starts, ends, lens = starts[keep], ends[keep], lens[keep]
     if not len(starts):
         return []
-    a8 = np.frombuffer(buf + b"\0", dtype=np.uint8)  # the sentinel keeps `ends` in range
     idx = np.empty(2 * len(starts), dtype=np.int64)
     idx[0::2], idx[1::2] = starts, ends
+    cls = _CLASS_NP()[a8]
+    bits = np.bitwise_or.reduceat(cls, idx)[0::2]
     if pad:  # base64: runs that end in padding, or long runs that mix cases or letters and digits
-        cls = _CLASS_NP()[a8]
-        bits = np.bitwise_or.reduceat(cls, idx)[0::2]
         letters = (bits & 3) != 0
         mixed = ((bits & 3) == 3) | (letters & ((bits & 4) != 0))
         keep = ((lens >= 6) & (a8[ends] == 61)) | ((lens >= 12) & mixed)
     else:  # hex: even runs whose high nibbles (every other byte) are mostly '2'..'7'
-        bad = ((a8 < 50) | (a8 > 55)).astype(np.int32)
+        keep = (lens % 2 == 0) & ((bits != 4) | (lens >= 16))  # short digit strings are ids
+        bad = ((a8 < 50) | (a8 > 55)).view(np.uint8)
         high_bad = np.zeros(len(starts), dtype=np.int64)
         for parity in (0, 1):
-            sel = (starts % 2 == parity) & (lens % 2 == 0)
+            sel = keep & (starts % 2 == parity)
             if sel.any():
-                col = bad[parity::2]
-                col = np.append(col, 0)
                 j = np.empty(2 * int(sel.sum()), dtype=np.int64)
                 j[0::2] = (starts[sel] - parity) // 2
                 j[1::2] = (ends[sel] - parity) // 2
-                high_bad[sel] = np.add.reduceat(col, j)[0::2]
-        keep = (lens % 2 == 0) & (high_bad * 5 <= lens // 2)
+                high_bad[sel] = np.add.reduceat(bad[parity::2], j, dtype=np.int64)[0::2]
+        keep &= high_bad * 5 <= lens // 2
     out = []
     for a, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True):
         if pad and buf[b : b + 1] == b"=":
@@ -171,6 +178,21 @@ _B64_TABLE = bytes(1 if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c i
                    for c in range(256))
 _HEX_TABLE = bytes(1 if (48 <= c <= 57 or 65 <= c <= 70 or 97 <= c <= 102) else 0
                    for c in range(256))
+
+
+def _esc_hits(buf: bytes):  # noqa: ANN202
+    """Escape sequences and entities: `re` from each `%`, `\\` and `&` (numpy finds them)."""
+    if len(buf) < _SMALL:
+        yield from _ESC_HIT.finditer(buf)
+        return
+    import numpy as np
+
+    a8 = np.frombuffer(buf, dtype=np.uint8)
+    pos = np.flatnonzero((a8 == 37) | (a8 == 92) | (a8 == 38))
+    for p in pos.tolist():
+        m = _ESC_HIT.match(buf, p)
+        if m is not None:
+            yield m
 
 
 def _high_bad(tok: bytes) -> int:
@@ -206,8 +228,11 @@ def text_regions(buf: bytes, bounds: Bounds) -> Decoded:
         if not add("base64", a, tok, _b64(tok)):
             return Decoded(layers, notes)
     for a, b in _runs(buf, _HEX_RUN, _HEX_TABLE, False):
-        if (b - a) % 2 or _high_bad(buf[a:b]) * 5 > (b - a) // 2 or too_long("hex", a, b - a):
+        tok = buf[a:b]
+        if (b - a) % 2 or _high_bad(tok) * 5 > (b - a) // 2 or too_long("hex", a, b - a):
             continue
+        if b - a < 16 and tok.isdigit():
+            continue  # short digit strings are ids and numbers, not hex-encoded text
         data = bytes.fromhex(buf[a:b].decode("ascii"))
         if len(data.translate(None, _PRINTABLE)) * 5 > len(data):
             continue  # not hex-encoded text (ids, hashes, digit strings): nothing to find in it
@@ -215,7 +240,7 @@ def text_regions(buf: bytes, bounds: Bounds) -> Decoded:
             return Decoded(layers, notes)
     if b"%" in buf or b"\\" in buf or b"&" in buf:
         last_line = -1
-        for m in _ESC_HIT.finditer(buf):
+        for m in _esc_hits(buf):
             ls = buf.rfind(b"\n", 0, m.start()) + 1
             if ls == last_line:
                 continue

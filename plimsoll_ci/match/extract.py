@@ -346,12 +346,11 @@ def _texts_np(buf: bytes, index: ValueIndex) -> list[Match]:
     if not index.text_runs:
         return out
     # Keys of the first one, two and three run lengths, matched against the entries' keys.
-    lc = np.minimum(lens, 255).astype(np.int64)
+    lc = np.minimum(lens, 255).astype(np.int32)
     nxt1 = np.zeros_like(lc)
     nxt1[:-1] = lc[1:]
     nxt2 = np.zeros_like(lc)
     nxt2[:-2] = lc[2:]
-    keys = (lc, lc * 256 + nxt1, (lc * 256 + nxt1) * 256 + nxt2)
     wanted: list[set[int]] = [set(), set(), set()]
     for runs in index.text_runs:
         r = [min(x, 255) for x in runs[:3]]
@@ -360,9 +359,12 @@ def _texts_np(buf: bytes, index: ValueIndex) -> list[Match]:
             key = key * 256 + x
         wanted[len(r) - 1].add(key)
     sel = np.zeros(len(lc), dtype=bool)
+    key = lc
     for k, want in enumerate(wanted):
+        if k:
+            key = key * 256 + (nxt1 if k == 1 else nxt2)
         if want:
-            sel |= np.isin(keys[k], np.fromiter(want, dtype=np.int64))
+            sel |= np.isin(key, np.fromiter(want, dtype=np.int32))
     if not index.untagged and sel.any():
         cand = np.flatnonzero(sel)
         low = _LOWER_NP()[a]
