@@ -32,7 +32,7 @@ NOISE_SIGMA = (0.001, 0.01, 0.002, 0.01)
 ATTITUDE_KEYS = frozenset(("thrust", "roll", "pitch", "yaw_rate"))
 RATE_KEYS = frozenset(("thrust", "roll_rate", "pitch_rate", "yaw_rate"))
 
-_ZERO, _ONE, _TWO, _MINUS_TWO = (np.array(v) for v in (0.0, 1.0, 2.0, -2.0))
+_ZERO, _ONE, _TWO, _MINUS_TWO, _PI = (np.array(v) for v in (0.0, 1.0, 2.0, -2.0, np.pi))
 
 
 def _c(value: float) -> np.ndarray:
@@ -223,7 +223,15 @@ class Batch:
         self._tz = _c(d.yaw_moment / iz * dt)
         self._gx = _c((iy - iz) / ix * dt)
         self._gy = _c((iz - ix) / iy * dt)
-        self._cos_crash = generator.sincos(c.limits.crash_tilt)[1]
+        self._cos_crash = _c(generator.sincos(c.limits.crash_tilt)[1])
+        lim = c.limits
+        self._tilt_lo, self._tilt_hi = _c(-lim.max_tilt_cmd), _c(lim.max_tilt_cmd)
+        self._yaw_lo, self._yaw_hi = _c(-lim.max_yaw_rate), _c(lim.max_yaw_rate)
+        self._rate_lo, self._rate_hi = _c(-lim.max_rate), _c(lim.max_rate)
+        self._thrust_hi = _c(d.max_thrust)
+        self._k_att, self._minus_k_att = _c(K_ATT), _c(-K_ATT)
+        self._gate_planes = [(_c(g.center[0]), _c(g.center[1]), _c(g.normal[0]), _c(g.normal[1]))
+                             for g in c.gates]
         r = d.radius
         self._room_lo = np.array([[r], [r], [-1.0]])
         self._room_hi = np.array([[c.room[0] - r], [c.room[1] - r], [c.room[2] - r]])
@@ -290,9 +298,10 @@ class Batch:
         w, x, y, z = S[6], S[7], S[8], S[9]
         arr = np.empty((12, S.shape[1]))
         arr[0:6] = S[0:6]
-        arr[6] = np.arctan2(2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y))
-        arr[7] = np.arcsin(np.clip(2.0 * (w * y - x * z), -1.0, 1.0))
-        arr[8] = np.arctan2(2.0 * (x * y + w * z), 1.0 - 2.0 * (y * y + z * z))
+        xx, yy = x * x, y * y
+        arr[6] = np.arctan2((y * z + w * x) * _TWO, (xx + yy) * _MINUS_TWO + _ONE)
+        arr[7] = np.arcsin(np.minimum(np.maximum((w * y - x * z) * _TWO, -_ONE), _ONE))
+        arr[8] = np.arctan2((x * y + w * z) * _TWO, (yy + z * z) * _MINUS_TWO + _ONE)
         arr[9:12] = S[10:13]
         arr += self._noise() * _NOISE
         rows = np.round(arr.T, 6).tolist()
@@ -371,18 +380,19 @@ class Batch:
         rates (body-rate mode). Values are clipped to the course's limits here.
         """
         c = self.course
-        lim = c.limits
         cmd = np.ascontiguousarray(np.asarray(cmd, dtype=float).T)  # (4, n)
         n = cmd.shape[1]
         G = self.G
         # One polynomial call for every angle this tick needs: commanded roll and pitch, gust phase.
-        s = np.minimum(np.maximum((self._tick * c.tick - G[0]) / G[1], 0.0), 1.0)
+        s = (_c(self._tick * c.tick) - G[0]) / G[1]
+        np.maximum(s, _ZERO, out=s)
+        np.minimum(s, _ONE, out=s)
         angles = np.empty((5, n))
-        angles[0:2] = np.minimum(np.maximum(cmd[1:3], -lim.max_tilt_cmd), lim.max_tilt_cmd)
-        angles[2:5] = np.pi * np.minimum(s, 1.0 - s)
+        angles[0:2] = np.minimum(np.maximum(cmd[1:3], self._tilt_lo), self._tilt_hi)
+        angles[2:5] = np.minimum(s, _ONE - s) * _PI
         sin, cos = _poly_sincos(angles)
         p_cmd, q_cmd, r_cmd = self._rate_targets(cmd, attitude, sin, cos)
-        thrust = np.minimum(np.maximum(cmd[0], 0.0), c.drone.max_thrust)
+        thrust = np.minimum(np.maximum(cmd[0], _ZERO), self._thrust_hi)
         # Firmware, the part fixed for the tick: base_i = T/4 + commanded-rate torque mixed to motor i.
         a, b, cc = p_cmd * self._kx, q_cmd * self._ky, r_cmd * self._kz
         A, B = a - b, a + b
@@ -412,34 +422,35 @@ class Batch:
             self._save()
 
     def _rate_targets(self, cmd: np.ndarray, attitude: np.ndarray, sin, cos) -> np.ndarray:
-        """Body-rate targets (3, n): the command in body-rate mode, the firmware's in attitude mode."""
-        lim = self.course.limits
-        out = np.minimum(np.maximum(cmd[1:4], -lim.max_rate), lim.max_rate)
+        """Body-rate targets (3, n): the command in body-rate mode, the firmware's in attitude mode.
+
+        Attitude mode: the desired body z axis d (from roll and pitch in the heading frame) is seen
+        in the body frame as R^T d; the tilt error is e3 x R^T d, and the rate target K_ATT times it.
+        """
+        out = np.minimum(np.maximum(cmd[1:4], self._rate_lo), self._rate_hi)
         if not attitude.any():
             return out
         S = self.S
         w, x, y, z = S[6], S[7], S[8], S[9]
-        r11 = 1.0 - 2.0 * (y * y + z * z)
-        r12 = 2.0 * (x * y - w * z)
-        r13 = 2.0 * (x * z + w * y)
-        r21 = 2.0 * (x * y + w * z)
-        r22 = 1.0 - 2.0 * (x * x + z * z)
-        r23 = 2.0 * (y * z - w * x)
-        r31 = 2.0 * (x * z - w * y)
-        r32 = 2.0 * (y * z + w * x)
-        r33 = 1.0 - 2.0 * (x * x + y * y)
+        xy, wz, xz, wy, yz, wx = x * y, w * z, x * z, w * y, y * z, w * x
+        xx, yy, zz = x * x, y * y, z * z
+        r11 = (yy + zz) * _MINUS_TWO + _ONE
+        r21 = (xy + wz) * _TWO
+        r12 = (xy - wz) * _TWO
+        r22 = (xx + zz) * _MINUS_TWO + _ONE
+        r31 = (xz - wy) * _TWO
+        r32 = (yz + wx) * _TWO
         hn = np.sqrt(r11 * r11 + r21 * r21)
         ch, sh = r11 / hn, r21 / hn  # heading
         sr, cr, sp, cp = sin[0], cos[0], sin[1], cos[1]
-        zxh, zyh, zz = sp * cr, -sr, cp * cr  # desired body z axis in the heading frame (ZYX)
-        zx = ch * zxh - sh * zyh
-        zy = sh * zxh + ch * zyh
-        ex = r23 * zz - r33 * zy  # body z axis x desired z axis, world frame
-        ey = r33 * zx - r13 * zz
-        ez = r13 * zy - r23 * zx
-        yaw = np.minimum(np.maximum(cmd[3], -lim.max_yaw_rate), lim.max_yaw_rate)
-        out[0] = np.where(attitude, K_ATT * (r11 * ex + r21 * ey + r31 * ez), out[0])
-        out[1] = np.where(attitude, K_ATT * (r12 * ex + r22 * ey + r32 * ez), out[1])
+        dxh, dyh, dz = sp * cr, -sr, cp * cr  # desired body z axis in the heading frame (ZYX)
+        dx = ch * dxh - sh * dyh
+        dy = sh * dxh + ch * dyh
+        p_des = (r12 * dx + r22 * dy + r32 * dz) * self._minus_k_att
+        q_des = (r11 * dx + r21 * dy + r31 * dz) * self._k_att
+        yaw = np.minimum(np.maximum(cmd[3], self._yaw_lo), self._yaw_hi)
+        out[0] = np.where(attitude, p_des, out[0])
+        out[1] = np.where(attitude, q_des, out[1])
         out[2] = np.where(attitude, yaw, out[2])
         return out
 
@@ -558,17 +569,15 @@ class Batch:
         n = S.shape[1]
         # Gates: signed distances of the tick's segment ends to each gate plane.
         frame_hit = np.zeros(n, dtype=bool)
-        for g_index, gate in enumerate(c.gates):
-            cx, cy, _ = gate.center
-            nx, ny, _ = gate.normal
+        for g_index, (cx, cy, nx, ny) in enumerate(self._gate_planes):
             d0 = (p0[0] - cx) * nx + (p0[1] - cy) * ny
             d1 = (S[0] - cx) * nx + (S[1] - cy) * ny
-            cross = (d0 < 0.0) != (d1 < 0.0)
+            cross = (d0 < _ZERO) != (d1 < _ZERO)
             if cross.any():
                 self._cross(g_index, p0, d0, d1, cross, frame_hit)
         P = S[0:3]
         wall = ((P < self._room_lo) | (P > self._room_hi)).any(axis=0)
-        tilt = 1.0 - 2.0 * (S[7] * S[7] + S[8] * S[8]) < self._cos_crash
+        tilt = (S[7] * S[7] + S[8] * S[8]) * _MINUS_TWO + _ONE < self._cos_crash
         landed = ~self.airborne & (self.next_gate == len(c.gates))
         if landed.any():
             lx, ly, _ = c.land.center
