@@ -104,6 +104,24 @@ def test_the_generator_is_pinned():
     assert [s.next64() for _ in range(3)] == GOLDEN_DRAWS
 
 
+def test_the_simulator_is_pure_no_files_processes_clocks_or_entropy():
+    import ast
+
+    allowed = {"__future__", "hashlib", "math", "typing", "collections", "numpy", "sim"}
+    for path in sorted(Path(sim.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots = {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                roots = {(node.module or "").split(".")[0]}
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "open":
+                raise AssertionError(f"{path.name}:{node.lineno}: opens a file")
+            else:
+                continue
+            assert roots <= allowed, f"{path.name}:{node.lineno}: imports {roots - allowed}"
+
+
 GOLDEN_DRAWS = json.loads(GOLDEN.read_text())["draws_3107713414"] if GOLDEN.exists() else []
 
 
