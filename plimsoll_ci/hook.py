@@ -8,6 +8,9 @@
   scanning nothing.
 - pre-push stage (pre-commit sets `PRE_COMMIT_FROM_REF` / `PRE_COMMIT_TO_REF`): scans the tree of
   every commit in `FROM..TO`, merges included, each with its own `plimsoll.yaml` when it has one.
+  A first push that includes the root commit comes without FROM: then every commit of
+  `PRE_COMMIT_LOCAL_BRANCH` that no ref of `PRE_COMMIT_REMOTE_NAME` has.
+- `scan_commits(repo, commits, config_path, set_name, key)` is the same walk for the action.
 
 `withheld_guard(filenames, cwd)` (hook `plimsoll-withheld-guard`) refuses:
 - a withheld set that is unkeyed and holds value entries (a guessable seed hashed with plain SHA-256
