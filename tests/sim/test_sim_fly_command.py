@@ -153,3 +153,19 @@ def test_the_installed_command_exits_2_on_an_unknown_course():
                           "--course", "medium", "--seeds", "1"], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 2 and "invalid choice: 'medium'" in out.stderr
+
+
+def test_fly_takes_a_controller_folder_with_controller_py(capsys, tmp_path):
+    (tmp_path / "controller.py").write_bytes((CONTROLLERS / "hover.py").read_bytes())
+    code, out, _ = fly(capsys, "--controller", str(tmp_path), "--course", "easy", "--seeds",
+                       str(sim.SMOKE_SEEDS[0]), "--format", "json")
+    assert code == 0
+    assert json.loads(out)["flights"][0]["reason"] == "timeout"
+
+
+def test_a_controller_whose_constructor_raises_ends_every_flight_at_once(capsys, tmp_path):
+    path = tmp_path / "c.py"
+    path.write_text("class Controller:\n    def __init__(self, info):\n        raise KeyError('x')\n")
+    code, out, _ = fly(capsys, "--controller", str(path), "--course", "hard", "--seeds", "1-3")
+    assert code == 0
+    assert out.count("controller_error (constructor raised KeyError") == 3
