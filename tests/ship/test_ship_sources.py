@@ -197,3 +197,36 @@ def test_a_fifo_or_a_link_to_a_device_cannot_hang_the_scan(tmp_path: Path) -> No
     assert files[("v", "viewer/pipe")] == b""
     assert files[("v", "viewer/zero")] == b"/dev/zero"
     assert files[("v", "viewer/seeds")] == b"3107713414\n"  # a link ships what it points at
+
+
+def test_scan_config_scans_what_the_chosen_source_ships(repo: Path) -> None:
+    from plimsoll_ci import withheld
+
+    doc, _ = withheld.build_set(values=[("seeds.txt:2", "3107713414")], key=b"k")
+    (repo / "withheld.json").write_text(withheld.dumps(doc))
+    (repo / "plimsoll.yaml").write_text("key: {env: SHIP_TEST_KEY}\n" +
+                                        (repo / "plimsoll.yaml").read_text())
+    (repo / "viewer/index.html").write_text('<a href="seed-3107713414.json">x</a>\n')
+    git(repo, "add", "viewer/index.html", "plimsoll.yaml")
+    (repo / "viewer/index.html").write_text("clean again\n")
+    env = {**os.environ, "SHIP_TEST_KEY": "k"}
+
+    def scan(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "plimsoll_ci.cli", "scan", "--config",
+                               "plimsoll.yaml", *args], cwd=repo, capture_output=True, text=True,
+                              env=env)
+
+    staged = scan("--staged")
+    assert staged.returncode == 1, staged.stdout + staged.stderr
+    assert "viewer/index.html:1:" in staged.stdout and "built:task/TASK.md" in staged.stdout
+    assert "3107713414" not in staged.stdout + staged.stderr
+    assert scan().returncode == 0  # the working tree is clean
+    assert scan("--rev", "HEAD").returncode == 0  # so is the last commit
+
+
+def test_ship_without_an_action_or_a_config_is_bad_input(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for args, words in [(["ship"], "ship list"), (["ship", "list"], "no plimsoll.yaml")]:
+        r = subprocess.run([sys.executable, "-m", "plimsoll_ci.cli", *args], cwd=tmp_path,
+                           capture_output=True, text=True)
+        assert r.returncode == 2 and words in r.stderr, r.stderr
