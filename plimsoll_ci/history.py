@@ -339,23 +339,57 @@ def _worker_init(wset: Any, limits: Any, repo: Repo, max_bytes: int) -> None:
 
 
 def _scan_blobs(jobs: list[tuple[str, str]]) -> list[tuple[str, Any, list[str], int]]:
-    """Scan blobs by id: [(oid, findings rows | None when missing, notes, size)]."""
+    """Scan blobs by id: [(oid, findings rows | None when missing, notes, size)].
+
+    Small blobs are scanned together (`Scanner.scan_contents` joins them into one buffer, so the
+    engine's fixed cost is paid per batch, not per blob); a batch never holds a label twice, so
+    each finding and note goes back to its own blob.
+    """
     scanner, cat = _WORKER["scanner"], _WORKER["cat"]
-    out = []
-    paths = dict(jobs)
-    for oid, blob in cat.read_many([oid for oid, _path in jobs]):
-        path = paths[oid]
+    labels = dict(jobs)
+    out: list[tuple[str, Any, list[str], int]] = []
+    batch: list[tuple[str, str, bytes]] = []  # (oid, label, data)
+    batch_bytes = 0
+
+    def flush() -> None:
+        nonlocal batch_bytes
+        if not batch:
+            return
+        findings, notes = scanner.scan_contents([(label, data) for _o, label, data in batch])
+        by_label: dict[str, list[Any]] = {}
+        for f in findings:
+            by_label.setdefault(f.path, []).append(_finding_row(f))
+        notes_of: dict[str, list[str]] = {}
+        for n in notes:
+            owner = next((label for _o, label, _d in batch if n.startswith(label + ": ")),
+                         batch[0][1])
+            notes_of.setdefault(owner, []).append(n)
+        for oid, label, data in batch:
+            out.append((oid, by_label.get(label, []), notes_of.get(label, []), len(data)))
+        batch.clear()
+        batch_bytes = 0
+
+    for oid, blob in cat.read_many([oid for oid, _label in jobs]):
+        label = labels[oid]
         if blob is None:
             out.append((oid, None, [], 0))
             continue
-        findings, notes = scanner.scan_content(blob.data, path)
-        notes = list(notes)
         if blob.truncated:
-            notes.append(f"{path} (blob {oid[:12]}): {blob.size} bytes, over the "
-                         f"{cat.max_bytes}-byte bound; only its first {cat.max_bytes} bytes "
-                         "were scanned (raise --max-blob-bytes)")
-        out.append((oid, [_finding_row(f) for f in findings], notes, blob.size))
+            note = (f"{label} (blob {oid[:12]}): {blob.size} bytes, over the {cat.max_bytes}-byte "
+                    f"bound; only its first {cat.max_bytes} bytes were scanned "
+                    "(raise --max-blob-bytes)")
+            found, notes = scanner.scan_content(blob.data, label)
+            out.append((oid, [_finding_row(f) for f in found], [*notes, note], blob.size))
+            continue
+        if any(label == b_label for _o, b_label, _d in batch) or batch_bytes > _BATCH_BYTES:
+            flush()
+        batch.append((oid, label, blob.data))
+        batch_bytes += len(blob.data)
+    flush()
     return out
+
+
+_BATCH_BYTES = 1 << 20  # joined-buffer scans stay around a megabyte
 
 
 # --------------------------------------------------------------------------- ship sets per commit
