@@ -32,10 +32,14 @@ def _summary(text: str) -> None:
             fh.write(text.rstrip("\n") + "\n")
 
 
-def _escape(value: str) -> str:
-    """Workflow-command escaping (property values and messages)."""
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A") \
-        .replace(":", "%3A").replace(",", "%2C")
+def _data(value: str) -> str:
+    """Workflow-command escaping of a message."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _prop(value: str) -> str:
+    """Workflow-command escaping of a property value (file=..., title=...)."""
+    return _data(value).replace(":", "%3A").replace(",", "%2C")
 
 
 def _event_range() -> tuple[str | None, str | None]:
@@ -97,7 +101,7 @@ def main() -> int:
                                     inputs["SHIP_SET"] or None, key=key)
     except PlimsollError as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        print(f"::error title=plimsoll ship scan::{_escape(first)}")
+        print(f"::error title=plimsoll ship scan::{_data(first)}")
         print(f"plimsoll ship scan: error: {e}", file=sys.stderr)
         _out("findings", "")
         _out("commits", "0")
@@ -133,8 +137,8 @@ def main() -> int:
         if ":" in f.path.split("/")[0]:
             continue  # builder output: no file in the repository to annotate
         line = f",line={f.line}" if f.line else ""
-        print(f"::error file={_escape(f.path)}{line},title=withheld value ships::"
-              f"{_escape(f'entry {f.entry} ({f.kind}, {f.where})')}")
+        print(f"::error file={_prop(f.path)}{line},title=withheld value ships::"
+              f"{_data(f'entry {f.entry} ({f.kind}, {f.where})')}")
 
     _out("findings", str(len(findings)))
     _out("sarif", str(sarif_path))
