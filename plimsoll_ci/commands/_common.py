@@ -50,7 +50,11 @@ def limits_from(args: argparse.Namespace, extra: dict | None = None):  # -> scan
 def write_output(text: str, output: str | None) -> None:
     """Print, or write `output` atomically (a temp file renamed over it: never half-written)."""
     if not output:
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError:  # a shipped name that is not UTF-8: its bytes as on disk
+            sys.stdout.flush()
+            sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
         sys.stdout.flush()
         return
     from plimsoll_ci.errors import BadInput
@@ -65,7 +69,7 @@ def write_output(text: str, output: str | None) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
