@@ -58,6 +58,20 @@ def to_json(result: ScanResult) -> dict:
     }
 
 
+def artifact_uri(path: str) -> str:
+    """A valid SARIF `uri` for a shipped path: percent-encoded, relative unless absolute.
+
+    Names may hold spaces, `:`, `#` or bytes that are not UTF-8; a raw path there is not a URI
+    reference, and code scanning tools reject or misplace it.
+    """
+    from urllib.parse import quote
+
+    raw = quote(path.replace("\\", "/").encode("utf-8", "surrogateescape"))
+    if raw.startswith("/"):
+        return "file://" + raw
+    return raw or "."
+
+
 def to_sarif(result: ScanResult, mode: str = "refuse") -> dict:
     """A SARIF 2.1.0 log with one run."""
     level = "error" if mode == "refuse" else "warning"
@@ -76,7 +90,7 @@ def to_sarif(result: ScanResult, mode: str = "refuse") -> dict:
             region = {"startLine": f.line, "startColumn": f.column}
         elif f.where == "content":
             region = {"byteOffset": f.column}
-        loc: dict = {"artifactLocation": {"uri": f.path.lstrip("/") or "."}}
+        loc: dict = {"artifactLocation": {"uri": artifact_uri(f.path)}}
         if region:
             loc["region"] = region
         msg = f"Withheld {f.kind} {f.entry} found in the {f.where} of {f.path}"
