@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -294,17 +295,26 @@ def _name_rows(scanner: Any, name: str) -> list[list[Any]]:
     return rows
 
 
+_MEMBER_NAME = re.compile(r"(?:zip|tar) member (.+?) \((?:file|folder) name")
+
+
 class _Redactor:
     """A file or folder name that carries a withheld value is itself the value: reports show
     `[withheld name N]` in its place, so a report stays safe to publish.
     """
 
-    def __init__(self, names: dict[str, list[list[Any]]]) -> None:
+    def __init__(self, names: dict[str, list[list[Any]]],
+                 contents: Iterable[list[list[Any]]] = ()) -> None:
         flagged = set()
         for rows in names.values():
             for r in rows:
                 if len(r) > 7 and isinstance(r[7], str) and r[7]:
                     flagged.add(shown(r[7]))
+        for rows in contents:  # an archive member's name is shown in decode chains: whole
+            for r in rows:
+                m = _MEMBER_NAME.search(r[2]) if r[5] == "name" else None
+                if m:
+                    flagged.add(m.group(1))
         self.names = {c: f"[withheld name {i}]" for i, c in enumerate(sorted(flagged), 1)}
         self._order = sorted(self.names, key=len, reverse=True)
 
@@ -315,7 +325,9 @@ class _Redactor:
         return s
 
     def occ(self, occ: list[Occurrence]) -> list[Occurrence]:
-        return [o._replace(path=self.text(o.path)) for o in occ] if self.names else occ
+        if not self.names:
+            return occ
+        return [o._replace(path=self.text(o.path), chain=self.text(o.chain)) for o in occ]
 
     def entry(self, e: EntryHistory) -> EntryHistory:
         if not self.names:
@@ -867,7 +879,8 @@ def _walk_and_judge(repo: Repo, wset: Any, revs: list[str], graph: list[list[str
     # ---- pass 3: replay deltas over the findings
     per_commit = _findings_per_commit(records, walked, cache, missing)
     entries = _windows(records, per_commit)
-    redact = _Redactor({name: cache.names[name] for name in names})
+    redact = _Redactor({name: cache.names[name] for name in names},
+                       (cache.content[oid] for oid in need if oid in cache.content))
     entries = [redact.entry(e) for e in entries]
     if any(r.boundary and r.parents for r in records):
         for e in entries:
@@ -1166,7 +1179,9 @@ def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None)
                 lo = mid + 1
         info = _commit_info(repo, chain[lo][0])
         redact = _Redactor({n: rows for n, rows in cache.names.items()
-                            if any(o.path.endswith(shown(n)) for o in found)})
+                            if any(o.path.endswith(shown(n)) for o in found)},
+                           [[[o.line, o.column, o.chain, o.entry, o.kind, o.where, o.detail]
+                             for o in found]])
         return BisectResult(entry, info, redact.occ(found), scans, len(chain),
                             [redact.text(n) for n in notes.all()])
     finally:
