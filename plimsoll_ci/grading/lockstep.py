@@ -13,6 +13,7 @@ using CPU altogether (a hang), so a busy machine cannot fail a flight an idle on
 
 from __future__ import annotations
 
+import collections
 import json
 import time
 from typing import NamedTuple
@@ -70,64 +71,108 @@ def _detail_for(why: str, limit: float, wall: float, session: Session) -> str:
     return f"the sandbox exited or closed its output{last}"
 
 
-def fly(session: Session, batch, budget: CpuBudget) -> Flown:
-    """Fly every live flight of `batch` through the sandboxed runner until the batch is done."""
-    n = len(batch.seeds)
+def fly(session: Session, groups: list, budget: CpuBudget) -> Flown:
+    """Fly every flight of `groups` (simulator batches) through the sandboxed runner until done.
+
+    The runner knows flight `offset + i` for flight `i` of a group starting at `offset` (groups
+    are consecutive). With two groups their lines alternate: while the sandbox computes one
+    group's commands, the simulator steps the other, so both cores work.
+    """
+    offsets, n = [], 0
+    for batch in groups:
+        offsets.append(n)
+        n += len(batch.seeds)
     flight_cpu = [0.0] * n
+    ticks = [0] * len(groups)
     max_tick = total = sim_s = waited = 0.0
-    tick = 0
+    seq = 0
     started = time.monotonic()
-    while not batch.done:
+    pending: collections.deque = collections.deque()  # (group, live, seq, sent at)
+    last_live = [set(range(len(b.seeds))) for b in groups]
+
+    def send_obs(g: int) -> bool:
+        nonlocal seq, sim_s
+        batch = groups[g]
         live = list(batch.live)
         s0 = time.monotonic()
         obs = batch.observations()
         sim_s += time.monotonic() - s0
-        line = json.dumps({"tick": tick, "ids": live, "obs": pack(obs)},
-                          separators=(",", ":")).encode() + b"\n"
+        ids = [offsets[g] + i for i in live]
+        drop = [offsets[g] + i for i in sorted(last_live[g] - set(live))]
+        last_live[g] = set(live)
+        line = json.dumps({"tick": ticks[g], "seq": seq, "ids": ids, "obs": pack(obs),
+                           "drop": drop}, separators=(",", ":")).encode() + b"\n"
+        pending.append((g, live, seq, time.monotonic()))
+        seq += 1
+        return session.send(line)
+
+    def end_everything(reason: str, detail: str) -> None:
+        for batch in groups:
+            for i in list(batch.live):
+                batch.end(i, reason, detail)
+
+    last_cpu = session.cpu()
+    last_reply = time.monotonic()
+    alive = True
+    for g, batch in enumerate(groups):
+        if not batch.done and not send_obs(g):
+            alive = False
+    if not alive:
+        end_everything("crash", _detail_for("eof", 0, budget.wall_tick_s, session))
+        pending.clear()
+    while pending:
+        g, live, sent_seq, sent_at = pending.popleft()
+        batch = groups[g]
         limit = budget.per_tick_s * len(live) + budget.tick_slack_s
-        c0 = session.cpu()
-        t0 = time.monotonic()
-        if not session.send(line):
-            _end_all(batch, live, "crash", _detail_for("eof", limit, budget.wall_tick_s, session))
-            break
-        got = session.recv(limit, budget.wall_tick_s, cpu_start=c0, wall_start=t0)
-        waited += time.monotonic() - t0
+        t0 = max(sent_at, last_reply)
+        got = session.recv(limit, budget.wall_tick_s, cpu_start=last_cpu, wall_start=t0)
+        last_reply = time.monotonic()
+        waited += last_reply - t0
         used = max(0.0, got.cpu)
+        last_cpu += got.cpu
         total += used
         max_tick = max(max_tick, used)
-        share = used / len(live)
         for i in live:
-            flight_cpu[i] += share
+            flight_cpu[offsets[g] + i] += used / len(live)
         if got.line is None:
-            _end_all(batch, live, _WHY[got.why],
-                     _detail_for(got.why, limit, budget.wall_tick_s, session))
+            end_everything(_WHY[got.why], _detail_for(got.why, limit, budget.wall_tick_s, session))
             break
         if used > limit:
-            _end_all(batch, live, "budget", f"the tick used {used:.3g} s of CPU, over the "
-                     f"limit of {limit:.3g} s ({budget.per_tick_s:g} s per flight)")
+            end_everything("budget", f"a tick used {used:.3g} s of CPU, over the limit of "
+                           f"{limit:.3g} s ({budget.per_tick_s:g} s per flight)")
             break
-        commands, errors, problem = _read_reply(got.line, tick, len(live))
+        commands, errors, problem = _read_reply(got.line, ticks[g], sent_seq, len(live))
         if problem:
-            _end_all(batch, live, "protocol", problem)
+            end_everything("protocol", problem)
             break
         keep = []
         for pos, i in enumerate(live):
-            err = errors.get(str(i))
+            err = errors.get(str(offsets[g] + i))
             if err is not None:
                 batch.end(i, "controller_error", err)
-            elif flight_cpu[i] > budget.per_flight_s:
-                batch.end(i, "budget", f"the flight used {flight_cpu[i]:.3g} s of CPU, over "
-                          f"its limit of {budget.per_flight_s:g} s")
+            elif flight_cpu[offsets[g] + i] > budget.per_flight_s:
+                batch.end(i, "budget", f"the flight used {flight_cpu[offsets[g] + i]:.3g} s of "
+                          f"CPU, over its limit of {budget.per_flight_s:g} s")
             else:
                 keep.append(commands[pos])
         if batch.live:
             s0 = time.monotonic()
-            batch.step(keep)
+            try:
+                batch.step(keep)
+            except (TypeError, ValueError, OverflowError) as e:
+                # The simulator validates commands; anything it cannot even judge ends the group.
+                for i in list(batch.live):
+                    batch.end(i, "protocol", f"commands the simulator cannot read "
+                              f"({type(e).__name__})")
             sim_s += time.monotonic() - s0
-        tick += 1
+        ticks[g] += 1
+        if not batch.done and not send_obs(g):
+            end_everything("crash", _detail_for("eof", limit, budget.wall_tick_s, session))
+            break
     if not session.closed:
         session.send(b'{"end":true}\n')
-    return Flown(flight_cpu, max_tick, total, tick, sim_s, time.monotonic() - started, waited)
+    return Flown(flight_cpu, max_tick, total, max(ticks) if ticks else 0, sim_s,
+                 time.monotonic() - started, waited)
 
 
 def _end_all(batch, live: list[int], reason: str, detail: str) -> None:
@@ -135,7 +180,7 @@ def _end_all(batch, live: list[int], reason: str, detail: str) -> None:
         batch.end(i, reason, detail)
 
 
-def _read_reply(line: bytes, tick: int, count: int) -> tuple[list, dict, str]:
+def _read_reply(line: bytes, tick: int, seq: int, count: int) -> tuple[list, dict, str]:
     """(commands, errors, problem): problem is '' when the line is a well-formed reply."""
     try:
         msg = json.loads(line)
@@ -143,8 +188,9 @@ def _read_reply(line: bytes, tick: int, count: int) -> tuple[list, dict, str]:
         return [], {}, f"malformed output: not a JSON line ({len(line)} bytes)"
     if not isinstance(msg, dict):
         return [], {}, "malformed output: not a JSON object"
-    if msg.get("tick") != tick:
-        return [], {}, f"malformed output: reply for tick {msg.get('tick')!r:.40}, expected {tick}"
+    if msg.get("tick") != tick or msg.get("seq") != seq:
+        return [], {}, (f"malformed output: reply for tick {str(msg.get('tick'))[:20]} line "
+                        f"{str(msg.get('seq'))[:20]}, expected tick {tick} line {seq}")
     try:
         commands = unpack(msg.get("commands"))
     except PackError as e:

@@ -12,8 +12,12 @@ Protocol (one JSON object per line each way; the host's module imports the codec
                                  "flights": N, "limits": {"memory": bytes, "nproc": n}}}
     runner -> host    {"hello": {probes seen before the controller was imported},
                        "ready": N}            or    {"hello": {...}, "fatal": "what failed"}
-    host   -> runner  {"tick": k, "ids": [flight ids], "obs": PACKED}     (one line per tick)
-    runner -> host    {"tick": k, "commands": PACKED, "errors": {"<id>": "detail"}}
+    host   -> runner  {"tick": k, "seq": n, "ids": [flight ids], "obs": PACKED, "drop": [ended]}
+    runner -> host    {"tick": k, "seq": n, "commands": PACKED, "errors": {"<id>": "detail"}}
+
+One line per tick carries every flight of a batch (`seq` numbers the lines). Optionally a batch
+is flown as two halves whose lines alternate, so the simulator steps one half while the sandbox
+computes the other's commands; `drop` names flights that ended, so their controllers are freed.
     host   -> runner  {"end": true}
 
 PACKED is a batch of dicts (observations or commands) either as plain JSON (`{"json": [...]}`)
@@ -295,8 +299,8 @@ def main() -> int:
             return 0
         ids = msg["ids"]
         obs = unpack(msg["obs"])
-        for gone in [i for i in controllers if i not in set(ids)]:
-            del controllers[gone]
+        for gone in msg.get("drop", ()):
+            controllers.pop(gone, None)  # that flight ended: free its controller
         commands = []
         errors = {}
         for i, o in zip(ids, obs, strict=False):
@@ -307,7 +311,8 @@ def main() -> int:
                 commands.append(None)
         try:
             packed = pack(commands)
-            send({"tick": msg["tick"], "commands": packed, "errors": errors})
+            send({"tick": msg["tick"], "seq": msg.get("seq"), "commands": packed,
+                  "errors": errors})
         except (TypeError, ValueError) as e:
             # A command JSON cannot carry: send what can be said, the host ends those flights.
             safe = []
@@ -318,7 +323,8 @@ def main() -> int:
                 except (TypeError, ValueError):
                     errors.setdefault(str(i), f"command not JSON-serialisable ({_describe(e)})")
                     safe.append(None)
-            send({"tick": msg["tick"], "commands": {"json": safe}, "errors": errors})
+            send({"tick": msg["tick"], "seq": msg.get("seq"), "commands": {"json": safe},
+                  "errors": errors})
 
 
 if __name__ == "__main__":

@@ -110,3 +110,16 @@ def test_a_bare_process_sandbox_earns_only_the_process_tier(monkeypatch):
     assert r["tier"] == "process"
     checks = {c["name"]: c["passed"] for c in r["evidence"]["checks"]}
     assert checks["host_canary_unreadable"] is False  # the host is right there
+
+
+def test_two_alternating_halves_give_the_same_scores_as_one_batch():
+    seeds = [Seed(f"seeds:{n}", s.value, True)  # 18 flights: flown as two halves of 9
+             for n, s in enumerate(HARD_SEEDS * 3, 1)]
+    one = grade(Request(HONEST, "hard", seeds, "process")).result
+    two = grade(Request(HONEST, "hard", seeds, "process", pipeline=True)).result
+    assert one is not None and two is not None
+
+    def outcome(r):
+        return [(f["id"], f["landed"], f["gates"], f["time"], f["reason"]) for f in r["flights"]]
+
+    assert outcome(two) == outcome(one)
