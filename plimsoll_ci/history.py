@@ -1084,9 +1084,14 @@ def _windows(records: list[_Record], per_commit: dict[str, list[Occurrence]]) ->
                 for intro in inherited:
                     fixes.setdefault(intro, []).append(oid)
         windows = []
-        for intro in sorted({i for o in origins.values() for i in o}, key=index.__getitem__):
+        in_order = sorted(leaking, key=index.__getitem__)
+        members_of: dict[str, list[str]] = {}
+        for o in in_order:
+            for intro in origins[o]:
+                members_of.setdefault(intro, []).append(o)
+        for intro in sorted(members_of, key=index.__getitem__):
             rec = records[index[intro]]
-            members = [o for o in sorted(leaking, key=index.__getitem__) if intro in origins[o]]
+            members = members_of[intro]
             fixed = None
             if intro not in open_ and fixes.get(intro):
                 last = max(fixes[intro], key=lambda f: (records[index[f]].info.time, index[f]))
@@ -1094,8 +1099,7 @@ def _windows(records: list[_Record], per_commit: dict[str, list[Occurrence]]) ->
             end = fixed.time if fixed else max(records[index[o]].info.time for o in members)
             windows.append(Window(rec.info, leaking[intro], fixed, max(0, end - rec.info.time),
                                   members, rec.boundary and bool(rec.parents)))
-        commits = [(records[index[o]].info, leaking[o])
-                   for o in sorted(leaking, key=index.__getitem__)]
+        commits = [(records[index[o]].info, leaking[o]) for o in in_order]
         result.append(EntryHistory(entry, windows, commits))
     return result
 

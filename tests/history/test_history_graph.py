@@ -253,3 +253,25 @@ def test_a_keyed_set_needs_its_key(globrepo: GitRepo, tmp_path: Path) -> None:
     wrong = run("--key-env", "HISTORY_KEY", env_key="another-key-entirely-0000000000")
     assert wrong.returncode == 2 and "wrong key" in wrong.stderr
     assert key not in ok.stdout + ok.stderr + wrong.stderr
+
+
+def test_a_fix_on_a_side_branch_does_not_close_a_window_main_still_ships(
+        globrepo: GitRepo, wset_path: Path) -> None:
+    repo = globrepo
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    first = repo.commit("leak", 0)
+    repo.git("checkout", "-q", "-b", "fix-branch")
+    repo.write("viewer/replay.html", viewer("seed-EXAMPLE.json"))
+    repo.commit("fix on a branch", 10)
+    repo.git("checkout", "-q", "main")
+    repo.write("tasks/drone/TASK.md", "# v2\n")
+    tip = repo.commit("main goes on", 20)
+    code, doc = history_json(repo, wset_path, "--all")
+    (e,) = doc["entries"]
+    assert e["first"]["commit"] == first and e["fixed"] is None
+    assert e["windows"][0]["commits"] == [first, tip] and e["window_seconds"] == 20 * 60
+    repo.git("merge", "-q", "--no-ff", "-m", "merge the fix", "fix-branch", env=repo.dates(30))
+    merged = repo.git("rev-parse", "HEAD")
+    code, doc = history_json(repo, wset_path, "--all")
+    (e,) = doc["entries"]
+    assert e["fixed"]["commit"] == merged and e["window_seconds"] == 30 * 60
