@@ -25,6 +25,7 @@ finding or a note is never cached, so a cached run reports exactly what a fresh 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -74,8 +75,19 @@ class CleanCache:
             tmp = self.path.with_suffix(f".tmp{os.getpid()}")
             tmp.write_text("\n".join(sorted(self.keys)) + "\n", encoding="ascii")
             os.replace(tmp, self.path)
+            _prune(self.path.parent, "clean-*", keep=4)
         except OSError:
             pass
+
+
+def _prune(folder: Path, pattern: str, keep: int) -> None:
+    """Drop all but the `keep` newest cache files (other sets, older scanner versions)."""
+    try:
+        found = sorted(folder.glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in found[keep:]:
+            old.unlink()
+    except OSError:
+        pass
 
 
 def _scanner_version() -> str:
@@ -97,20 +109,82 @@ def _scanner_version() -> str:
     return "|".join(parts)
 
 
-def open_cache(repo: Path | None, wset: Any, limits: dict[str, int]) -> CleanCache:
-    """The clean-content cache for this withheld set under the repository's git folder."""
-    if repo is None:
-        return CleanCache(None)
+@functools.lru_cache(maxsize=8)
+def git_dir(repo: Path) -> Path | None:
+    """The repository's (common) git folder, where the hook keeps its caches."""
     proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--git-common-dir"],
                           capture_output=True)
     if proc.returncode != 0:
+        return None
+    d = Path(os.fsdecode(proc.stdout.strip()))
+    return d if d.is_absolute() else repo / d
+
+
+def open_cache(repo: Path | None, wset: Any, limits: dict[str, float]) -> CleanCache:
+    """The clean-content cache for this withheld set under the repository's git folder."""
+    gd = git_dir(repo) if repo is not None else None
+    if gd is None:
         return CleanCache(None)
-    git_dir = Path(os.fsdecode(proc.stdout.strip()))
-    if not git_dir.is_absolute():
-        git_dir = repo / git_dir
     tag = hashlib.sha256(json.dumps([str(getattr(wset, "digest", "")),
                                      sorted(limits.items()), _scanner_version()]).encode())
-    return CleanCache(git_dir / "plimsoll" / f"clean-{tag.hexdigest()[:32]}")
+    return CleanCache(gd / "plimsoll" / f"clean-{tag.hexdigest()[:32]}")
+
+
+def _config_doc(c: ship.Config) -> dict:
+    return {"path": str(c.path), "base": str(c.base),
+            "withheld": str(c.withheld) if c.withheld else None, "key_env": c.key_env,
+            "key_file": str(c.key_file) if c.key_file else None, "mode": c.mode,
+            "limits": c.limits,
+            "ship": [[s.name, list(s.include), list(s.exclude),
+                      s.command if isinstance(s.command, str | None) else list(s.command),
+                      list(s.inputs), s.root, s.timeout, s.line] for s in c.ship.values()]}
+
+
+def _config_from_doc(d: dict) -> ship.Config:
+    sets = {}
+    for name, inc, exc, cmd, inputs, root, timeout, line in d["ship"]:
+        sets[name] = ship.ShipSet(name, tuple(inc), tuple(exc),
+                                  tuple(cmd) if isinstance(cmd, list) else cmd,
+                                  tuple(inputs), root, timeout, line)
+    return ship.Config(Path(d["path"]), Path(d["base"]),
+                       Path(d["withheld"]) if d["withheld"] else None, d["key_env"],
+                       Path(d["key_file"]) if d["key_file"] else None, d["mode"], d["limits"],
+                       sets)
+
+
+def staged_config(repo: Path, path: Path) -> ship.Config:
+    """`ship.config_at(repo, path, ":")`, remembered by the staged text's digest: a warm hook
+    neither imports nor runs the YAML parser.
+    """
+    gd = git_dir(repo)
+    try:
+        rel = path.resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:
+        gd = None
+    if gd is None:
+        return ship.config_at(repo, path, ":")
+    proc = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f":{rel}"],
+                          capture_output=True)
+    if proc.returncode != 0:
+        return ship.config_at(repo, path, ":")
+    st = Path(ship.__file__).stat()
+    tag = hashlib.sha256(b"\0".join([proc.stdout, str(path.resolve()).encode(),
+                                      f"{st.st_size}:{st.st_mtime_ns}".encode()])).hexdigest()
+    memo = gd / "plimsoll" / f"config-{tag[:32]}.json"
+    try:
+        return _config_from_doc(json.loads(memo.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    config = ship.config_at(repo, path, ":")
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(_config_doc(config)), encoding="utf-8")
+        os.replace(tmp, memo)
+        _prune(memo.parent, "config-*.json", keep=8)
+    except OSError:
+        pass
+    return config
 
 
 # --------------------------------------------------------------------------- scanning
@@ -260,6 +334,8 @@ def _config(config_path: str | None, repo: Path, rev: str | None) -> ship.Config
     if not found.is_file():
         raise BadInput(f"{repo}: no {ship.CONFIG_NAME} at the repository root; create one "
                        "(see docs/ship-sets.md) or pass --config")
+    if rev == ":":
+        return staged_config(repo, found)
     return ship.config_at(repo, found, rev)
 
 

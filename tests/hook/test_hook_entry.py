@@ -207,3 +207,16 @@ def test_ship_list_json_names_every_shipped_file(harness: Path) -> None:
     assert ("viewer", "viewer/app.test.mjs") not in shipped
     assert ("drone", "tasks/drone/TASK.md") in shipped
     assert not any(p.startswith("loop/") or p == "withheld.json" for _, p in shipped)
+
+
+def test_the_remembered_config_is_the_config(harness: Path) -> None:
+    from plimsoll_ci import hook, ship
+
+    text = ("withheld: withheld.json\nmode: warn\nlimits: {max_members: 10}\nship:\n"
+            "  a: {command: [python3, kit.py, '{out}'], inputs: ['loop/**'], timeout: 5}\n"
+            "  b: {root: viewer, include: ['*.html'], exclude: ['x/']}\n")
+    cfg = ship.parse_config(text, "plimsoll.yaml", harness)
+    assert hook._config_from_doc(json.loads(json.dumps(hook._config_doc(cfg)))) == cfg
+    staged = hook.staged_config(harness, harness / "plimsoll.yaml")  # parsed, then remembered
+    assert hook.staged_config(harness, harness / "plimsoll.yaml") == staged
+    assert list((harness / ".git/plimsoll").glob("config-*.json"))
