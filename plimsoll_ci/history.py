@@ -854,6 +854,8 @@ def _walk_and_judge(repo: Repo, wset: Any, revs: list[str], graph: list[list[str
         records.append(_Record(CommitInfo(commit.oid, commit.time, commit.author),
                                commit.parents, deltas, not inherit))
         progress.advance("commits")
+    if not records:
+        notes.add(f"the range {' '.join(revs)} has no commits")
     if no_config == len(records) and records:
         raise BadInput(f"{repo.top}: no commit in {' '.join(revs)} has a plimsoll.yaml; pass "
                        "--config FILE to judge every commit by one config (auditor mode)")
