@@ -1,0 +1,227 @@
+"""The CLI as a user runs it: `plimsoll-ci scan`, `withheld build`, the `plimsoll-withheld` front."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from scankit import SEED
+
+from plimsoll_ci import __version__
+from plimsoll_ci.cli import COMMANDS
+
+KEY = "k3y-for-tests-only-0123456789abcdef"
+FRONT = "from plimsoll_ci.cli import withheld_main; raise SystemExit(withheld_main())"
+
+
+def run(guard, *args, cwd, env=None, front=False):
+    """Run the CLI in a subprocess; its stdout and stderr go through the leak guard."""
+    cmd = [sys.executable, "-c", FRONT] if front else [sys.executable, "-m", "plimsoll_ci"]
+    full_env = {**os.environ, **(env or {})}
+    p = subprocess.run([*cmd, *args], cwd=cwd, env=full_env, capture_output=True, text=True,
+                       errors="surrogateescape", timeout=120)
+    guard.text(p.stdout, "stdout")
+    guard.text(p.stderr, "stderr")
+    return p
+
+
+@pytest.fixture
+def harness(tmp_path):
+    """A harness folder: the practice seeds (withheld) and a task folder that leaks one."""
+    (tmp_path / "seeds.txt").write_text(f"101\n{SEED}\n# a comment\n31.5\nDrone Answer Key\n")
+    task = tmp_path / "task"
+    (task / "viewer").mkdir(parents=True)
+    (task / "viewer" / "replay.html").write_text(
+        f'<a href="tracks/seed-{SEED}.json">example replay</a>\n')
+    (task / "README.md").write_text("Fly the course.\n")
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "README.md").write_text("Fly the course; seeds 13107713414 and 131.5 are fine.\n")
+    return tmp_path
+
+
+def build(guard, harness, *extra, name="withheld.json"):
+    p = run(guard, "withheld", "build", "--values", "seeds.txt", "-o", name, *extra, cwd=harness)
+    assert p.returncode == 0, p.stderr
+    guard.file(harness / name)
+    return harness / name
+
+
+def test_version_is_printed(leak, tmp_path):
+    p = run(leak, "--version", cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout.strip() == f"plimsoll-ci {__version__}"
+
+
+AVAILABLE = [n for n, (m, _) in COMMANDS.items() if importlib.util.find_spec(m) is not None]
+
+
+@pytest.mark.parametrize("command", [None, *AVAILABLE])
+def test_help_works_for_every_command(leak, tmp_path, command):
+    p = run(leak, *([command] if command else []), "--help", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("usage: plimsoll-ci") and (command or "COMMAND") in p.stdout
+
+
+def test_the_scan_and_withheld_commands_exist(leak):
+    assert {"scan", "withheld"} <= set(AVAILABLE)
+
+
+def test_a_leaking_folder_exits_1_and_names_file_place_and_entry(leak, harness):
+    build(leak, harness)
+    p = run(leak, "scan", "--set", "withheld.json", "task", cwd=harness)
+    assert p.returncode == 1
+    assert "task/viewer/replay.html:1:" in p.stdout and "seeds.txt:2" in p.stdout
+
+
+def test_a_clean_folder_exits_0(leak, harness):
+    build(leak, harness)
+    p = run(leak, "scan", "--set", "withheld.json", "clean", cwd=harness)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "0 findings" in p.stdout
+
+
+@pytest.mark.parametrize("how", [("--mode", "warn"), ()], ids=["scan --mode warn", "warn set"])
+def test_warn_mode_exits_0_and_still_prints_the_findings(leak, harness, how):
+    if how:
+        build(leak, harness)
+    else:
+        build(leak, harness, "--mode", "warn")
+    p = run(leak, "scan", "--set", "withheld.json", "task", *how, cwd=harness)
+    assert p.returncode == 0
+    assert "seeds.txt:2" in p.stdout
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "text", "markdown"])
+def test_output_writes_the_report_atomically(leak, harness, fmt):
+    build(leak, harness)
+    out = harness / "reports" / f"scan.{fmt}"
+    out.parent.mkdir()
+    out.write_text("an older report\n" * 1000)
+    inode = out.stat().st_ino
+    p = run(leak, "scan", "--set", "withheld.json", "task", "--format", fmt, "--output", str(out),
+            cwd=harness)
+    assert p.returncode == 1 and p.stdout == ""
+    leak.file(out)
+    assert out.stat().st_ino != inode  # replaced by a rename, never rewritten in place
+    assert sorted(x.name for x in out.parent.iterdir()) == [out.name]  # no temp file left
+    text = out.read_text()
+    assert "older report" not in text and "seeds.txt:2" in text
+    if fmt in ("json", "sarif"):
+        json.loads(text)
+
+
+def test_output_into_a_missing_folder_exits_2_naming_it(leak, harness):
+    build(leak, harness)
+    p = run(leak, "scan", "--set", "withheld.json", "task", "-o", "nowhere/r.json", cwd=harness)
+    assert p.returncode == 2 and "nowhere/r.json" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_json_report_from_the_cli_has_the_documented_shape(leak, harness):
+    build(leak, harness)
+    p = run(leak, "scan", "--set", "withheld.json", "task", "--format", "json", cwd=harness)
+    doc = json.loads(p.stdout)
+    assert set(doc) == {"findings", "notes", "scanned"}
+    assert doc["scanned"]["files"] == 2
+    [f] = doc["findings"]
+    assert (f["path"], f["line"], f["entry"], f["kind"], f["chain"]) == \
+        ("task/viewer/replay.html", 1, "seeds.txt:2", "value", "")
+
+
+def test_a_missing_path_exits_2_naming_it(leak, harness):
+    build(leak, harness)
+    p = run(leak, "scan", "--set", "withheld.json", "task", "no-such-dir", cwd=harness)
+    assert p.returncode == 2
+    assert "no-such-dir" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize(("content", "words"), [
+    ("{not json", "not valid JSON at line 1"),
+    ('{"format": "plimsoll-withheld/1", "scheme": "sha256", "entries": [{"id": "a:1", '
+     '"kind": "value", "digest": "zz"}]}', "entry 1 (a:1)"),
+    ('{"format": "something-else"}', "format is 'something-else'"),
+    ("[]", "not a JSON object"),
+], ids=["not json", "bad entry", "wrong format", "not an object"])
+def test_a_malformed_set_exits_2_naming_the_file_and_the_problem(leak, harness, content, words):
+    (harness / "bad.json").write_text(content)
+    p = run(leak, "scan", "--set", "bad.json", "task", cwd=harness)
+    assert p.returncode == 2
+    assert "bad.json" in p.stderr and words in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_missing_set_file_exits_2_naming_it(leak, harness):
+    p = run(leak, "scan", "--set", "gone.json", "task", cwd=harness)
+    assert p.returncode == 2 and "gone.json" in p.stderr
+
+
+def test_a_keyed_set_with_the_right_key_finds_the_leak(leak, harness):
+    env = {"PLIMSOLL_KEY": KEY}
+    p = run(leak, "withheld", "build", "--values", "seeds.txt", "--key-env", "PLIMSOLL_KEY",
+            "-o", "withheld.json", cwd=harness, env=env)
+    assert p.returncode == 0 and "brute-forced" not in p.stderr
+    leak.text(p.stderr)
+    set_text = (harness / "withheld.json").read_text()
+    assert KEY not in set_text and '"hmac-sha256"' in set_text
+    p = run(leak, "scan", "--set", "withheld.json", "--key-env", "PLIMSOLL_KEY", "task",
+            cwd=harness, env=env)
+    assert p.returncode == 1 and "seeds.txt:2" in p.stdout
+    assert KEY not in p.stdout + p.stderr
+
+
+@pytest.mark.parametrize(("args", "env", "words"), [
+    (["--key-env", "PLIMSOLL_KEY"], {"PLIMSOLL_KEY": "a-different-key"}, "wrong key"),
+    ([], {}, "is keyed"),
+    (["--key-env", "PLIMSOLL_UNSET_KEY"], {}, "PLIMSOLL_UNSET_KEY"),
+], ids=["wrong key", "no key", "key variable unset"])
+def test_a_keyed_set_without_its_key_exits_2_with_a_message(leak, harness, args, env, words):
+    p = run(leak, "withheld", "build", "--values", "seeds.txt", "--key-env", "PLIMSOLL_KEY",
+            "-o", "withheld.json", cwd=harness, env={"PLIMSOLL_KEY": KEY})
+    assert p.returncode == 0
+    p = run(leak, "scan", "--set", "withheld.json", *args, "task", cwd=harness, env=env)
+    assert p.returncode == 2 and words in p.stderr and "Traceback" not in p.stderr
+    if words != "PLIMSOLL_UNSET_KEY":
+        assert "withheld.json" in p.stderr
+    assert KEY not in p.stderr and "a-different-key" not in p.stderr
+
+
+def test_build_warns_about_guessable_unkeyed_values_without_printing_them(leak, harness):
+    p = run(leak, "withheld", "build", "--values", "seeds.txt", cwd=harness)
+    assert p.returncode == 0
+    assert "seeds.txt:2" in p.stderr and "brute-forced" in p.stderr
+    doc = json.loads(p.stdout)
+    assert [e["id"] for e in doc["entries"]] == \
+        ["seeds.txt:1", "seeds.txt:2", "seeds.txt:4", "seeds.txt:5"]
+
+
+def test_the_compatible_front_builds_to_stdout_and_scans(leak, harness):
+    p = run(leak, "build", "-mode", "refuse", "-values", "seeds.txt", cwd=harness, front=True)
+    assert p.returncode == 0, p.stderr
+    (harness / "withheld.json").write_text(p.stdout)
+    p = run(leak, "scan", "-set", "withheld.json", "task/", cwd=harness, front=True)
+    assert p.returncode == 1 and "seeds.txt:2" in p.stdout
+    p = run(leak, "scan", "-set", "withheld.json", "clean/", cwd=harness, front=True)
+    assert p.returncode == 0
+
+
+def test_the_compatible_front_refuses_an_unknown_action(leak, tmp_path):
+    p = run(leak, "frobnicate", cwd=tmp_path, front=True)
+    assert p.returncode == 2 and "usage: plimsoll-withheld build|scan" in p.stderr
+
+
+def test_a_name_that_is_not_utf8_is_reported_on_a_strict_stdout_and_to_a_file(leak, harness):
+    build(leak, harness)
+    task = harness / "odd"
+    task.mkdir()
+    name = os.fsdecode(f"seed-{SEED}-".encode() + b"\xff.txt")
+    (task / name).write_text("x")
+    leak.allow(f"seed-{SEED}-")
+    env = {"PYTHONIOENCODING": "utf-8"}  # errors=strict: a surrogate would crash a plain write
+    p = run(leak, "scan", "--set", "withheld.json", "odd", cwd=harness, env=env)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    p = run(leak, "scan", "--set", "withheld.json", "odd", "-o", "r.txt", cwd=harness, env=env)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert b"\xff.txt" in (harness / "r.txt").read_bytes()
+
