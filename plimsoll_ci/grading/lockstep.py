@@ -67,7 +67,7 @@ def _detail_for(why: str, limit: float, wall: float, session: Session) -> str:
     if why == "size":
         return "a reply line longer than the protocol's bound"
     tail = [x for x in session.stderr_text().splitlines() if x.strip()]
-    last = f" (stderr: {tail[-1][:160]})" if tail else ""
+    last = f" (stderr: {printable(tail[-1][:160])})" if tail else ""
     return f"the sandbox exited or closed its output{last}"
 
 
@@ -202,5 +202,10 @@ def _read_reply(line: bytes, tick: int, seq: int, count: int) -> tuple[list, dic
         return [], {}, "malformed output: errors is not an object"
     clean = {}
     for k, v in errors.items():
-        clean[str(k)] = str(v)[:300] if v is not None else "error"
+        clean[str(k)] = printable(str(v)[:300]) if v is not None else "error"
     return commands, clean, ""
+
+
+def printable(text: str) -> str:
+    """Controller-written text made safe for a terminal and a report (no control characters)."""
+    return "".join(c if c.isprintable() else "?" for c in text)

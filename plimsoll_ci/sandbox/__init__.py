@@ -167,7 +167,8 @@ def open_sandbox(provider: str, st: Stage, course_info: dict, flights: int,
             raise
         if "fatal" in hello or not isinstance(hello.get("ready"), int):
             session.close()
-            detail = str(hello.get("fatal", "no ready count"))[:300]
+            detail = "".join(c if c.isprintable() else "?"
+                             for c in str(hello.get("fatal", "no ready count"))[:300])
             return StartupFailure("controller_error", f"import or constructor: {detail}",
                                   evidence, tier, configured, cpu_used, wall_used)
         if hello["ready"] != flights:
@@ -188,7 +189,7 @@ def _unchecked_tier(configured: str) -> str:
 
 def _last_line(text: str) -> str:
     lines = [x for x in text.splitlines() if x.strip()]
-    return (lines[-1] if lines else "")[:200]
+    return "".join(c if c.isprintable() else "?" for c in (lines[-1] if lines else "")[:200])
 
 
 def smoke(argv: list[str]) -> int:

@@ -90,9 +90,19 @@ def start(stage: Stage, limits: Limits) -> Session:
 
     env = {"PATH": "/usr/bin:/bin", "HOME": str(stage.root), "LANG": "C.UTF-8",
            "OPENBLAS_NUM_THREADS": "1"}
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, close_fds=True, start_new_session=True,
-                            preexec_fn=preexec, cwd=str(stage.root), env=env)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, close_fds=True, start_new_session=True,
+                                preexec_fn=preexec, cwd=str(stage.root), env=env)
+    except subprocess.SubprocessError:
+        if group is None:
+            raise
+        # The host let us make a cgroup but not enter it: account from the /proc tree instead.
+        group.remove()
+        group = None
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, close_fds=True, start_new_session=True,
+                                preexec_fn=preexec, cwd=str(stage.root), env=env)
     assert proc.stdin and proc.stdout and proc.stderr
     ref: list = []
     drain(os.dup(proc.stderr.fileno()), ref)
