@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from history_repos import run_cli
 
 
 def _sarif_schema() -> dict | None:

@@ -8,7 +8,17 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-from conftest import GLOB_CONFIG, KIT, LEAK, SEEDS, GitRepo, history_json, make_set, run_cli, viewer
+from history_repos import (
+    GLOB_CONFIG,
+    KIT,
+    LEAK,
+    SEEDS,
+    GitRepo,
+    history_json,
+    make_set,
+    run_cli,
+    viewer,
+)
 
 from plimsoll_ci import history, withheld
 
