@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
+import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -44,6 +45,7 @@ class Limits(NamedTuple):
     max_members: int = 1000
     max_region: int = 4 * 1024 * 1024
     max_regions: int = 10000
+    max_line: int = 1024 * 1024
     decode_seconds: float = 30.0
 
 
@@ -68,7 +70,8 @@ class Scanner:
         self.wset = wset
         self.limits = limits or Limits()
         self.bounds = Bounds(self.limits.max_decompressed, self.limits.max_members,
-                             self.limits.max_region, self.limits.max_regions)
+                             self.limits.max_region, self.limits.max_regions,
+                             self.limits.max_line)
         values = [ValueEntry(e.id, e.vtype, bytes.fromhex(e.digest), e.shape)
                   for e in wset.entries if e.kind == "value"]
         self.index = ValueIndex(values, wset.key)
@@ -136,6 +139,11 @@ class Scanner:
             dec = containers(data, self.bounds)
             notes += [f"{path}: {n}" for n in dec.notes]
             for layer in dec.layers:
+                if stream_kind(layer.data) is not None or layer.data[:4] in (
+                        b"PK\x03\x04", b"PK\x05\x06") or (
+                        len(layer.data) >= 512 and layer.data[257:262] == b"ustar"):
+                    notes.append(f"{path}: {layer.chain} is an archive or compressed stream "
+                                 "inside an archive: not opened (one layer of disguise)")
                 if layer.name is not None:
                     out += [f._replace(path=path, chain=f"{layer.chain} ({f.chain})")
                             for f in self.scan_name(layer.name)]
@@ -345,6 +353,12 @@ def scan_paths(paths: list[str], wset: WithheldSet, limits: Limits | None = None
                     yield shown, b""
                     continue
                 try:
+                    st = os.stat(full)
+                    if not stat.S_ISREG(st.st_mode):
+                        notes.append(f"{shown}: not a regular file (a pipe, socket or device): "
+                                     "its name was scanned, its contents not read")
+                        yield shown, b""
+                        continue
                     with open(full, "rb") as fh:
                         data = fh.read(lim.max_file_bytes + 1)
                 except OSError as e:

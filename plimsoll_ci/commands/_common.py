@@ -25,7 +25,9 @@ def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
                    help="bytes out of one compression stream or archive member")
     g.add_argument("--max-members", type=int, metavar="N", help="members read per archive")
     g.add_argument("--max-region", type=int, metavar="N",
-                   help="bytes of one encoded region (base64, hex, escapes)")
+                   help="bytes of one encoded region (base64, hex)")
+    g.add_argument("--max-line", type=int, metavar="N",
+                   help="bytes of one line decoded for escapes and HTML entities")
 
 
 def limits_from(args: argparse.Namespace, extra: dict | None = None):  # -> scan.Limits
@@ -38,7 +40,7 @@ def limits_from(args: argparse.Namespace, extra: dict | None = None):  # -> scan
         if k not in Limits._fields:
             raise BadInput(f"limits: unknown bound {k!r}; known: {', '.join(Limits._fields)}")
         values[k] = v
-    for k in ("max_file_bytes", "max_decompressed", "max_members", "max_region"):
+    for k in ("max_file_bytes", "max_decompressed", "max_members", "max_region", "max_line"):
         v = getattr(args, k, None)
         if v is not None:
             if v <= 0:

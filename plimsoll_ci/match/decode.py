@@ -27,6 +27,7 @@ class Bounds(NamedTuple):
     max_members: int = 1000  # archive members read per archive
     max_region: int = 4 * 1024 * 1024  # bytes of one encoded text region
     max_regions: int = 10000  # encoded regions decoded per buffer
+    max_line: int = 1024 * 1024  # bytes of one line decoded for escapes and entities
 
 
 class Layer(NamedTuple):
@@ -76,13 +77,9 @@ def _looks_base64(tok: bytes) -> bool:
     # Plain words and numbers decode to noise; a base64 run mixes cases or digits with letters.
     if tok.endswith(b"="):
         return True
-    if len(tok) < 12:
-        return False
-    has_upper = tok != tok.lower()
-    has_lower = tok != tok.upper()
-    if has_upper and has_lower:
-        return True
-    return (has_upper or has_lower) and _DIGITS.search(tok) is not None
+    # Unpadded: 12+ characters with both cases (base64 of 12+ characters almost always has both;
+    # snake_case identifiers and numbers never do).
+    return len(tok) >= 12 and tok != tok.lower() and tok != tok.upper()
 
 
 def _unescape(region: bytes) -> bytes:
@@ -137,8 +134,7 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], table: bytes, pad: bool) -> list[tu
     cls = _CLASS_NP()[a8]
     bits = np.bitwise_or.reduceat(cls, idx)[0::2]
     if pad:  # base64: runs that end in padding, or long runs that mix cases or letters and digits
-        letters = (bits & 3) != 0
-        mixed = ((bits & 3) == 3) | (letters & ((bits & 4) != 0))
+        mixed = (bits & 3) == 3  # both cases: base64 of 12+ characters almost always has them
         keep = ((lens >= 6) & (a8[ends] == 61)) | ((lens >= 12) & mixed)
     else:  # hex: even runs whose high nibbles (every other byte) are mostly '2'..'7'
         keep = (lens % 2 == 0) & ((bits != 4) | (lens >= 16))  # short digit strings are ids
@@ -151,7 +147,8 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], table: bytes, pad: bool) -> list[tu
                 j[0::2] = (starts[sel] - parity) // 2
                 j[1::2] = (ends[sel] - parity) // 2
                 high_bad[sel] = np.add.reduceat(bad[parity::2], j, dtype=np.int64)[0::2]
-        keep &= high_bad * 5 <= lens // 2
+        # digits only: every high nibble must be '2'..'7' (hex-encoded digits are "3x3x...")
+        keep &= np.where(bits == 4, high_bad == 0, high_bad * 5 <= lens // 2)
     out = []
     for a, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True):
         if pad and buf[b : b + 1] == b"=":
@@ -229,25 +226,28 @@ def text_regions(buf: bytes, bounds: Bounds) -> Decoded:
             return Decoded(layers, notes)
     for a, b in _runs(buf, _HEX_RUN, _HEX_TABLE, False):
         tok = buf[a:b]
-        if (b - a) % 2 or _high_bad(tok) * 5 > (b - a) // 2 or too_long("hex", a, b - a):
+        bad = _high_bad(tok)
+        if (b - a) % 2 or bad * 5 > (b - a) // 2 or too_long("hex", a, b - a):
             continue
-        if b - a < 16 and tok.isdigit():
-            continue  # short digit strings are ids and numbers, not hex-encoded text
+        if tok.isdigit() and (b - a < 16 or bad):
+            continue  # digit strings are ids and numbers unless they read as hex-encoded text
         data = bytes.fromhex(buf[a:b].decode("ascii"))
         if len(data.translate(None, _PRINTABLE)) * 5 > len(data):
             continue  # not hex-encoded text (ids, hashes, digit strings): nothing to find in it
         if not add("hex", a, buf[a:b], data):
             return Decoded(layers, notes)
     if b"%" in buf or b"\\" in buf or b"&" in buf:
-        last_line = -1
+        line_end = -1
         for m in _esc_hits(buf):
+            if m.start() < line_end:
+                continue  # this line was decoded already (keeps a long line linear)
             ls = buf.rfind(b"\n", 0, m.start()) + 1
-            if ls == last_line:
-                continue
-            last_line = ls
             le = buf.find(b"\n", m.start())
             le = len(buf) if le < 0 else le
-            if too_long("escaped", m.start(), le - ls):
+            line_end = le
+            if le - ls > bounds.max_line:
+                notes.append(f"line with escapes at byte {m.start()} is {le - ls} bytes, over the "
+                             f"{bounds.max_line}-byte line bound: not decoded")
                 continue
             line = buf[ls:le]
             data = _unescape(line)
