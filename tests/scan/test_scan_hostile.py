@@ -251,3 +251,12 @@ def test_a_fifo_in_the_tree_does_not_hang_the_scan(tmp_path, wset, leak):
         t.join(10)
     assert done and not t.is_alive() and done[0].findings
     assert any("pipe" in n for n in done[0].notes)
+
+
+def test_a_line_over_the_line_bound_is_not_unescaped_and_the_bound_is_noted(wset, leak):
+    line = b"x " * 3000 + b"%33%31%30%37%37%31%33%34%31%34\n"
+    result = scan_checked([("a.txt", line)], wset, leak, Limits(max_line=1000))
+    assert result.findings == []
+    assert any("1000-byte line bound" in n for n in result.notes), result.notes
+    found = scan_checked([("a.txt", line)], wset, leak, Limits(max_line=10_000))
+    assert [f.chain for f in found.findings] == ["percent-encoding"]
