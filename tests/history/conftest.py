@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from history_repos import GLOB_CONFIG, KIT, LEAK, SEEDS, GitRepo, make_set, viewer
+from history_repos import GLOB_CONFIG, KIT, LEAK, PYTHON, SEEDS, GitRepo, make_set, viewer
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +24,7 @@ def argon(tmp_path: Path) -> dict:
     """
     repo = GitRepo(tmp_path / "argon")
     repo.write("plimsoll.yaml", "withheld: withheld.json\nship:\n  drone:\n"
-                                "    command: python3 loop/kit.py {out}\n")
+                                f"    command: {PYTHON} loop/kit.py {{out}}\n")
     repo.write("loop/kit.py", KIT)
     repo.write("loop/seeds.txt", "\n".join(SEEDS) + "\n")
     repo.write("lib/physics.mjs", "export const G = 9.81;\n")

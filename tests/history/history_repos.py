@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+PYTHON = shlex.quote(sys.executable)  # the builder runs with the interpreter running the tests
 START = 1767261600  # 2026-01-01 10:00:00 UTC
 SEEDS = [
     "2718281828", "3107713414", "1618033988", "1414213562", "1732050807", "2236067977",

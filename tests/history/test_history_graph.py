@@ -12,6 +12,7 @@ from history_repos import (
     GLOB_CONFIG,
     KIT,
     LEAK,
+    PYTHON,
     SEEDS,
     GitRepo,
     history_json,
@@ -210,7 +211,7 @@ def test_an_external_config_in_a_subfolder_applies_its_globs_from_there(
 def test_a_failing_builder_is_noted_and_its_set_carries_over(tmp_path: Path,
                                                             wset_path: Path) -> None:
     repo = GitRepo(tmp_path / "mixed")
-    repo.write("plimsoll.yaml", "ship:\n  drone:\n    command: python3 loop/kit.py {out}\n"
+    repo.write("plimsoll.yaml", f"ship:\n  drone:\n    command: {PYTHON} loop/kit.py {{out}}\n"
                                 "  viewer:\n    include: [\"viewer/**\"]\n")
     repo.write("loop/kit.py", KIT)
     repo.write("tasks/drone/TASK.md", "# Drone task\n")

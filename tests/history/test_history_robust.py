@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from history_repos import LEAK, GitRepo, history_json, make_set, run_cli, viewer
+from history_repos import LEAK, PYTHON, GitRepo, history_json, make_set, run_cli, viewer
 
 
 def test_a_shallow_clone_is_refused_unless_shallow_ok(globrepo: GitRepo, wset_path: Path,
@@ -104,7 +104,7 @@ shutil.copyfile("viewer/replay.html", os.path.join(sys.argv[1], "viewer", "repla
 
 def test_ctrl_c_leaves_a_consistent_cache_and_the_rerun_agrees(tmp_path: Path) -> None:
     repo = GitRepo(tmp_path / "slow")
-    repo.write("plimsoll.yaml", "ship:\n  drone:\n    command: python3 loop/kit.py {out}\n")
+    repo.write("plimsoll.yaml", f"ship:\n  drone:\n    command: {PYTHON} loop/kit.py {{out}}\n")
     repo.write("loop/kit.py", CHECKING_KIT)
     steps = []
     for i in range(8):
@@ -193,7 +193,7 @@ def test_bad_input_exits_2_with_a_message_naming_the_problem(
 
 def test_builds_are_cached_by_the_tree_of_the_builders_inputs(tmp_path: Path) -> None:
     repo = GitRepo(tmp_path / "inputs")
-    repo.write("plimsoll.yaml", "ship:\n  drone:\n    command: python3 loop/kit.py {out}\n"
+    repo.write("plimsoll.yaml", f"ship:\n  drone:\n    command: {PYTHON} loop/kit.py {{out}}\n"
                                 "    inputs: [\"loop/**\", \"viewer/**\"]\n")
     repo.write("loop/kit.py", CHECKING_KIT.replace("time.sleep(0.25)", "pass"))
     repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
