@@ -221,3 +221,43 @@ def test_builds_are_cached_by_the_tree_of_the_builders_inputs(tmp_path: Path) ->
     assert len(e["commits"]) == 4
     assert run()["entries"] == doc["entries"]
     assert marks.read_text().count("built") == 2  # warm: every build came from the cache
+
+
+def test_a_progress_bar_shows_on_a_terminal_and_not_in_the_report(globrepo: GitRepo,
+                                                                  wset_path: Path) -> None:
+    import pty
+
+    repo = globrepo
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    repo.commit("leak", 0)
+    import threading
+
+    master, slave = pty.openpty()
+    seen = bytearray()
+
+    def drain() -> None:  # read while the command runs, so a full terminal never blocks it
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            seen.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "plimsoll_ci", "history", "--set",
+                               str(wset_path)], cwd=repo.path, stderr=slave,
+                              stdout=subprocess.PIPE, env={**os.environ, "COLUMNS": "100"},
+                              timeout=120)
+    finally:
+        os.close(slave)
+        reader.join(timeout=10)
+        os.close(master)
+    assert proc.returncode == 1
+    assert b"commits" in seen  # the bar, on the terminal
+    leaked = LEAK.encode() in bytes(seen) + proc.stdout
+    assert not leaked
+    assert b"\x1b[" not in proc.stdout and b"seeds.txt:2: shipped" in proc.stdout
