@@ -174,7 +174,8 @@ def build_set(
     ids = [e["id"] for e in entries]
     dup = {i for i in ids if ids.count(i) > 1}
     if dup:
-        raise BadInput(f"duplicate entry ids: {', '.join(sorted(dup))}")
+        raise BadInput(f"duplicate entry ids: {', '.join(sorted(dup))}; give each path once "
+                       "(a --source entry also finds exact copies, so --file beside it adds nothing)")
     doc = {
         "format": tag,
         "scheme": "hmac-sha256" if key is not None else "sha256",
