@@ -225,3 +225,22 @@ def test_a_name_that_is_not_utf8_is_reported_on_a_strict_stdout_and_to_a_file(le
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert b"\xff.txt" in (harness / "r.txt").read_bytes()
 
+
+
+def test_a_path_given_as_file_and_source_exits_2_saying_what_to_do(leak, harness):
+    (harness / "gen.py").write_text("def f(a, b):\n    return a * 3 + b // 7 - a ** 2\n" * 4)
+    p = run(leak, "withheld", "build", "--file", "gen.py", "--source", "gen.py", cwd=harness)
+    assert p.returncode == 2
+    assert "duplicate entry ids: gen.py" in p.stderr and "give each path once" in p.stderr
+
+
+def test_a_source_entry_finds_a_renamed_copy_from_the_cli_with_its_overlap(leak, harness):
+    body = "".join(f"def step{i}(state, dt):\n    x, v = state\n    return (x + v * dt, "
+                   f"v - {i} * x * dt)\n\n" for i in range(6))
+    (harness / "gen.py").write_text(body)
+    (harness / "task" / "mine.py").write_text(body.replace("state", "s").replace("dt", "h"))
+    p = run(leak, "withheld", "build", "--source", "gen.py", "-o", "src.json", cwd=harness)
+    assert p.returncode == 0, p.stderr
+    p = run(leak, "scan", "--set", "src.json", "task", cwd=harness)
+    assert p.returncode == 1 and "task/mine.py" in p.stdout and "withheld source gen.py" in p.stdout
+    assert "overlap 100%" in p.stdout
