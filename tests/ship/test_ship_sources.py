@@ -230,3 +230,17 @@ def test_ship_without_an_action_or_a_config_is_bad_input(tmp_path: Path) -> None
         r = subprocess.run([sys.executable, "-m", "plimsoll_ci.cli", *args], cwd=tmp_path,
                            capture_output=True, text=True)
         assert r.returncode == 2 and words in r.stderr, r.stderr
+
+
+def test_a_root_set_ships_paths_below_its_root(repo: Path) -> None:
+    (repo / "site/seed-3107713414").mkdir(parents=True)
+    (repo / "site/seed-3107713414/index.html").write_text("page\n")
+    (repo / "site/a.css").write_text("css\n")
+    (repo / "plimsoll.yaml").write_text("ship:\n  site:\n    root: site/seed-3107713414\n"
+                                        "    include: ['*.html']\n")
+    git(repo, "add", "-A")
+    cfg = ship.load_config(repo / "plimsoll.yaml")
+    for files in (ship.from_index(repo, cfg), ship.from_worktree(None, cfg)):
+        # Inside the sandbox the file is `index.html`: the folder above the root does not ship.
+        assert [(f.path, f.source) for f in files] == [
+            ("index.html", "site/seed-3107713414/index.html")]
