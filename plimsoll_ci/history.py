@@ -1157,6 +1157,10 @@ def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None)
                                   "object store; it was not scanned")
                         continue
                     data = blob.data
+                    if blob.truncated:
+                        notes.add(f"{shown(label)} (blob {item.oid[:12]}): {blob.size} bytes, over "
+                                  f"the {cat.max_bytes}-byte bound; only its first "
+                                  f"{cat.max_bytes} bytes were scanned (raise --max-blob-bytes)")
                 findings, _n = scanner.scan_content(data, shown(label))
                 cache.content[item.oid] = [_finding_row(f) for f in findings]
                 cache.dirty = True
