@@ -1132,7 +1132,7 @@ def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None)
     from plimsoll_ci.scan import Scanner
 
     scanner = Scanner(wset, limits)
-    cat = CatFile(repo, options.max_blob_bytes)
+    cat = CatFile(repo, min(options.max_blob_bytes, getattr(limits, "max_file_bytes", 1 << 62)))
     scans = 0
 
     def probe(i: int) -> list[Occurrence]:
