@@ -385,8 +385,8 @@ def scan_commits(repo: Path, commits: Sequence[str], config_path: str | None,
             wset = ship.load_withheld(config, key=key)
             wsets[which] = (wset, open_cache(repo, wset, config.limits))
         wset, cache = wsets[which]
-        results.append((commit, config, scan_shipped(files, wset, make_limits(config), cache,
-                                                     repo)))
+        results.append((commit, _effective(config, wset),
+                        scan_shipped(files, wset, make_limits(config), cache, repo)))
     for _, cache in wsets.values():
         cache.save()
     return results
@@ -412,7 +412,14 @@ def ship_scan(filenames: Sequence[str], cwd: Path, config_path: str | None = Non
     cache = open_cache(repo, wset, config.limits)
     result = scan_shipped(files, wset, make_limits(config), cache, repo)
     cache.save()
-    return _report(result, config, "staged", out)
+    return _report(result, _effective(config, wset), "staged", out)
+
+
+def _effective(config: ship.Config, wset: Any) -> ship.Config:
+    """Warn mode when either the config or the withheld set asks for it (as `scan` does)."""
+    if getattr(wset, "mode", "refuse") == "warn":
+        return config._replace(mode="warn")
+    return config
 
 
 def _report(result: Any, config: ship.Config, where: str, out: IO[str]) -> int:
