@@ -71,7 +71,7 @@ def main() -> int:
               for k in ("CONFIG", "SHIP_SET", "FORMAT", "FAIL_ON", "MODE", "BASE", "HEAD",
                         "SARIF_FILE")}
     fmt = inputs["FORMAT"] or "text"
-    fail_on = inputs["FAIL_ON"] or "findings"
+    fail_on = inputs["FAIL_ON"] or "auto"
     mode = inputs["MODE"] or "tip"
     workspace = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
     temp = Path(os.environ.get("RUNNER_TEMP") or "/tmp")
@@ -79,8 +79,8 @@ def main() -> int:
     try:
         if fmt not in ("text", "json", "sarif", "markdown"):
             raise PlimsollError(f"input format: {fmt!r}; use text, json, sarif or markdown")
-        if fail_on not in ("findings", "notes", "never"):
-            raise PlimsollError(f"input fail-on: {fail_on!r}; use findings, notes or never")
+        if fail_on not in ("auto", "findings", "notes", "never"):
+            raise PlimsollError(f"input fail-on: {fail_on!r}; use auto, findings, notes or never")
         if mode not in ("tip", "each-commit"):
             raise PlimsollError(f"input mode: {mode!r}; use tip or each-commit")
         repo = ship.repo_root(workspace)
@@ -144,6 +144,8 @@ def main() -> int:
     _out("sarif", str(sarif_path))
     _out("commits", str(len(commits)))
     _summary(_markdown(combined, per_commit, mode, repo))
+    if fail_on == "auto":  # the config's (or the set's) mode: refuse fails on a finding
+        fail_on = "never" if any(c.mode == "warn" for _, c, _ in results) else "findings"
     if fail_on == "never":
         return 0
     if findings or (fail_on == "notes" and notes):

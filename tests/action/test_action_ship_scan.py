@@ -188,3 +188,14 @@ def test_bad_inputs_fail_with_an_error_annotation(pr: dict, tmp_path: Path, inpu
                      event if event is not None else pr_event(pr["base"], pr["tip"]))
     assert res["code"] == 2, res["log"]
     assert "::error title=plimsoll ship scan::" in res["log"] and words in res["log"]
+
+
+def test_fail_on_auto_follows_the_configs_warn_mode(pr: dict, tmp_path: Path) -> None:
+    repo = pr["repo"]
+    cfg = repo / "plimsoll.yaml"
+    cfg.write_text("mode: warn\n" + cfg.read_text())
+    git(repo, "commit", "-q", "-am", "warn only")
+    leak(repo)
+    git(repo, "commit", "-q", "-am", "leak at the tip")
+    res = run_action(repo, tmp_path, local_inputs(mode="tip"), pr_event(pr["base"], "HEAD"))
+    assert res["code"] == 0 and int(res["outputs"]["findings"]) >= 1, res["log"]
