@@ -33,7 +33,8 @@ def sandboxed(path: str, seeds: list[Seed], provider: str, course: str = "hard")
     return [(f["landed"], f["gates"], f["time"], f["reason"]) for f in graded.result["flights"]]
 
 
-@pytest.fixture(params=["process", "gvisor", "docker"])
+@pytest.fixture(params=["process", pytest.param("gvisor", marks=pytest.mark.gvisor),
+                        pytest.param("docker", marks=pytest.mark.docker)])
 def provider(request) -> str:
     if request.param == "gvisor":
         return request.getfixturevalue("gvisor")
@@ -52,6 +53,7 @@ def test_cheater_scores_the_same_in_the_sandbox_as_in_process(provider):
     assert sandboxed(CHEATER, PRACTICE, provider) == expected
 
 
+@pytest.mark.gvisor
 def test_cheater_is_graded_and_its_result_says_what_it_carries(gvisor):
     graded = grade(Request(CHEATER, "hard", PRACTICE[:2], gvisor))
     assert graded.result is not None and not graded.refused
@@ -63,6 +65,7 @@ def test_cheater_is_graded_and_its_result_says_what_it_carries(gvisor):
     assert graded.result["tier"] == "kernel"
 
 
+@pytest.mark.gvisor
 def test_the_same_scores_with_the_other_core_saturated(gvisor):
     quiet = grade(Request(HONEST, "hard", HARD_SEEDS[:3], gvisor)).result
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
@@ -80,6 +83,7 @@ def test_the_same_scores_with_the_other_core_saturated(gvisor):
     assert all(f["reason"] != "budget" for f in busy["flights"])
 
 
+@pytest.mark.gvisor
 def test_cpu_is_measured_per_tick_and_per_flight(gvisor):
     r = grade(Request(HONEST, "hard", HARD_SEEDS[:2], gvisor)).result
     assert r is not None
@@ -90,6 +94,7 @@ def test_cpu_is_measured_per_tick_and_per_flight(gvisor):
     assert "cgroup" in r["evidence"]["cpu_accounting"]
 
 
+@pytest.mark.gvisor
 def test_gvisor_evidence_records_runtime_platform_and_start_up_checks(gvisor):
     r = grade(Request(HONEST, "easy", HARD_SEEDS[:1], gvisor)).result
     assert r is not None
