@@ -129,3 +129,18 @@ def test_a_signed_record_of_a_fresh_grading_verifies(tmp_path, quick):
                         str(bundle), "--expect-count", "1"], capture_output=True, text=True)
     assert v.returncode == 0, v.stdout + v.stderr
     assert "process" in v.stdout
+
+
+def test_a_keyed_withheld_set_needs_its_key_and_then_refuses(tmp_path, quick, monkeypatch):
+    doc, _ = build_set(values=[("seeds.txt:1", "9123456780")], key=b"grading-test-key")
+    wset = tmp_path / "keyed.json"
+    wset.write_text(dumps(doc))
+    quick.write_text(QUICK + "MEMO = 9_123_456_780\n")
+    args = ["--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
+            "--provider", "process", "--withheld", str(wset)]
+    without = cli(*args)
+    assert without.returncode == 2 and "key" in without.stderr
+    monkeypatch.setenv("GRADING_TEST_KEY", "grading-test-key")
+    keyed = cli(*args, "--withheld-key-env", "GRADING_TEST_KEY")
+    assert keyed.returncode == 1
+    assert "seeds.txt:1" in keyed.stdout and "9123456780" not in keyed.stdout
