@@ -128,3 +128,18 @@ def test_two_alternating_halves_give_the_same_scores_as_one_batch():
         return [(f["id"], f["landed"], f["gates"], f["time"], f["reason"]) for f in r["flights"]]
 
     assert outcome(two) == outcome(one)
+
+
+@pytest.mark.docker
+def test_docker_with_runc_earns_the_container_tier_and_min_tier_kernel_refuses_it(
+        docker_runsc, monkeypatch):
+    from plimsoll_ci.errors import SandboxError
+
+    monkeypatch.setenv("PLIMSOLL_DOCKER_RUNTIME", "runc")
+    r = grade(Request(HONEST, "hard", HARD_SEEDS[:1], "docker")).result
+    assert r is not None
+    assert r["tier"] == "container" and r["evidence"]["runtime"] == "runc"
+    checks = {c["name"]: c["passed"] for c in r["evidence"]["checks"]}
+    assert checks["gvisor_kernel"] is False and checks["host_canary_unreadable"] is True
+    with pytest.raises(SandboxError, match="weaker than --min-tier kernel"):
+        grade(Request(HONEST, "hard", HARD_SEEDS[:1], "docker", min_tier="kernel"))
