@@ -173,15 +173,18 @@ def _assemble(work: Path, say) -> None:
     if dynload.is_dir() and not (libdir / "lib-dynload").exists():
         elves += _copy_tree(dynload, libdir / "lib-dynload", lambda rel: False)
     site = libdir / "site-packages"
+    copied = [str(stdlib), str(dynload.resolve())]
     for src in _numpy_dirs():
+        copied.append(str(src))
         say(f"rootfs: numpy from {src}")
         elves += _copy_tree(src, site / src.name,
                             lambda rel: bool(_NUMPY_SKIP.search(rel.replace(os.sep, "/"))))
     libs = _ldd(elves)
     for lib in sorted(libs):
         target = work / lib.lstrip("/")
-        if target.exists() or str(Path(lib).resolve()).startswith(str(site)):
-            continue
+        real = os.path.realpath(lib)
+        if target.exists() or any(real.startswith(d + os.sep) for d in copied):
+            continue  # already in the root, found through its RPATH ($ORIGIN) there
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(os.path.realpath(lib), target)
     say(f"rootfs: {len(libs)} shared libraries from ldd")

@@ -253,3 +253,12 @@ raise RuntimeError('digests ' + ' '.join(sorted(hashlib.sha256(str(x).encode()).
     for value in hidden:
         if isinstance(value, int) and value >= 10**6:
             assert hashlib.sha256(str(value).encode()).hexdigest()[:10] not in f["detail"]
+
+
+def test_a_controller_may_use_numpy_inside(gvisor, tmp_path):
+    body = """
+import numpy as np
+raise RuntimeError('numpy ' + str(np.arange(4).sum()))
+"""
+    f = flight(gvisor, controller(tmp_path, body))
+    assert f["detail"] == "RuntimeError: numpy 6"
