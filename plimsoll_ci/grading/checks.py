@@ -29,7 +29,7 @@ SIM_SOURCES = ("generator.py", "batch.py", "course.py", "fly.py", "__init__.py")
 class CodeCheck(NamedTuple):
     """One suspicious thing a graded controller carries (no value, only the entry's id)."""
 
-    check: str  # "practice_seed" | "simulator_source" | "generator_constant"
+    check: str  # "practice_seed" | "simulator_source" | "generator_constant" | "withheld_set"
     entry: str
     path: str
     line: int
@@ -82,6 +82,8 @@ def suspicious_set(practice: tuple[int, ...], sim_dir: Path, magic: int) -> With
 
 
 def _classify(f: Finding) -> str:
+    if f.kind == "withheld-set":
+        return "withheld_set"
     if f.entry.startswith("practice:"):
         return "practice_seed"
     if f.entry == "generator-magic":
@@ -121,6 +123,8 @@ def summary(checks: list[CodeCheck]) -> list[str]:
     if any(c.check == "generator_constant" for c in checks):
         where = sorted({f"{c.path}:{c.line}" for c in checks if c.check == "generator_constant"})
         out.append(f"carries the generator's magic constant ({', '.join(where[:5])})")
+    for path in sorted({c.path for c in checks if c.check == "withheld_set"}):
+        out.append(f"carries a withheld set file ({path})")
     sources = sorted({(c.entry, c.path, c.detail) for c in checks
                       if c.check == "simulator_source"})
     for entry, path, detail in sources:
