@@ -18,6 +18,7 @@ from typing import NamedTuple
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.withheld import FORMATS, WithheldSet
 
+REDACTED = "[withheld]"
 _SEP = b"\x00\x01\x00"  # not a digit, word or space: no value spans two decoded regions
 
 
@@ -80,6 +81,7 @@ class Scanner:
                 self.index.add_file(e.id, bytes.fromhex(e.digest))
         self.sources = [e for e in wset.entries if e.kind == "source"]
         self._names: dict[tuple[str, str], list[Finding]] = {}
+        self.redact_tokens: set[str] = set()
 
     # -- names --------------------------------------------------------------------------------
 
@@ -93,12 +95,28 @@ class Scanner:
 
     def _name(self, name: str, path: str, chain: str) -> list[Finding]:
         from plimsoll_ci.match.decode import text_regions
+        from plimsoll_ci.match.extract import find_values
 
         data = name.encode("utf-8", "surrogateescape")
-        out = self.scan_text(data, path, chain)
+        out = []
+        for m in find_values(data, self.index):
+            # A name that carries a value would print it wherever the path is shown: remember
+            # the token so every path, chain and note of the report shows it redacted.
+            self.redact_tokens.add(data[m.start : m.end].decode("utf-8", "surrogateescape"))
+            out += [Finding(path, 0, m.start, chain, eid, "value", "name") for eid in m.entries]
         for layer in text_regions(data, self.bounds).layers:
-            out += self.scan_text(layer.data, path, f"{chain} > {layer.chain}")
+            found = self.scan_text(layer.data, path, f"{chain} > {layer.chain}")
+            if found:
+                self.redact_tokens.add(name)  # the encoded form gives the value away too
+            out += found
         return out
+
+    def redact(self, text: str) -> str:
+        """`text` with every value-carrying name token replaced by `[withheld]`."""
+        for tok in sorted(self.redact_tokens, key=len, reverse=True):
+            if tok in text:
+                text = text.replace(tok, REDACTED)
+        return text
 
     def scan_name(self, path: str) -> list[Finding]:
         """Every folder name and the file name of a shipped path."""
@@ -260,8 +278,11 @@ BATCH_BYTES = 4 * 1024 * 1024  # files are scanned in joined batches of about th
 
 
 def scan_items(items: Iterable[tuple[str, bytes]], wset: WithheldSet,
-               limits: Limits | None = None) -> ScanResult:
-    """Scan (path, bytes) pairs: what a ship set, the index or a commit ships."""
+               limits: Limits | None = None, walk_notes: list[str] | None = None) -> ScanResult:
+    """Scan (path, bytes) pairs: what a ship set, the index or a commit ships.
+
+    `walk_notes` are notes the caller gathers while producing `items` (they are reported first,
+    redacted like the rest)."""
     scanner = Scanner(wset, limits)
     findings: list[Finding] = []
     notes: list[str] = []
@@ -301,6 +322,11 @@ def scan_items(items: Iterable[tuple[str, bytes]], wset: WithheldSet,
     findings = _dedupe(findings)
     findings.sort(key=lambda f: (order.get(f.path, -1), f.where != "name", f.line, f.column,
                                  f.chain, f.entry))
+    notes = list(walk_notes or []) + notes
+    if scanner.redact_tokens:
+        findings = [f._replace(path=scanner.redact(f.path), chain=scanner.redact(f.chain))
+                    for f in findings]
+        notes = [scanner.redact(n) for n in notes]
     return ScanResult(findings, notes, files, nbytes)
 
 
@@ -368,5 +394,4 @@ def scan_paths(paths: list[str], wset: WithheldSet, limits: Limits | None = None
                     continue
                 yield shown, data
 
-    result = scan_items(items(), wset, lim)
-    return result._replace(notes=notes + result.notes)
+    return scan_items(items(), wset, lim, walk_notes=notes)
