@@ -76,9 +76,12 @@ def write_output(text: str, output: str | None) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError):  # a folder in the way, a full disk: bad input, not a crash
+            raise BadInput(f"output {output}: cannot write ({e.strerror}); give a file path "
+                           "in a writable folder") from None
         raise
