@@ -44,7 +44,13 @@ def build_document(args: argparse.Namespace, tag: str) -> tuple[dict, list[str]]
 
     if not (args.values or args.file or args.source):
         raise BadInput("nothing to build from: give --values FILE, --file PATH or --source PATH")
-    values = [v for f in args.values for v in read_values(f)]
+    values = []
+    empty = []
+    for f in args.values:
+        got = read_values(f)
+        if not got:
+            empty.append(f)
+        values += got
 
     def read(p: str) -> bytes:
         try:
@@ -55,8 +61,12 @@ def build_document(args: argparse.Namespace, tag: str) -> tuple[dict, list[str]]
     files = [(p, read(p)) for p in args.file]
     sources = [(p, read(p)) for p in args.source]
     key = key_from(args.key_env, args.key_file)
-    return build_set(values, files, sources, key=key, tag=tag, mode=args.mode,
-                     threshold=args.threshold)
+    doc, warnings = build_set(values, files, sources, key=key, tag=tag, mode=args.mode,
+                              threshold=args.threshold)
+    # A set that withholds nothing passes every scan: say so instead of passing in silence.
+    warnings = [f"values file {f}: no values (empty, or only comments); nothing from it is "
+                "withheld" for f in empty] + warnings
+    return doc, warnings
 
 
 def run(args: argparse.Namespace) -> int:
