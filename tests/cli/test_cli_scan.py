@@ -244,3 +244,31 @@ def test_a_source_entry_finds_a_renamed_copy_from_the_cli_with_its_overlap(leak,
     p = run(leak, "scan", "--set", "src.json", "task", cwd=harness)
     assert p.returncode == 1 and "task/mine.py" in p.stdout and "withheld source gen.py" in p.stdout
     assert "overlap 100%" in p.stdout
+
+
+def test_output_onto_a_folder_exits_2_naming_it_and_leaves_no_temp_file(leak, harness):
+    build(leak, harness)
+    (harness / "reports").mkdir()
+    p = run(leak, "scan", "--set", "withheld.json", "task", "-o", "reports", cwd=harness)
+    assert p.returncode == 2 and "output reports: cannot write" in p.stderr
+    assert "Traceback" not in p.stderr
+    assert not [x for x in harness.iterdir() if x.name.endswith(".tmp")]
+
+
+def test_scan_without_a_set_exits_2_saying_which_option_to_give(leak, harness):
+    p = run(leak, "scan", "task", cwd=harness)
+    assert p.returncode == 2 and "--set withheld.json" in p.stderr
+
+
+def test_an_empty_values_file_is_a_warning_not_a_silent_empty_set(leak, harness):
+    (harness / "none.txt").write_text("# nothing yet\n\n")
+    p = run(leak, "withheld", "build", "--values", "none.txt", cwd=harness)
+    assert p.returncode == 0
+    assert "values file none.txt: no values" in p.stderr
+    assert json.loads(p.stdout)["entries"] == []
+
+
+def test_a_values_file_that_is_not_utf8_exits_2_naming_it(leak, harness):
+    (harness / "bin.txt").write_bytes(b"101\n\xff\xfe\n")
+    p = run(leak, "withheld", "build", "--values", "bin.txt", cwd=harness)
+    assert p.returncode == 2 and "values file bin.txt: not UTF-8 at byte 4" in p.stderr
