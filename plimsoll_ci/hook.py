@@ -258,6 +258,10 @@ def scan_shipped(files: Sequence[ship.ShippedFile], wset: Any, limits: Any = Non
         if not found and not more:
             cache.add(key)
     findings = list(dict.fromkeys(findings))
+    if scanner.redact_tokens:  # a name that carries a value is never printed as it is
+        findings = [x._replace(path=scanner.redact(x.path), chain=scanner.redact(x.chain))
+                    for x in findings]
+        notes = [scanner.redact(n) for n in notes]
     return scan.ScanResult(findings, notes, len({ship.label(f) for f in files}), nbytes)
 
 

@@ -277,12 +277,13 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
 BATCH_BYTES = 4 * 1024 * 1024  # files are scanned in joined batches of about this size
 
 
-def scan_items(items: Iterable[tuple[str, bytes]], wset: WithheldSet,
+def scan_items(items: Iterable[tuple[str, bytes] | tuple[str, str, bytes]], wset: WithheldSet,
                limits: Limits | None = None, walk_notes: list[str] | None = None) -> ScanResult:
     """Scan (path, bytes) pairs: what a ship set, the index or a commit ships.
 
-    `walk_notes` are notes the caller gathers while producing `items` (they are reported first,
-    redacted like the rest)."""
+    An item may also be (label, shipped path, bytes): findings name the file by its label (its
+    repository path, say) while names are checked as they ship. `walk_notes` are notes the caller
+    gathers while producing `items` (reported first, redacted like the rest)."""
     scanner = Scanner(wset, limits)
     findings: list[Finding] = []
     notes: list[str] = []
@@ -300,7 +301,12 @@ def scan_items(items: Iterable[tuple[str, bytes]], wset: WithheldSet,
             notes.extend(n)
         batch, batch_bytes = [], 0
 
-    for path, data in items:
+    for item in items:
+        if len(item) == 3:
+            path, shipped, data = item  # type: ignore[misc]
+        else:
+            path, data = item  # type: ignore[misc]
+            shipped = path
         files += 1
         nbytes += len(data)
         order.setdefault(path, len(order))
@@ -308,7 +314,12 @@ def scan_items(items: Iterable[tuple[str, bytes]], wset: WithheldSet,
             notes.append(f"{path}: {len(data)} bytes, over the {scanner.limits.max_file_bytes}-byte "
                          "file bound: scanned up to the bound")
             data = data[: scanner.limits.max_file_bytes]
-        for f in scanner.scan_name(path):
+        for f in scanner.scan_name(shipped):
+            if shipped != path:  # place the finding in the labelled tree: the file or its folder
+                if not f.path.endswith("/"):
+                    f = f._replace(path=path)
+                elif path.endswith(shipped):
+                    f = f._replace(path=path[: len(path) - len(shipped)] + f.path)
             if f.path.endswith("/"):
                 if (f.path, f.entry) in folders_seen:
                     continue

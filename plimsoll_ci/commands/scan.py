@@ -64,7 +64,10 @@ def run(args: argparse.Namespace) -> int:
             key = ship.load_key(config)
         wset = load(set_file, key=key) if set_file else ship.load_withheld(config, key=key)
         limits = limits_from(args, config.limits)
-        result = scan_items(ship.items(files), wset, limits)
+        labelled: dict[str, tuple[str, str, bytes]] = {}
+        for f in files:  # names are checked as they ship; findings name the repository file
+            labelled.setdefault(ship.label(f), (ship.label(f), f.path, f.data))
+        result = scan_items(labelled.values(), wset, limits)
         if not files:
             result = result._replace(notes=result.notes + [
                 f"{config.path}: the ship set{'s' if not ship_set else ' ' + ship_set} shipped "
