@@ -116,7 +116,7 @@ def _sized(data: bytes, chain: str, size: str) -> bytes:
                          [c[1:] for c in FOUND], ids=[c[0] for c in FOUND])
 def test_a_withheld_value_is_found(wset, leak, path, data, entry, chain, size):
     data = _sized(data, chain, size)
-    leak.allow(chain.removesuffix(" (file name)").removesuffix(" (folder name)"))
+    pass  # names that carry a value are redacted: nothing to allow
     result = scan_checked([(path, data)], wset, leak)
     hits = [(f.entry, f.chain) for f in result.findings]
     # A name that carries a value may be shown redacted in chains and paths (never the value).
