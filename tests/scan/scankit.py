@@ -2,8 +2,9 @@
 
 The leak guard is the suite's "never print a value" check: every test that scans hands it what
 a user could see (stdout, stderr, report files, exception messages) and it fails the test when a
-withheld value appears there. Paths the test itself shipped are allowed to carry a value in their
-name (a finding must name its file), so the guard removes them before looking.
+withheld value appears there. A shipped name that carries a value is shown redacted
+(`seed-[withheld].json`) in every report, so nothing is allowed through by default; `allow` is
+there for a test that must let a known text pass.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ class LeakGuard:
         self.checked = 0
 
     def allow(self, *shipped_paths: str) -> None:
-        """Shipped paths whose names hold a value on purpose; reports may name them."""
+        """Texts the guard removes before looking (none by default)."""
         self.allowed += sorted(shipped_paths, key=len, reverse=True)
 
     def text(self, text: str | bytes, where: str = "output") -> None:
