@@ -271,3 +271,10 @@ def test_a_values_file_that_is_not_utf8_exits_2_naming_it(leak, harness):
     (harness / "bin.txt").write_bytes(b"101\n\xff\xfe\n")
     p = run(leak, "withheld", "build", "--values", "bin.txt", cwd=harness)
     assert p.returncode == 2 and "values file bin.txt: not UTF-8 at byte 4" in p.stderr
+
+
+def test_withheld_info_lists_ids_and_kinds_without_values(leak, harness):
+    build(leak, harness)
+    p = run(leak, "withheld", "info", "withheld.json", cwd=harness)
+    assert p.returncode == 0
+    assert "4 entries (4 value)" in p.stdout and "seeds.txt:2  value number" in p.stdout
