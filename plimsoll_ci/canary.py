@@ -242,7 +242,7 @@ def _planted_items(root: str, skip_sha256: str):
 def check(canary: Canary, planted: str, requests: str) -> CheckResult:
     """Every marker must be in the planted tree and in no request."""
     from plimsoll_ci.scan import scan_items
-    from plimsoll_ci.tripwire import hide_names, scan_requests
+    from plimsoll_ci.tripwire import redactor, scan_requests
 
     if not os.path.exists(planted):
         raise BadInput(f"--planted {planted}: no such file or folder; give the folder the "
@@ -250,16 +250,14 @@ def check(canary: Canary, planted: str, requests: str) -> CheckResult:
     wset = marker_set(canary)
     planted_result = scan_items(_planted_items(planted, canary.sha256), wset)
     req_result = scan_requests(requests, wset)
+    redact = redactor(wset)
     where_planted: dict[str, list[str]] = {}
-    # scan_name reports a folder as "a/b/" with the chain "folder name"; the file's own name
-    # under "file name": both are hidden from the printed path, since the name is the marker
-    named = [f._replace(chain=f.chain or "file name") if f.where == "name" else f
-             for f in planted_result.findings]
-    for f in hide_names(named):
+    for f in planted_result.findings:
         if f.kind == "withheld-set":
             continue
-        spot = f"{f.path}:{f.line}:{f.column}" if f.where == "content" else \
-            f"{f.path} ({f.chain.split(' > ', 1)[0]})"
+        path = redact(f.path)
+        spot = f"{path}:{f.line}:{f.column}" if f.where == "content" else \
+            f"{path} ({f.chain.split(' > ', 1)[0] or 'name'})"
         where_planted.setdefault(f.entry, []).append(spot)
     where_leaked: dict[str, list[str]] = {}
     for f in req_result.findings:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 
 from plimsoll_ci.errors import BadInput
@@ -226,35 +227,44 @@ class _Scan:
         self.request_text = []
 
 
-HIDDEN = "[name hidden]"
+REDACTED = "[withheld]"  # what the ship scan prints in place of a name that carries a value
+_PRINTED_SEPARATORS = re.compile(r"(/| > |: | \(|\))")
 
 
-def hide_names(findings: list) -> list:
-    """Findings whose paths no longer spell a file or folder name that matched a sealed value.
+def redactor(wset, limits=None):
+    """A function that redacts, in a string to be printed (a path, a place, a note), every
+    segment that carries a sealed value -- a file or folder name, a JSON key in a pointer, a part
+    or header name -- as `[withheld]`, so that no report prints a value."""
+    from plimsoll_ci.scan import Scanner
 
-    A hit on a name would otherwise print the value as part of the path.
-    """
-    hit = set()
-    for f in findings:
-        if f.where == "name" and f.chain.split(" > ", 1)[0] in ("file name", "folder name"):
-            hit.add(f.path.rstrip("/"))
-    if not hit:
-        return findings
-    out = []
-    for f in findings:
-        parts = f.path.split("/")
-        shown = []
-        for i, part in enumerate(parts):
-            shown.append(HIDDEN if part and "/".join(parts[: i + 1]) in hit else part)
-        out.append(f._replace(path="/".join(shown)))
-    return out
+    scanner = Scanner(wset, limits)
+    clean: dict[str, bool] = {}
+
+    def is_clean(segment: str) -> bool:
+        if segment not in clean:
+            # scan_name undoes one layer of encoding as well: an encoded value is redacted too
+            clean[segment] = not segment.strip() or not scanner.scan_name(segment)
+        return clean[segment]
+
+    def redact(text: str) -> str:
+        parts = _PRINTED_SEPARATORS.split(text)
+        return "".join(p if i % 2 or is_clean(p) else REDACTED for i, p in enumerate(parts))
+
+    return redact
+
+
+def redact_all(findings: list, notes: list[str], wset, limits=None) -> tuple[list, list[str]]:
+    """Findings and notes with every value-carrying segment of their paths and places redacted."""
+    redact = redactor(wset, limits)
+    return ([f._replace(path=redact(f.path), chain=redact(f.chain)) for f in findings],
+            [redact(n) for n in notes])
 
 
 def scan_pieces(pieces: Iterable[Piece], wset, limits=None) -> tuple[list, list[str]]:
     """Findings (path = recorded file, chain = place > decode chain) and notes for `pieces`."""
     findings, notes = _scan_all(pieces, wset, limits)
     findings = sorted(findings, key=lambda f: (f.path, f.chain, f.line, f.column, f.entry))
-    return hide_names(findings), notes
+    return redact_all(findings, notes, wset, limits)
 
 
 def _scan_files(root: str, files: list[str], wset, limits, read_limits) -> tuple:
@@ -323,7 +333,8 @@ def scan_requests(root: str, wset, limits=None, read_limits: ReadLimits | None =
         n_files += nf
         n_bytes += nb
     findings = sorted(findings, key=lambda f: (f.path, f.chain, f.line, f.column, f.entry))
-    return ScanResult(hide_names(findings), reader.notes + notes, n_files, n_bytes)
+    findings, notes = redact_all(findings, reader.notes + notes, wset, limits)
+    return ScanResult(findings, notes, n_files, n_bytes)
 
 
 def render_text(result, requests: str) -> str:

@@ -161,8 +161,8 @@ def test_raw_text_jsonl_and_names_of_files_and_folders_are_read(tmp_path):
     (r / "calls.jsonl").write_text(json.dumps({"prompt": "x"}) + "\n" +
                                    json.dumps({"prompt": "lap 0:31.5"}) + "\n")
     got = {(h.path, h.chain, h.entry, h.where) for h in _hits(r)}
-    assert got == {("[name hidden]/", "folder name", "labels.txt:1", "name"),
-                   ("[name hidden]/prompt.txt", "", "seeds.txt:2", "content"),
+    assert got == {("[withheld]/", "folder name", "labels.txt:1", "name"),
+                   ("[withheld]/prompt.txt", "", "seeds.txt:2", "content"),
                    ("calls.jsonl", "line 2 > /prompt", "step-times.csv:3", "content")}
 
 
@@ -311,3 +311,22 @@ def test_text_under_a_data_key_is_still_read_as_text(tmp_path):
     (tmp_path / "r" / "body.json").write_text(json.dumps(body))
     got = {(h.chain, h.entry) for h in _hits(tmp_path / "r")}
     assert got == {("/data", "labels.txt:1"), ("/short/data", "labels.txt:1")}
+
+
+def test_a_value_in_a_json_key_part_name_or_folder_name_is_never_printed(tmp_path, capsys):
+    sealed = _sealed(tmp_path)
+    r = tmp_path / "r"
+    (r / "seed-3107713414").mkdir(parents=True)
+    (r / "seed-3107713414" / "body.json").write_text(json.dumps(
+        {"labels": {"quorvantile": "t=31.5s"}, "b64": {"cXVvcnZhbnRpbGU=": 1}}))
+    boundary = "bb"
+    _record(r, 1, (f"--{boundary}\r\nContent-Disposition: form-data; name=\"quorvantile\"\r\n\r\n"
+                   f"x\r\n--{boundary}--\r\n").encode(), f"multipart/form-data; boundary={boundary}",
+            extra_headers=[["X-Quorvantile", "1"]])
+    for fmt in ("text", "json", "sarif", "markdown"):
+        code, out = _run(["tripwire", "--sealed", str(sealed), "--requests", str(r),
+                          "--format", fmt], capsys)
+        assert code == 1
+        assert "[withheld]" in out
+        for value in ("quorvantile", "3107713414", "31.5", "cxvvcnzhbnrpbgu"):
+            assert value not in out.lower(), (fmt, out)
