@@ -201,3 +201,28 @@ def own_cgroup(name: str, memory: int, pids: int) -> OwnCgroup | None:
         group.remove()
         return None
     return group
+
+
+def remove_cgroup(rel: str, tries: int = 25) -> None:
+    """Remove an empty cgroup `rel` (e.g. /plimsoll/ID) from every hierarchy that has it.
+
+    runsc leaves a sandbox's cgroup behind when the sandbox was killed rather than exited.
+    """
+    rel = rel.strip("/")
+    if not rel:
+        return
+    try:
+        roots = [os.path.join(CGROUP_ROOT, d) for d in os.listdir(CGROUP_ROOT)]
+    except OSError:
+        return
+    roots.append(CGROUP_ROOT)
+    for root in roots:
+        d = os.path.join(root, rel)
+        for _ in range(tries):
+            if not os.path.isdir(d):
+                break
+            try:
+                os.rmdir(d)
+                break
+            except OSError:
+                time.sleep(0.02)  # its last task is still exiting

@@ -160,6 +160,8 @@ def start(stage: Stage, limits: Limits, platform: str | None = None,
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        if cgroup:
+            cpumod.remove_cgroup(cgroup)
 
     evidence = {
         "provider": "gvisor",
