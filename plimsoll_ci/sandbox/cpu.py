@@ -75,7 +75,9 @@ class ProcTreeMeter:
                 with open(f"/proc/{pid}/stat", "rb") as fh:
                     stat = fh.read()
             except OSError:
-                self.pids.discard(pid)  # exited: keep its last reading
+                # Reaped: its time now shows in its parent's cutime/cstime (or the sandbox ended).
+                self.pids.discard(pid)
+                self.known.pop(pid, None)
                 continue
             f = stat[stat.rindex(b")") + 2:].split()
             # utime, stime, cutime, cstime (fields 14-17): reaped children count too.

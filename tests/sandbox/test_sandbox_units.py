@@ -113,3 +113,34 @@ def test_rootfs_is_built_once_and_reused(tmp_path, monkeypatch):
     assert first.tarball.stat().st_size > 1_000_000
     again = rootfs.build()
     assert again == first
+
+
+def test_cpu_meters_count_a_busy_child_and_its_own_children():
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from plimsoll_ci.sandbox import cpu
+
+    code = ("import os, time\n"
+            "if os.fork() == 0:\n"
+            "    t = time.process_time()\n"
+            "    while time.process_time() - t < 0.4: pass\n"
+            "    os._exit(0)\n"
+            "os.wait()\n")
+    group = cpu.own_cgroup(f"plimsoll-test-{os.getpid()}", 1 << 30, 64)
+    try:
+        child = subprocess.Popen([sys.executable, "-c", code],
+                                 preexec_fn=group.enter if group else None)
+        tree = cpu.ProcTreeMeter(child.pid, relist_every=0.0)
+        seen = 0.0
+        while child.poll() is None:
+            seen = max(seen, tree.seconds())
+            time.sleep(0.01)
+        assert seen > 0.2  # the grandchild's spin, seen while it ran or once reaped
+        if group is not None:
+            assert group.meter.seconds() >= 0.4
+    finally:
+        if group is not None:
+            group.remove()
