@@ -1312,6 +1312,8 @@ def _md(s: str) -> str:
 
 
 def _sarif(report: HistoryReport) -> str:
+    from plimsoll_ci.report import artifact_uri
+
     results = []
     for e in report.entries:
         for w in e.windows:
@@ -1331,7 +1333,7 @@ def _sarif(report: HistoryReport) -> str:
                                         f"{' [' + o.chain + ']' if o.chain else ''}; {fixed} "
                                         f"across {len(w.commits)} commits"},
                     "locations": [{"physicalLocation": {
-                        "artifactLocation": {"uri": o.path},
+                        "artifactLocation": {"uri": artifact_uri(o.path)},
                         "region": region}}],
                     "partialFingerprints": {"plimsollHistory/v1": fp},
                     "properties": {"entry": e.entry, "firstCommit": w.first.oid,
