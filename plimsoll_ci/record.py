@@ -242,7 +242,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_error(413 if "large" in str(e) else 400, str(e))
             return
         headers = list(self.headers.items())
-        rec.write_request(seq, self.client_address[0], self.command, self.path, headers, body)
+        try:
+            rec.write_request(seq, self.client_address[0], self.command, self.path, headers, body)
+        except OSError as e:
+            # fail closed: a request that cannot be recorded is not sent to the model
+            self.send_error(500, f"plimsoll-ci record: cannot write the record ({e.strerror}); "
+                                 "the request was not forwarded")
+            return
 
         up = rec.upstream
         forward = [(k, v) for k, v in headers
@@ -265,7 +271,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except (OSError, http.client.HTTPException) as e:
             conn.close()
             msg = f"upstream {up.origin} unreachable: {e.__class__.__name__}"
-            rec.write_response(seq, 502, "Bad Gateway", [], b"", False, error=msg)
+            try:
+                rec.write_response(seq, 502, "Bad Gateway", [], b"", False, error=msg)
+            except OSError:
+                pass  # the client hears of the failure below either way
             self.send_error(502, msg)
             return
 
@@ -282,8 +291,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             except (OSError, http.client.HTTPException) as e:
                 body_back, error = b"", f"upstream cut: {e.__class__.__name__}"
             conn.close()
-            rec.write_response(seq, resp.status, resp.reason, resp_headers, body_back, False,
-                               error=error)
+            try:
+                rec.write_response(seq, resp.status, resp.reason, resp_headers, body_back, False,
+                                   error=error)
+            except OSError as e:
+                error = f"cannot write the response record ({e.strerror})"
             if error:
                 self.send_error(502, error)
                 return
@@ -310,8 +322,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
         conn.close()
         # recorded before the last chunk, so a client that saw the end finds the record complete
-        rec.write_response(seq, resp.status, resp.reason, resp_headers, b"".join(got), True,
-                           error=error)
+        try:
+            rec.write_response(seq, resp.status, resp.reason, resp_headers, b"".join(got), True,
+                               error=error)
+        except OSError as e:
+            # the client never sees a clean end of a stream whose record is missing
+            error = f"cannot write the response record ({e.strerror})"
+            self.close_connection = True
         if not error:
             try:
                 self.wfile.write(b"0\r\n\r\n")

@@ -174,3 +174,14 @@ def test_the_record_command_serves_until_interrupted(upstream, tmp_path):
         os.kill(proc.pid, signal.SIGINT)
         assert proc.wait(timeout=20) == 0
     assert (tmp_path / "rec" / "000001.request.json").exists()
+
+
+def test_a_request_that_cannot_be_recorded_is_not_forwarded(upstream, proxy):
+    import shutil
+
+    url, out = proxy
+    shutil.rmtree(out)  # the recording folder is gone: nothing can be written
+    response = httpx.post(url + "/v1/chat/completions", json={"messages": ["secret?"]})
+    assert response.status_code == 500
+    assert "not forwarded" in response.text
+    assert upstream.received == []
