@@ -1,0 +1,55 @@
+"""`plimsoll-ci demo`, the README's main job: it finds the planted leak and grades in a sandbox."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SEEDS = (REPO / "examples" / "argon" / "seeds.txt").read_text().split()
+
+
+def _demo(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "plimsoll_ci", "demo", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_demo_finds_the_planted_viewer_leak_and_prints_no_seed() -> None:
+    proc = _demo("--no-grade")
+    assert proc.returncode == 0, proc.stderr
+    assert "replay.html:7:36: withheld value seeds.txt:2" in proc.stdout
+    for seed in SEEDS:
+        assert seed not in proc.stdout + proc.stderr
+
+
+def test_demo_grades_in_the_strongest_sandbox_and_says_which() -> None:
+    from plimsoll_ci import sandbox
+
+    ok, why = sandbox.available("gvisor")
+    if not ok and os.environ.get("CI") == "true":
+        pytest.fail(f"gVisor is missing in CI: {why}")
+    proc = _demo("--flights", "2")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    expected = "gvisor" if ok else None
+    assert "sandbox: " in out
+    if expected:
+        assert "sandbox: gvisor (configured tier kernel)" in out
+    assert "cheater  on practice: landed 16/16" in out
+    # about 0.3% of fresh flights look like a practice flight to the cheater: allow one
+    fresh = re.search(r"cheater  on fresh   : landed +(\d+)/2", out)
+    assert fresh is not None and int(fresh.group(1)) <= 1, out
+    assert "carries" in out  # the cheater's code checks are reported
+    for seed in SEEDS:
+        assert seed not in out + proc.stderr
+
+
+def test_demo_refuses_a_folder_without_a_config() -> None:
+    proc = _demo("--example", str(REPO / "docs"))
+    assert proc.returncode == 2
+    assert "no plimsoll.yaml" in proc.stderr
