@@ -271,6 +271,15 @@ def _numbers_np(buf: bytes, index: ValueIndex) -> list[Match]:
         pick_sep = live & (((lens == 1) & (ap[starts + 2] == _ZERO) & hexpfx[nxt])
                            | ((nxt == _UNDER) & nxt2d))
         pick_cont &= ~pick_sep
+    if pick_cont.any() and not index.has_decimals:
+        # Integers only: a token with a fraction equals one only when it has an exponent
+        # ("3.107713414e9") or its fraction is all zeros ("3107713414.00"); most floats have
+        # neither, and a fraction that starts with a nonzero digit is never all zeros.
+        frac_end = ends + np.where(dot_cont, next_len + 1, 0)
+        after = ap[frac_end + 2]
+        exp = (after == 101) | (after == 69)
+        frac0 = ap[ends + 3] == _ZERO
+        pick_cont &= ~dot_cont | exp | frac0
     if pick_cont.any():
         pick_cont[pick_cont] = np.isin(_sig_digits(a, starts, ends, lens, dot_cont, pick_cont),
                                        np.fromiter(index.sigs, dtype=np.int64))

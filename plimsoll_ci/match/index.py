@@ -84,6 +84,7 @@ class ValueIndex:
                     self.text_shapes.setdefault(first, set()).add(total)
         self.has_numbers = bool(self.numbers)
         self.has_ints = bool(self.int_lengths)
+        self.has_decimals = any(e.kind == "number" and not e.shape.get("int") for e in entries)
         self.has_texts = bool(self.texts)
         # first three run lengths -> [(all run lengths, totals)]: one dict lookup per candidate
         self.runs_by_key: dict[tuple[int, ...], list[tuple[tuple[int, ...], set[int]]]] = {}
