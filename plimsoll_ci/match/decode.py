@@ -106,49 +106,61 @@ def _escape_kind(tok: bytes) -> str:
     return "+".join(kinds) or "escapes"
 
 
-_BOOL_LUTS: dict[bytes, object] = {}
+class _Classes:
+    """One pass of byte classes over a large buffer, shared by the base64 and hex run finders."""
+
+    def __init__(self, buf: bytes) -> None:
+        import numpy as np
+
+        self.a8 = np.frombuffer(buf + b"\0", dtype=np.uint8)  # the sentinel ends every run
+        self.cls = _CLASS_NP()[self.a8]
 
 
-def _runs(buf: bytes, rx: re.Pattern[bytes], table: bytes, pad: bool) -> list[tuple[int, int]]:
+def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
+          classes: _Classes | None) -> list[tuple[int, int]]:
     """Maximal runs of a byte class (base64: 6+ bytes and up to two `=`; hex: 8+ bytes)."""
-    if len(buf) < _SMALL:
+    if classes is None:
         return [(m.start(), m.end()) for m in rx.finditer(buf)]
     import numpy as np
 
-    lut = _BOOL_LUTS.get(table)
-    if lut is None:
-        lut = _BOOL_LUTS[table] = np.frombuffer(table, dtype=np.uint8).astype(bool)
-    a8 = np.frombuffer(buf + b"\0", dtype=np.uint8)  # the sentinel ends every run in range
-    m = lut[a8]
+    a8, cls = classes.a8, classes.cls
+    m = (cls & (_B64_BITS if pad else _HEX_BITS)) != 0
     t = np.flatnonzero(m[1:] != m[:-1]) + 1
     if m[0]:
         t = np.concatenate(([0], t))
     starts, ends = t[0::2], t[1::2]
     lens = ends - starts
     keep = lens >= (6 if pad else 8)
+    if not pad:
+        keep &= lens % 2 == 0
     starts, ends, lens = starts[keep], ends[keep], lens[keep]
     if not len(starts):
         return []
     idx = np.empty(2 * len(starts), dtype=np.int64)
     idx[0::2], idx[1::2] = starts, ends
-    cls = _CLASS_NP()[a8]
     bits = np.bitwise_or.reduceat(cls, idx)[0::2]
     if pad:  # base64: runs that end in padding, or long runs that mix cases or letters and digits
         mixed = (bits & 3) == 3  # both cases: base64 of 12+ characters almost always has them
         keep = ((lens >= 6) & (a8[ends] == 61)) | ((lens >= 12) & mixed)
     else:  # hex: even runs whose high nibbles (every other byte) are mostly '2'..'7'
-        keep = (lens % 2 == 0) & ((bits != 4) | (lens >= 16))  # short digit strings are ids
+        digits_only = (bits & 15) == 4
+        keep = ~digits_only | (lens >= 16)  # short digit strings are ids and numbers
+        starts, ends, lens, digits_only = (starts[keep], ends[keep], lens[keep],
+                                           digits_only[keep])
+        if not len(starts):
+            return []
         bad = ((a8 < 50) | (a8 > 55)).view(np.uint8)
         high_bad = np.zeros(len(starts), dtype=np.int64)
         for parity in (0, 1):
-            sel = keep & (starts % 2 == parity)
+            sel = starts % 2 == parity
             if sel.any():
+                col = np.ascontiguousarray(bad[parity::2])  # reduceat is slow on strided views
                 j = np.empty(2 * int(sel.sum()), dtype=np.int64)
                 j[0::2] = (starts[sel] - parity) // 2
                 j[1::2] = (ends[sel] - parity) // 2
-                high_bad[sel] = np.add.reduceat(bad[parity::2], j, dtype=np.int64)[0::2]
+                high_bad[sel] = np.add.reduceat(col, j, dtype=np.int64)[0::2]
         # digits only: every high nibble must be '2'..'7' (hex-encoded digits are "3x3x...")
-        keep &= np.where(bits == 4, high_bad == 0, high_bad * 5 <= lens // 2)
+        keep = np.where(digits_only, high_bad == 0, high_bad * 5 <= lens // 2)
     out = []
     for a, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True):
         if pad and buf[b : b + 1] == b"=":
@@ -158,23 +170,29 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], table: bytes, pad: bool) -> list[tu
 
 
 _CLASS_LUT = None
+_B64_BITS = 1 | 2 | 4 | 16
+_HEX_BITS = 4 | 8
 
 
-def _CLASS_NP():  # noqa: N802, ANN202  (byte -> 1 upper, 2 lower, 4 digit)
+def _CLASS_NP():  # noqa: N802, ANN202
+    """byte -> bits: 1 upper, 2 lower, 4 digit, 8 hex letter, 16 base64 punctuation (+/_-)."""
     import numpy as np
 
     global _CLASS_LUT
     if _CLASS_LUT is None:
-        _CLASS_LUT = np.frombuffer(bytes(1 if 65 <= c <= 90 else 2 if 97 <= c <= 122
-                                         else 4 if 48 <= c <= 57 else 0 for c in range(256)),
-                                   dtype=np.uint8)
+        table = bytearray(256)
+        for c in range(256):
+            if 65 <= c <= 90:
+                table[c] = 1 | (8 if c <= 70 else 0)
+            elif 97 <= c <= 122:
+                table[c] = 2 | (8 if c <= 102 else 0)
+            elif 48 <= c <= 57:
+                table[c] = 4
+            elif c in b"+/_-":
+                table[c] = 16
+        _CLASS_LUT = np.frombuffer(bytes(table), dtype=np.uint8)
     return _CLASS_LUT
 
-
-_B64_TABLE = bytes(1 if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c in b"+/_-") else 0
-                   for c in range(256))
-_HEX_TABLE = bytes(1 if (48 <= c <= 57 or 65 <= c <= 70 or 97 <= c <= 102) else 0
-                   for c in range(256))
 
 
 def _esc_hits(buf: bytes):  # noqa: ANN202
@@ -218,13 +236,14 @@ def text_regions(buf: bytes, bounds: Bounds) -> Decoded:
                      f"{bounds.max_region}-byte bound: not decoded")
         return True
 
-    for a, b in _runs(buf, _B64_RUN, _B64_TABLE, True):
+    classes = _Classes(buf) if len(buf) >= _SMALL else None
+    for a, b in _runs(buf, _B64_RUN, True, classes):
         tok = buf[a:b]
         if not _looks_base64(tok) or too_long("base64", a, b - a):
             continue
         if not add("base64", a, tok, _b64(tok)):
             return Decoded(layers, notes)
-    for a, b in _runs(buf, _HEX_RUN, _HEX_TABLE, False):
+    for a, b in _runs(buf, _HEX_RUN, False, classes):
         tok = buf[a:b]
         bad = _high_bad(tok)
         if (b - a) % 2 or bad * 5 > (b - a) // 2 or too_long("hex", a, b - a):
