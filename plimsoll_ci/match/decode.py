@@ -125,12 +125,21 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
 
     a8, cls = classes.a8, classes.cls
     m = (cls & (_B64_BITS if pad else _HEX_BITS)) != 0
-    t = np.flatnonzero(m[1:] != m[:-1]) + 1
-    if m[0]:
-        t = np.concatenate(([0], t))
-    starts, ends = t[0::2], t[1::2]
+    k = 6 if pad else 8
+    # Erode the mask so only runs of k+ bytes remain: e[i] is true when m[i:i+k] all are. Short
+    # runs (most words) then never reach the slower run bookkeeping below.
+    e, width = m, 1
+    while width * 2 <= k:
+        e = e[:-width] & e[width:]
+        width *= 2
+    if width < k:
+        e = e[: -(k - width)] & e[k - width :]
+    ee = np.zeros(len(e) + 2, dtype=bool)
+    ee[1:-1] = e
+    t = np.flatnonzero(ee[1:] != ee[:-1])
+    starts, ends = t[0::2], t[1::2] + (k - 1)
     lens = ends - starts
-    keep = lens >= (6 if pad else 8)
+    keep = np.ones(len(starts), dtype=bool)
     if not pad:
         keep &= lens % 2 == 0
     starts, ends, lens = starts[keep], ends[keep], lens[keep]
