@@ -86,17 +86,17 @@ def _clock(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
         out.append(Match(s, m.end(), ids, "number"))
 
 
-def _text(buf: bytes, lower: bytes, s: int, ln: int, index: ValueIndex,
+def _text(buf: bytes, s: int, ln: int, index: ValueIndex,
           out: list[Match]) -> None:
     for total in index.text_shapes[ln]:
         if total == ln:
-            cand, end = lower[s : s + ln], s + ln
+            cand, end = buf[s : s + ln].lower(), s + ln
         else:
-            w = lower[s : s + total + 1]
+            w = buf[s : s + total + 1].lower()
             if _ODD_WS.search(w) is None and b"\xc2" not in w:
                 flat = w  # nothing to collapse: the canonical window is the bytes themselves
             else:
-                flat = _WS.sub(b" ", lower[s : s + 4 * total + 64])
+                flat = _WS.sub(b" ", buf[s : s + 4 * total + 64].lower())
             if len(flat) < total or (len(flat) > total and _IS_WORD[flat[total]]):
                 continue
             cand, end = flat[:total], s + total
@@ -105,7 +105,7 @@ def _text(buf: bytes, lower: bytes, s: int, ln: int, index: ValueIndex,
             out.append(Match(s, end, ids, "text"))
 
 
-def _text_runs(lower: bytes, s: int, lens: tuple[int, ...], ends: list[int], index: ValueIndex,
+def _text_runs(buf: bytes, s: int, lens: tuple[int, ...], ends: list[int], index: ValueIndex,
                out: list[Match]) -> None:
     """Word runs from `s` (their lengths `lens`, their ends `ends`) against the entries' runs."""
     groups = []
@@ -118,7 +118,7 @@ def _text_runs(lower: bytes, s: int, lens: tuple[int, ...], ends: list[int], ind
         if k > 3 and lens[:k] != runs:
             continue
         end = ends[k - 1]
-        cand = lower[s:end]
+        cand = buf[s:end].lower()  # bytes.lower() is ASCII-only, as the canonical form is
         if len(cand) in totals and _ODD_WS.search(cand) is None:
             flat = cand  # one plain space between words already: canonical as it stands
         else:
@@ -175,7 +175,6 @@ def _numbers_small(buf: bytes, index: ValueIndex) -> list[Match]:
 
 def _texts_small(buf: bytes, index: ValueIndex) -> list[Match]:
     out: list[Match] = []
-    lower = buf.translate(_LOWER)
     shapes = index.text_shapes
     spans = [(m.start(), m.end()) for m in _WORD_RUN.finditer(buf)]
     starts = [a for a, _ in spans]
@@ -187,10 +186,11 @@ def _texts_small(buf: bytes, index: ValueIndex) -> list[Match]:
     ends_p = ends + [len(buf)] * k
     tags, mult, check_tag = index.tags, index.mult, not index.untagged
     for i, ln in enumerate(lens):
-        if ln in firsts and (not check_tag or word_tag(lower[starts[i] : ends[i]], mult) in tags):
-            _text_runs(lower, starts[i], tuple(lens_p[i : i + k]), ends_p[i : i + k], index, out)
+        if ln in firsts and (not check_tag
+                             or word_tag(buf[starts[i] : ends[i]].lower(), mult) in tags):
+            _text_runs(buf, starts[i], tuple(lens_p[i : i + k]), ends_p[i : i + k], index, out)
         if ln in shapes:
-            _text(buf, lower, starts[i], ln, index, out)
+            _text(buf, starts[i], ln, index, out)
     return out
 
 
@@ -280,7 +280,12 @@ def _numbers_np(buf: bytes, index: ValueIndex) -> list[Match]:
         exp = (after == 101) | (after == 69)
         frac0 = ap[ends + 3] == _ZERO
         pick_cont &= ~dot_cont | exp | frac0
-    if pick_cont.any():
+    n_cont = int(pick_cont.sum())
+    if 0 < n_cont <= 4096:  # few: exact per-token check beats a pass over the buffer
+        spans = (total + dot_cont)[pick_cont].tolist()
+        pick_cont[pick_cont] = [_sig_ok(buf, s, s + ln, index)
+                                for s, ln in zip(starts[pick_cont].tolist(), spans, strict=True)]
+    elif n_cont:
         pick_cont[pick_cont] = np.isin(_sig_digits(a, starts, ends, lens, dot_cont, pick_cont),
                                        np.fromiter(index.sigs, dtype=np.int64))
     pick_clock = live & clock if index.clockable else none
@@ -345,13 +350,11 @@ def _texts_np(buf: bytes, index: ValueIndex) -> list[Match]:
         return []
     lens = ends - starts
     out: list[Match] = []
-    lower = None
     if index.text_shapes:
         sel = np.isin(lens, np.fromiter(index.text_shapes, dtype=np.int64))
         if sel.any():
-            lower = buf.translate(_LOWER)
             for s, ln in zip(starts[sel].tolist(), lens[sel].tolist(), strict=True):
-                _text(buf, lower, s, ln, index, out)
+                _text(buf, s, ln, index, out)
     if not index.text_runs:
         return out
     # Keys of the first one, two and three run lengths, matched against the entries' keys.
@@ -376,11 +379,10 @@ def _texts_np(buf: bytes, index: ValueIndex) -> list[Match]:
             sel |= np.isin(key, np.fromiter(want, dtype=np.int32))
     if not index.untagged and sel.any():
         cand = np.flatnonzero(sel)
-        low = _LOWER_NP()[a]
         key = np.zeros(len(cand), dtype=np.uint64)
         cs, cl = starts[cand], lens[cand]
         for j in range(4):
-            byte = low[np.minimum(cs + j, len(a) - 1)].astype(np.uint64)
+            byte = _LOWER_NP()[a[np.minimum(cs + j, len(a) - 1)]].astype(np.uint64)
             key |= np.where(cl > j, byte, 0).astype(np.uint64) << np.uint64(8 * j)
         key |= np.minimum(cl, 255).astype(np.uint64) << np.uint64(32)
         with np.errstate(over="ignore"):
@@ -391,13 +393,11 @@ def _texts_np(buf: bytes, index: ValueIndex) -> list[Match]:
     idx = np.flatnonzero(sel)
     if not len(idx):
         return out
-    if lower is None:
-        lower = buf.translate(_LOWER)
     k = index.max_runs
     win = np.minimum(idx[:, None] + np.arange(k), len(lens) - 1)
     past = (idx[:, None] + np.arange(k)) >= len(lens)
     lens_w = np.where(past, -1, lens[win]).tolist()
     ends_w = ends[win].tolist()
     for s, lw, ew in zip(starts[idx].tolist(), lens_w, ends_w, strict=True):
-        _text_runs(lower, s, tuple(lw), ew, index, out)
+        _text_runs(buf, s, tuple(lw), ew, index, out)
     return out
