@@ -54,7 +54,7 @@ _PCT = re.compile(rb"%[0-9A-Fa-f]{2}")
 _UESC = re.compile(rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})")
 _ENT = re.compile(rb"&#?[A-Za-z0-9]{1,10};")
 _DIGITS = re.compile(rb"[0-9]")
-_SMALL = 8 * 1024
+_SMALL = 64 * 1024  # as extract.SMALL: small inputs never import numpy
 _PRINTABLE = bytes(range(32, 127)) + b"\t\n\r"
 
 

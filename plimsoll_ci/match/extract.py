@@ -18,7 +18,7 @@ from typing import NamedTuple
 from plimsoll_ci.match.canonical import CLOCK_RE, NUMBER_RE, clock_canon, number_canon
 from plimsoll_ci.match.index import TAG_BITS, ValueIndex, word_tag
 
-SMALL = 8 * 1024  # below this many bytes, the pure-Python path is as fast and imports nothing
+SMALL = 64 * 1024  # below this many bytes the pure-Python path costs less than importing numpy
 _WS = re.compile(rb"(?:\s|\xc2\xa0)+")
 _DIGIT_RUN = re.compile(rb"[0-9]+")
 _ODD_WS = re.compile(rb"[\t\n\r\x0b\x0c]|  ")  # white space that is not one plain space

@@ -12,6 +12,8 @@ import zlib
 import pytest
 from scankit import SEED, make_set, scan_checked, tar_bytes, zip_bytes
 
+from plimsoll_ci.match.extract import SMALL
+
 SEED_ID, DEC_ID, TEXT_ID = "seeds.txt:2", "times.txt:1", "labels.txt:1"
 S = SEED.encode()
 
@@ -108,7 +110,8 @@ NOT_FOUND = [
 
 
 # Small buffers take a pure-Python path, large ones a numpy path: both must hold every rule.
-FILLER = b"a line of filler text, 12 words and 0.5 numbers 1_0 0x1 e5 :30\n" * 200
+# each side of a "large" case alone is past extract.SMALL, so the numpy path runs
+FILLER = b"a line of filler text, 12 words and 0.5 numbers 1_0 0x1 e5 :30\n" * (SMALL // 64 + 1)
 BINARY = ("gzip", "zlib", "bz2", "xz", "zip", "tar", "file name", "folder name")
 
 
