@@ -330,3 +330,14 @@ def test_a_value_in_a_json_key_part_name_or_folder_name_is_never_printed(tmp_pat
         assert "[withheld]" in out
         for value in ("quorvantile", "3107713414", "31.5", "cxvvcnzhbnrpbgu"):
             assert value not in out.lower(), (fmt, out)
+
+
+def test_requests_may_name_one_file(tmp_path, capsys):
+    sealed = _sealed(tmp_path)
+    har = {"log": {"entries": [{"request": {"url": "https://api.example/v1?lap=0:31.5",
+                                            "headers": []}}]}}
+    (tmp_path / "one.har").write_text(json.dumps(har))
+    code, out = _run(["tripwire", "--sealed", str(sealed), "--requests",
+                      str(tmp_path / "one.har")], capsys)
+    assert code == 1
+    assert "one.har:" in out and "step-times.csv:3 at /log/entries/0/request/url" in out
