@@ -19,7 +19,7 @@ from plimsoll_ci.errors import BadInput
 from plimsoll_ci.withheld import FORMATS, WithheldSet
 
 REDACTED = "[withheld]"
-_SEP = b"\x00\x01\x00"  # not a digit, word or space: no value spans two decoded regions
+_SEP = b"\x00\n\x00"  # no value spans it; its line break ends a line of escapes too
 
 
 class Finding(NamedTuple):

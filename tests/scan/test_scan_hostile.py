@@ -256,3 +256,14 @@ def test_a_line_over_the_line_bound_is_not_unescaped_and_the_bound_is_noted(wset
     assert any("1000-byte line bound" in n for n in result.notes), result.notes
     found = scan_checked([("a.txt", line)], wset, leak, Limits(max_line=10_000))
     assert [f.chain for f in found.findings] == ["percent-encoding"]
+
+
+def test_a_line_of_escapes_never_runs_into_the_next_file_of_a_batch():
+    from plimsoll_ci.scan import Scanner
+
+    wset = make_set([("t.txt:1", "31.5")])
+    # "%33%31%2e%35" decodes to "31.5"; the batch joins files, and the line must end at the join
+    found, _ = Scanner(wset).scan_contents([("a.txt", b"x=%33%31%2e%35"), ("b.txt", b"y")])
+    assert [(f.path, f.chain) for f in found] == [("a.txt", "percent-encoding")]
+    found, _ = Scanner(wset).scan_contents([("a.txt", b"%33%31%2e%3531.5"), ("b.txt", b"31.5")])
+    assert [f.path for f in found] == ["b.txt"]
