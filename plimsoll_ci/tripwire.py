@@ -51,43 +51,18 @@ def _join(place: str, chain: str) -> str:
     return place or chain
 
 
-# Pieces of text are scanned many at a time: the engine's cost is mostly per call, and a request
-# breaks into dozens of strings. The separator is neither white space nor a word, number, base64,
-# hex or escape character, so no match and no encoded region runs across two pieces.
-_SEP = b"\n\x1e\n"
+# Pieces are handed to the engine many at a time (`Scanner.scan_contents`): its cost is mostly per
+# call, and a request breaks into dozens of strings. Each piece keeps its own whole-piece checks
+# (file digests, a pasted set, archives) and its own line:column.
 _BATCH_BYTES = 256 * 1024
+_BATCH_PIECES = 4096
+_ALONE_BYTES = 1024 * 1024  # a piece this large is scanned on its own
 _CACHE_PIECE = 4 * 1024 * 1024  # pieces up to this size are remembered by digest
 _CACHE_ENTRIES = 200_000
 
 
-class _Batch:
-    def __init__(self) -> None:
-        self.pieces: list[Piece] = []
-        self.keys: list[bytes] = []
-        self.starts: list[int] = []  # first line of each piece in the joined buffer
-        self.parts: list[bytes] = []
-        self.lines = 1
-        self.size = 0
-
-    def add(self, piece: Piece, key: bytes) -> None:
-        self.pieces.append(piece)
-        self.keys.append(key)
-        self.starts.append(self.lines)
-        self.parts.append(piece.data)
-        self.lines += piece.data.count(b"\n") + 2
-        self.size += len(piece.data) + len(_SEP)
-
-
-def _batchable(piece: Piece) -> bool:
-    if piece.kind not in ("text", "name") or b"\0" in piece.data:
-        return False
-    # a whole withheld or sealed set pasted into a prompt is recognised only at the start of a
-    # buffer; such a piece gets a scan of its own
-    return not (piece.data.lstrip()[:1] == b"{" and b"plimsoll-" in piece.data)
-
-
 class _Scan:
-    """Collects findings for pieces, batching text pieces, never changing what matches.
+    """Collects findings for pieces, batching them, never changing what matches.
 
     Findings are first made relative to their piece (no path; the chain is the engine's decode
     chain only) and then placed: the relative findings of a piece are remembered by the piece's
@@ -105,11 +80,11 @@ class _Scan:
             if sources else Scanner(wset, limits)
         self.source_scanner = Scanner(wset._replace(entries=sources), limits) if sources \
             else None
-        self.has_files = any(e.kind == "file" for e in wset.entries)
         self.findings: list = []
         self.notes: list[str] = []
         self.seen: set = set()
-        self.batch = _Batch()
+        self.batch: list[tuple[Piece, bytes]] = []
+        self.batch_bytes = 0
         self.cache: dict[bytes, tuple[list, list[str]]] = {}
         self.waiting: dict[bytes, list[Piece]] = {}  # repeats of a piece still in the batch
         self.request_source = ""
@@ -133,16 +108,17 @@ class _Scan:
             if key in self.waiting:
                 self.waiting[key].append(piece)
                 return
-        if _batchable(piece):
-            if key:
-                self.waiting[key] = []
-            self.batch.add(piece, key)
-            if self.batch.size >= _BATCH_BYTES:
-                self._flush()
+        if piece.kind == "name" or len(piece.data) > _ALONE_BYTES:
+            rels, notes = self._one(piece)
+            self._remember(key, rels, notes)
+            self._place_all(piece, rels, notes)
             return
-        rels, notes = self._one(piece)
-        self._remember(key, rels, notes)
-        self._place_all(piece, rels, notes)
+        if key:
+            self.waiting[key] = []
+        self.batch.append((piece, key))
+        self.batch_bytes += len(piece.data)
+        if self.batch_bytes >= _BATCH_BYTES or len(self.batch) >= _BATCH_PIECES:
+            self._flush()
 
     def finish(self) -> None:
         self._flush()
@@ -181,36 +157,20 @@ class _Scan:
         return [f._replace(path="") for f in got], notes
 
     def _flush(self) -> None:
-        import bisect
-
-        from plimsoll_ci.scan import Finding
-
-        batch, self.batch = self.batch, _Batch()
-        if not batch.pieces:
+        batch, self.batch, self.batch_bytes = self.batch, [], 0
+        if not batch:
             return
-        got, notes = self.scanner.scan_content(_SEP.join(batch.parts), "<batch>")
+        got, notes = self.scanner.scan_contents([(str(i), p.data)
+                                                 for i, (p, _k) in enumerate(batch)])
         if notes:
-            # a bound was hit over the joined buffer; scan each piece alone so that every note
-            # names its own recorded file and place
-            results = [self._one(piece) for piece in batch.pieces]
+            # a bound was hit; scan each piece alone so that every note names its own recorded
+            # file and place
+            results = [self._one(p) for p, _k in batch]
         else:
-            results = [([], []) for _ in batch.pieces]
+            results = [([], []) for _ in batch]
             for f in got:
-                if f.line < 1:
-                    continue  # whole-buffer findings (a digest of the joined buffer) mean nothing
-                i = bisect.bisect_right(batch.starts, f.line) - 1
-                if batch.pieces[i].kind == "name":
-                    rel = f._replace(path="", line=0, column=f.column - 1, where="name")
-                else:
-                    rel = f._replace(path="", line=f.line - batch.starts[i] + 1)
-                results[i][0].append(rel)
-            if self.has_files:
-                # a whole piece that is a sealed file (a labels file pasted as a message)
-                for piece, (rels, _n) in zip(batch.pieces, results, strict=True):
-                    if piece.kind == "text":
-                        rels += [Finding("", 0, 0, "", eid, "file", "content")
-                                 for eid in self.scanner.index.file_ids(piece.data)]
-        for piece, key, (rels, pnotes) in zip(batch.pieces, batch.keys, results, strict=True):
+                results[int(f.path)][0].append(f._replace(path=""))
+        for (piece, key), (rels, pnotes) in zip(batch, results, strict=True):
             self._remember(key, rels, pnotes)
             for same in [piece, *self.waiting.pop(key, [])]:
                 self._place_all(same, rels, pnotes)
@@ -268,9 +228,12 @@ def scan_pieces(pieces: Iterable[Piece], wset, limits=None) -> tuple[list, list[
 
 
 def _scan_files(root: str, files: list[str], wset, limits, read_limits) -> tuple:
-    """One worker's share: the contents of `files` -> (findings, notes, files, bytes)."""
+    """One worker's share: the names and contents of `files` -> (findings, notes, files, bytes)."""
+    import itertools
+
     reader = RequestReader(read_limits)
-    findings, notes = _scan_all(reader.read_files(root, files), wset, limits)
+    pieces = itertools.chain(reader.names([], files), reader.read_files(root, files))
+    findings, notes = _scan_all(pieces, wset, limits)
     return findings, reader.notes + notes, reader.files, reader.bytes
 
 
@@ -310,7 +273,7 @@ def scan_requests(root: str, wset, limits=None, read_limits: ReadLimits | None =
 
     reader = RequestReader(read_limits)
     folders, files = reader.listing(root)
-    findings, notes = _scan_all(reader.names(folders, files), wset, limits)
+    findings, notes = _scan_all(reader.names(folders, []), wset, limits)
     jobs = default_jobs() if jobs is None else max(1, jobs)
     # fork only from a single-threaded process (forking a threaded one can deadlock)
     if jobs > 1 and len(files) >= _PARALLEL_FROM and threading.active_count() == 1 and \
