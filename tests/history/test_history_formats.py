@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from history_repos import run_cli
 
-
 # The official SARIF 2.1.0 (rtm.5) schema, from the npm package @microsoft/jest-sarif, which
 # `.ci/run` fetches (the same file tests/scan/test_scan_reports.py validates against).
 SCHEMA = Path(__file__).resolve().parents[2] / ".ci" / "cache" / "sarif-2.1.0-rtm.5.json"
