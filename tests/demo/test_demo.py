@@ -53,3 +53,16 @@ def test_demo_refuses_a_folder_without_a_config() -> None:
     proc = _demo("--example", str(REPO / "docs"))
     assert proc.returncode == 2
     assert "no plimsoll.yaml" in proc.stderr
+
+
+def test_demo_falls_back_to_the_best_sandbox_left_and_says_why() -> None:
+    env = {**os.environ, "PLIMSOLL_RUNSC": "/nonexistent/runsc",
+           "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+    proc = subprocess.run([sys.executable, "-m", "plimsoll_ci", "demo", "--flights", "1"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "(not using gvisor: /nonexistent/runsc --version does not run)" in proc.stdout
+    assert "(not using docker: dockerd does not answer" in proc.stdout
+    assert "sandbox: process (configured tier process)" in proc.stdout
+    assert "cheater  on practice: landed 16/16 tier process" in proc.stdout
