@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         text = to_markdown(result, title="plimsoll-ci tripwire")
     else:
-        text = render(result, args.format, mode=wset.mode)
+        text = render(result, args.format, mode=wset.mode, tripwire=True)
     write_output(text, args.output)
     if result.findings and wset.mode == "warn":
         print(f"plimsoll-ci tripwire: {len(result.findings)} hit(s) reported; the sealed set's "

@@ -21,6 +21,17 @@ RULES = {
     "withheld-set": ("withheld-set-shipped", "A withheld set file ships", "Exclude the withheld "
                      "set from every ship set."),
 }
+# The tripwire's wording: what it finds reached a model in a recorded request.
+TRIPWIRE_RULES = {
+    "value": ("sealed-value", "A sealed value was sent to a model", "Remove it from the prompt or "
+              "upload, and draw fresh values: this run's scores are not evidence."),
+    "file": ("sealed-file", "A sealed file was sent to a model", "Remove the file from what the "
+             "harness sends."),
+    "source": ("sealed-source", "A copy of sealed source was sent to a model", "Remove the "
+               "copied code from what the harness sends."),
+    "withheld-set": ("sealed-set-sent", "A sealed or withheld set file was sent to a model",
+                     "Never send a set file to a model."),
+}
 
 
 def place(f: Finding) -> str:
@@ -72,8 +83,10 @@ def artifact_uri(path: str) -> str:
     return raw or "."
 
 
-def to_sarif(result: ScanResult, mode: str = "refuse") -> dict:
-    """A SARIF 2.1.0 log with one run."""
+def to_sarif(result: ScanResult, mode: str = "refuse", tripwire: bool = False) -> dict:
+    """A SARIF 2.1.0 log with one run (in the tripwire's words when `tripwire`)."""
+    rules_table = TRIPWIRE_RULES if tripwire else RULES
+    noun = "Sealed" if tripwire else "Withheld"
     level = "error" if mode == "refuse" else "warning"
     rules = [{
         "id": rid,
@@ -81,10 +94,10 @@ def to_sarif(result: ScanResult, mode: str = "refuse") -> dict:
         "shortDescription": {"text": name},
         "help": {"text": help_text},
         "defaultConfiguration": {"level": level},
-    } for rid, name, help_text in RULES.values()]
+    } for rid, name, help_text in rules_table.values()]
     results = []
     for f in result.findings:
-        rid = RULES[f.kind][0]
+        rid = rules_table[f.kind][0]
         region: dict = {}
         if f.line > 0:
             region = {"startLine": f.line, "startColumn": f.column}
@@ -93,14 +106,14 @@ def to_sarif(result: ScanResult, mode: str = "refuse") -> dict:
         loc: dict = {"artifactLocation": {"uri": artifact_uri(f.path)}}
         if region:
             loc["region"] = region
-        msg = f"Withheld {f.kind} {f.entry} found in the {f.where} of {f.path}"
+        msg = f"{noun} {f.kind} {f.entry} found in the {f.where} of {f.path}"
         if f.chain:
             msg += f" ({f.chain})"
         if f.detail:
             msg += f"; {f.detail}"
         results.append({
             "ruleId": rid,
-            "ruleIndex": [r[0] for r in RULES.values()].index(rid),
+            "ruleIndex": [r[0] for r in rules_table.values()].index(rid),
             "level": level,
             "message": {"text": msg + "."},
             "locations": [{"physicalLocation": loc}],
@@ -161,12 +174,12 @@ def to_markdown(result: ScanResult, title: str = "plimsoll-ci ship scan") -> str
     return "\n".join(out)
 
 
-def render(result: ScanResult, fmt: str, mode: str = "refuse") -> str:
+def render(result: ScanResult, fmt: str, mode: str = "refuse", tripwire: bool = False) -> str:
     """The report in `fmt` (text, json, sarif, markdown)."""
     if fmt == "json":
         return json.dumps(to_json(result), indent=2) + "\n"
     if fmt == "sarif":
-        return json.dumps(to_sarif(result, mode), indent=2) + "\n"
+        return json.dumps(to_sarif(result, mode, tripwire), indent=2) + "\n"
     if fmt == "markdown":
         return to_markdown(result)
     return to_text(result)
