@@ -278,7 +278,8 @@ def _numbers_np(buf: bytes, index: ValueIndex) -> list[Match]:
         frac_end = ends + np.where(dot_cont, next_len + 1, 0)
         after = ap[frac_end + 2]
         exp = (after == 101) | (after == 69)
-        frac0 = ap[ends + 3] == _ZERO
+        # an all-zero fraction starts and ends with "0" (the exact test follows, per token)
+        frac0 = (ap[ends + 3] == _ZERO) & (ap[ends + next_len + 2] == _ZERO)
         pick_cont &= ~dot_cont | exp | frac0
     n_cont = int(pick_cont.sum())
     if 0 < n_cont <= 4096:  # few: exact per-token check beats a pass over the buffer
