@@ -118,6 +118,36 @@ class Scanner:
                 text = text.replace(tok, REDACTED)
         return text
 
+    def prime_names(self, paths: Iterable[str]) -> None:
+        """Scan the not-yet-seen name parts of many paths in one joined pass (then cached)."""
+        from plimsoll_ci.match.decode import text_regions
+        from plimsoll_ci.match.extract import find_values
+
+        parts = sorted({p for path in paths for p in path.replace("\\", "/").split("/")
+                        if p not in ("", ".") and (p, "file name") not in self._names})
+        if len(parts) < 8 or len(self._names) > 100_000:
+            return  # one by one is as quick
+        datas = [p.encode("utf-8", "surrogateescape") for p in parts]
+        joined, starts = _join(datas)
+        hits: list[list[tuple[int, str, str]]] = [[] for _ in parts]
+        for m in find_values(joined, self.index):
+            k = bisect.bisect_right(starts, m.start) - 1
+            rel = m.start - starts[k]
+            self.redact_tokens.add(datas[k][rel : rel + m.end - m.start].decode(
+                "utf-8", "surrogateescape"))
+            hits[k] += [(rel, eid, "") for eid in m.entries]
+        for layer in text_regions(joined, self.bounds).layers:
+            k = bisect.bisect_right(starts, layer.offset) - 1
+            found = [(m.start, eid, f" > {layer.chain}")
+                     for m in find_values(layer.data, self.index) for eid in m.entries]
+            if found:
+                self.redact_tokens.add(parts[k])  # the encoded form gives the value away too
+                hits[k] += found
+        for part, found in zip(parts, hits, strict=True):
+            for kind in ("file name", "folder name"):
+                self._names[(part, kind)] = [Finding("", 0, col, kind + sub, eid, "value", "name")
+                                             for col, eid, sub in found]
+
     def scan_name(self, path: str) -> list[Finding]:
         """Every folder name and the file name of a shipped path."""
         parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
@@ -291,15 +321,29 @@ def scan_items(items: Iterable[tuple[str, bytes] | tuple[str, str, bytes]], wset
     folders_seen: set[tuple[str, str]] = set()
     order: dict[str, int] = {}
     batch: list[tuple[str, bytes]] = []
+    names: list[tuple[str, str]] = []  # (label, shipped path) of the batch
     batch_bytes = 0
 
     def flush() -> None:
-        nonlocal batch, batch_bytes
+        nonlocal batch, names, batch_bytes
+        scanner.prime_names(shipped for _, shipped in names)
+        for path, shipped in names:
+            for f in scanner.scan_name(shipped):
+                if shipped != path:  # place the finding in the labelled tree: file or folder
+                    if not f.path.endswith("/"):
+                        f = f._replace(path=path)
+                    elif path.endswith(shipped):
+                        f = f._replace(path=path[: len(path) - len(shipped)] + f.path)
+                if f.path.endswith("/"):
+                    if (f.path, f.entry) in folders_seen:
+                        continue
+                    folders_seen.add((f.path, f.entry))
+                findings.append(f)
         if batch:
             found, n = scanner.scan_contents(batch)
             findings.extend(found)
             notes.extend(n)
-        batch, batch_bytes = [], 0
+        batch, names, batch_bytes = [], [], 0
 
     for item in items:
         if len(item) == 3:
@@ -314,20 +358,10 @@ def scan_items(items: Iterable[tuple[str, bytes] | tuple[str, str, bytes]], wset
             notes.append(f"{path}: {len(data)} bytes, over the {scanner.limits.max_file_bytes}-byte "
                          "file bound: scanned up to the bound")
             data = data[: scanner.limits.max_file_bytes]
-        for f in scanner.scan_name(shipped):
-            if shipped != path:  # place the finding in the labelled tree: the file or its folder
-                if not f.path.endswith("/"):
-                    f = f._replace(path=path)
-                elif path.endswith(shipped):
-                    f = f._replace(path=path[: len(path) - len(shipped)] + f.path)
-            if f.path.endswith("/"):
-                if (f.path, f.entry) in folders_seen:
-                    continue
-                folders_seen.add((f.path, f.entry))
-            findings.append(f)
+        names.append((path, shipped))
         batch.append((path, data))
         batch_bytes += len(data)
-        if batch_bytes >= BATCH_BYTES:
+        if batch_bytes >= BATCH_BYTES or len(names) >= 20_000:
             flush()
     flush()
     findings = _dedupe(findings)

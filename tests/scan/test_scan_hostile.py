@@ -267,3 +267,22 @@ def test_a_line_of_escapes_never_runs_into_the_next_file_of_a_batch():
     assert [(f.path, f.chain) for f in found] == [("a.txt", "percent-encoding")]
     found, _ = Scanner(wset).scan_contents([("a.txt", b"%33%31%2e%3531.5"), ("b.txt", b"31.5")])
     assert [f.path for f in found] == ["b.txt"]
+
+
+def test_names_scanned_in_one_joined_pass_find_what_one_by_one_finds():
+    import base64
+
+    from plimsoll_ci.scan import Scanner, scan_items
+
+    wset = make_set([("seeds.txt:2", SEED), ("t.txt:1", "31.5"), ("l.txt:1", "skip step 3")])
+    names = [f"tracks/seed-{SEED}.json", "a/t=31.50s.txt", "b/Skip Step 3.mp4",
+             f"c/{base64.b64encode(SEED.encode()).decode()}.bin", "d/131.5.txt",
+             f"e/{SEED}1.txt", "f/skip%20step%203.html", "g/plain.txt", "h/0x1f.txt",
+             "i/j/k/notes.md"]
+    items = [(n, b"x") for n in names]
+    batched = scan_items(items, wset)  # ten names: primed in one joined pass
+    one = Scanner(wset)
+    expected = sorted({(f.path, f.entry) for n in names for f in one.scan_name(n)})
+    assert sorted({(f.path, f.entry) for f in batched.findings}) == [
+        (one.redact(p), e) for p, e in expected]
+    assert len(expected) == 5
