@@ -201,7 +201,7 @@ class Scanner:
 
     def _pieces(self, pieces: list[_Piece], notes: list[str], deadline: float) -> list[Finding]:
         from plimsoll_ci.match.decode import text_regions
-        from plimsoll_ci.match.extract import find_values
+        from plimsoll_ci.match.extract import SMALL, byte_classes, find_values
 
         out: list[Finding] = []
         for p in pieces:  # whole-piece checks
@@ -215,7 +215,9 @@ class Scanner:
             if self.sources and not p.binary:
                 out += self._source(p.data, p.path, p.chain)
         joined, starts = _join([p.data for p in pieces])
-        for m in find_values(joined, self.index):
+        # one pass of byte classes over a large batch, shared by the value and region finders
+        classes = byte_classes(joined) if len(joined) >= SMALL else None
+        for m in find_values(joined, self.index, classes):
             k = bisect.bisect_right(starts, m.start) - 1
             p = pieces[k]
             line, col = _place(p.data, m.start - starts[k], p.binary)
@@ -224,7 +226,8 @@ class Scanner:
             notes.append(f"{pieces[0].path}: decode time bound reached: encoded regions not "
                          "decoded")
             return out
-        regions = text_regions(joined, self.bounds)
+        regions = text_regions(joined, self.bounds, classes)
+        del classes
         notes += [f"{pieces[0].path if len(pieces) == 1 else 'scan'}: {n}" for n in regions.notes]
         placed = []
         for layer in regions.layers:

@@ -106,59 +106,68 @@ def _escape_kind(tok: bytes) -> str:
     return "+".join(kinds) or "escapes"
 
 
-class _Classes:
-    """One pass of byte classes over a large buffer, shared by the base64 and hex run finders."""
-
-    def __init__(self, buf: bytes) -> None:
-        import numpy as np
-
-        self.a8 = np.frombuffer(buf + b"\0", dtype=np.uint8)  # the sentinel ends every run
-        self.cls = _CLASS_NP()[self.a8]
-
-
 def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
-          classes: _Classes | None) -> list[tuple[int, int]]:
+          classes: object | None) -> list[tuple[int, int]]:
     """Maximal runs of a byte class (base64: 6+ bytes and up to two `=`; hex: 8+ bytes)."""
     if classes is None:
         return [(m.start(), m.end()) for m in rx.finditer(buf)]
     import numpy as np
 
-    a8, cls = classes.a8, classes.cls
-    m = (cls & (_B64_BITS if pad else _HEX_BITS)) != 0
+    from plimsoll_ci.match.extract import C_B64, C_HEX, _scratch
+
+    n = len(buf)
+    cls = classes.padded[1:]  # type: ignore[attr-defined]  # n + 1: the last 0 ends every run
     k = 6 if pad else 8
     # Erode the mask so only runs of k+ bytes remain: e[i] is true when m[i:i+k] all are. Short
-    # runs (most words) then never reach the slower run bookkeeping below.
-    e, width = m, 1
+    # runs (most words) then never reach the slower run bookkeeping below. The work arrays keep
+    # a 0 before the mask, so every run starts and ends inside them.
+    bufs = (_scratch("e0", n + 3, np.uint8), _scratch("e1", n + 3, np.uint8))
+    cur = bufs[0]
+    cur[0] = 0
+    np.bitwise_and(cls, C_B64 if pad else C_HEX, out=cur[1 : n + 2])
+    ln, width, flip = n + 1, 1, 1
     while width * 2 <= k:
-        e = e[:-width] & e[width:]
-        width *= 2
+        nxt = bufs[flip]
+        nxt[0] = 0
+        np.bitwise_and(cur[1 : 1 + ln - width], cur[1 + width : 1 + ln], out=nxt[1 : 1 + ln - width])
+        cur, ln, flip, width = nxt, ln - width, 1 - flip, width * 2
     if width < k:
-        e = e[: -(k - width)] & e[k - width :]
-    ee = np.zeros(len(e) + 2, dtype=bool)
-    ee[1:-1] = e
-    t = np.flatnonzero(ee[1:] != ee[:-1])
+        w = k - width
+        nxt = bufs[flip]
+        nxt[0] = 0
+        np.bitwise_and(cur[1 : 1 + ln - w], cur[1 + w : 1 + ln], out=nxt[1 : 1 + ln - w])
+        cur, ln = nxt, ln - w
+    cur[1 + ln] = 0
+    d = _scratch("d", ln + 1, bool)
+    np.not_equal(cur[1 : ln + 2], cur[: ln + 1], out=d)
+    t = np.flatnonzero(d)
     starts, ends = t[0::2], t[1::2] + (k - 1)
     lens = ends - starts
-    keep = np.ones(len(starts), dtype=bool)
     if not pad:
-        keep &= lens % 2 == 0
-    starts, ends, lens = starts[keep], ends[keep], lens[keep]
+        keep = lens % 2 == 0
+        starts, ends, lens = starts[keep], ends[keep], lens[keep]
     if not len(starts):
         return []
     idx = np.empty(2 * len(starts), dtype=np.int64)
     idx[0::2], idx[1::2] = starts, ends
     bits = np.bitwise_or.reduceat(cls, idx)[0::2]
+    a = np.frombuffer(buf, dtype=np.uint8)
     if pad:  # base64: runs that end in padding, or long runs that mix cases or letters and digits
         mixed = (bits & 3) == 3  # both cases: base64 of 12+ characters almost always has them
-        keep = ((lens >= 6) & (a8[ends] == 61)) | ((lens >= 12) & mixed)
+        padded = ends < n
+        padded[padded] = a[ends[padded]] == 61
+        keep = ((lens >= 6) & padded) | ((lens >= 12) & mixed)
     else:  # hex: even runs whose high nibbles (every other byte) are mostly '2'..'7'
-        digits_only = (bits & 15) == 4
+        digits_only = (bits & 7) == 4  # digits, no letters
         keep = ~digits_only | (lens >= 16)  # short digit strings are ids and numbers
         starts, ends, lens, digits_only = (starts[keep], ends[keep], lens[keep],
                                            digits_only[keep])
         if not len(starts):
             return []
-        bad = ((a8 < 50) | (a8 > 55)).view(np.uint8)
+        bad = _scratch("bad", n + 1, np.uint8)
+        np.subtract(a, 50, out=bad[:n])
+        np.greater(bad[:n], 5, out=bad[:n].view(bool))
+        bad[n] = 1
         high_bad = np.zeros(len(starts), dtype=np.int64)
         for parity in (0, 1):
             sel = starts % 2 == parity
@@ -171,37 +180,11 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
         # digits only: every high nibble must be '2'..'7' (hex-encoded digits are "3x3x...")
         keep = np.where(digits_only, high_bad == 0, high_bad * 5 <= lens // 2)
     out = []
-    for a, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True):
+    for a0, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True):
         if pad and buf[b : b + 1] == b"=":
             b += 2 if buf[b + 1 : b + 2] == b"=" else 1
-        out.append((a, b))
+        out.append((a0, b))
     return out
-
-
-_CLASS_LUT = None
-_B64_BITS = 1 | 2 | 4 | 16
-_HEX_BITS = 4 | 8
-
-
-def _CLASS_NP():  # noqa: N802, ANN202
-    """byte -> bits: 1 upper, 2 lower, 4 digit, 8 hex letter, 16 base64 punctuation (+/_-)."""
-    import numpy as np
-
-    global _CLASS_LUT
-    if _CLASS_LUT is None:
-        table = bytearray(256)
-        for c in range(256):
-            if 65 <= c <= 90:
-                table[c] = 1 | (8 if c <= 70 else 0)
-            elif 97 <= c <= 122:
-                table[c] = 2 | (8 if c <= 102 else 0)
-            elif 48 <= c <= 57:
-                table[c] = 4
-            elif c in b"+/_-":
-                table[c] = 16
-        _CLASS_LUT = np.frombuffer(bytes(table), dtype=np.uint8)
-    return _CLASS_LUT
-
 
 
 def _esc_hits(buf: bytes):  # noqa: ANN202
@@ -224,8 +207,11 @@ def _high_bad(tok: bytes) -> int:
     return len(tok[0::2].translate(None, b"234567"))
 
 
-def text_regions(buf: bytes, bounds: Bounds) -> Decoded:
-    """Encoded regions of a text buffer, each decoded once: base64, hex, escapes, entities."""
+def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None) -> Decoded:
+    """Encoded regions of a text buffer, each decoded once: base64, hex, escapes, entities.
+
+    `classes`: optionally `extract.byte_classes(buf)`, shared with `extract.find_values`.
+    """
     layers: list[Layer] = []
     notes: list[str] = []
 
@@ -245,7 +231,12 @@ def text_regions(buf: bytes, bounds: Bounds) -> Decoded:
                      f"{bounds.max_region}-byte bound: not decoded")
         return True
 
-    classes = _Classes(buf) if len(buf) >= _SMALL else None
+    if len(buf) < _SMALL:
+        classes = None
+    elif classes is None:
+        from plimsoll_ci.match.extract import byte_classes
+
+        classes = byte_classes(buf)
     for a, b in _runs(buf, _B64_RUN, True, classes):
         tok = buf[a:b]
         if not _looks_base64(tok) or too_long("base64", a, b - a):

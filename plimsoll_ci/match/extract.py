@@ -13,6 +13,7 @@ A text value must start and end at word boundaries (letters, digits, bytes >= 0x
 from __future__ import annotations
 
 import re
+import threading
 from typing import NamedTuple
 
 from plimsoll_ci.match.canonical import CLOCK_RE, NUMBER_RE, clock_canon, number_canon
@@ -39,18 +40,25 @@ class Match(NamedTuple):
     kind: str  # "number" | "text"
 
 
-def find_values(buf: bytes, index: ValueIndex) -> list[Match]:
-    """Every place in `buf` where a withheld value occurs, with the ids of its entries."""
+def find_values(buf: bytes, index: ValueIndex, classes=None) -> list[Match]:  # noqa: ANN001
+    """Every place in `buf` where a withheld value occurs, with the ids of its entries.
+
+    `classes`: optionally, `byte_classes(buf)` computed once by the caller and shared with
+    `decode.text_regions` (large buffers only; it is ignored for small ones).
+    """
     if not buf:
         return []
     out: list[Match] = []
     if b"\xc2\xa0" in buf:  # a no-break space is white space; two spaces keep every offset
         buf = buf.replace(b"\xc2\xa0", b"  ")
+        classes = None  # the classes of the original bytes no longer fit
     small = len(buf) < SMALL
+    if not small and classes is None and (index.has_numbers or index.has_texts):
+        classes = byte_classes(buf)
     if index.has_numbers:
-        out.extend(_numbers_small(buf, index) if small else _numbers_np(buf, index))
+        out.extend(_numbers_small(buf, index) if small else _numbers_np(buf, index, classes))
     if index.has_texts:
-        out.extend(_texts_small(buf, index) if small else _texts_np(buf, index))
+        out.extend(_texts_small(buf, index) if small else _texts_np(buf, index, classes))
     return out
 
 
@@ -231,12 +239,91 @@ def _runs(mask):  # noqa: ANN001, ANN202
     return t[0::2], t[1::2]
 
 
-def _numbers_np(buf: bytes, index: ValueIndex) -> list[Match]:
+# Byte classes, one gather per buffer shared by the number, word and encoded-region finders.
+C_UPPER, C_LOWER, C_DIGIT, C_HEX, C_B64P, C_WORD, C_B64 = 1, 2, 4, 8, 16, 32, 64
+_CLS_LUT = None
+_SCRATCH = threading.local()
+
+
+def _cls_lut():  # noqa: ANN202
+    """byte -> bits: upper, lower, digit, hex character (digit or a-f/A-F), base64 punctuation
+    (+/_-), word byte (letter, digit, >= 0x80), base64 alphabet (letter, digit, +/_-)."""
+    import numpy as np
+
+    global _CLS_LUT
+    if _CLS_LUT is None:
+        table = bytearray(256)
+        for c in range(256):
+            v = 0
+            if 65 <= c <= 90:
+                v |= C_UPPER | C_WORD | C_B64 | (C_HEX if c <= 70 else 0)
+            elif 97 <= c <= 122:
+                v |= C_LOWER | C_WORD | C_B64 | (C_HEX if c <= 102 else 0)
+            elif 48 <= c <= 57:
+                v |= C_DIGIT | C_WORD | C_B64 | C_HEX
+            elif c in b"+/_-":
+                v |= C_B64P | C_B64
+            elif c >= 128:
+                v |= C_WORD
+            table[c] = v
+        _CLS_LUT = np.frombuffer(bytes(table), dtype=np.uint8)
+    return _CLS_LUT
+
+
+class ByteClasses:
+    """`padded[1:-1]` holds the class bits of every byte of a buffer; `padded[0]` and
+    `padded[-1]` are 0, so every run of a class starts and ends inside the array."""
+
+    __slots__ = ("n", "padded")
+
+    def __init__(self, buf: bytes) -> None:
+        import numpy as np
+
+        a = np.frombuffer(buf, dtype=np.uint8)
+        self.n = len(a)
+        self.padded = np.empty(len(a) + 2, dtype=np.uint8)
+        self.padded[0] = self.padded[-1] = 0
+        self.padded[1:-1] = _cls_lut()[a]  # (np.take with out= is twice as slow)
+
+    @property
+    def cls(self):  # noqa: ANN201
+        return self.padded[1:-1]
+
+    def runs(self, bit: int):  # noqa: ANN201
+        """(starts, ends) of the maximal runs of bytes that have class `bit` (one bit)."""
+        import numpy as np
+
+        m = _scratch("m", self.n + 2, np.uint8)
+        np.bitwise_and(self.padded, bit, out=m)
+        d = _scratch("d", self.n + 1, bool)
+        np.not_equal(m[1:], m[:-1], out=d)
+        t = np.flatnonzero(d)
+        return t[0::2], t[1::2]
+
+
+def byte_classes(buf: bytes) -> ByteClasses:
+    return ByteClasses(buf)
+
+
+def _scratch(name: str, n: int, dtype):  # noqa: ANN001, ANN202
+    """A reused work array of `n` items (fresh memory costs page faults on every pass)."""
+    import numpy as np
+
+    arr = getattr(_SCRATCH, name, None)
+    if arr is None or len(arr) < n or arr.dtype != dtype:
+        arr = np.empty(max(n, 1 << 20), dtype=dtype)
+        setattr(_SCRATCH, name, arr)
+    return arr[:n]
+
+
+def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None) -> list[Match]:
     import numpy as np
 
     digit, _, contl, hexpfx = _luts()
     a = np.frombuffer(buf, dtype=np.uint8)
-    starts, ends = _runs(digit[a])
+    if classes is None:
+        classes = byte_classes(buf)
+    starts, ends = classes.runs(C_DIGIT)
     if not len(starts):
         return []
     ap = np.empty(len(a) + 5, dtype=np.uint8)
@@ -341,12 +428,13 @@ def _sig_digits(a, starts, ends, lens, dot_cont, pick):  # noqa: ANN001, ANN202
     return np.where(dot_cont[idx], frac_sig, plain_sig)
 
 
-def _texts_np(buf: bytes, index: ValueIndex) -> list[Match]:
+def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None) -> list[Match]:
     import numpy as np
 
-    _, word, _, _ = _luts()
     a = np.frombuffer(buf, dtype=np.uint8)
-    starts, ends = _runs(word[a])
+    if classes is None:
+        classes = byte_classes(buf)
+    starts, ends = classes.runs(C_WORD)
     if not len(starts):
         return []
     lens = ends - starts
@@ -358,28 +446,34 @@ def _texts_np(buf: bytes, index: ValueIndex) -> list[Match]:
                 _text(buf, s, ln, index, out)
     if not index.text_runs:
         return out
-    # Keys of the first one, two and three run lengths, matched against the entries' keys.
-    lc = np.minimum(lens, 255).astype(np.int32)
-    nxt1 = np.zeros_like(lc)
-    nxt1[:-1] = lc[1:]
-    nxt2 = np.zeros_like(lc)
-    nxt2[:-2] = lc[2:]
+    # Keys of the first one, two and three run lengths, matched against the entries' keys; only
+    # the runs whose own length is some entry's first run length are keyed at all.
+    nl = len(lens)
+    lc = np.minimum(lens, 255)
     wanted: list[set[int]] = [set(), set(), set()]
+    first_ok = np.zeros(256, dtype=bool)
     for runs in index.text_runs:
         r = [min(x, 255) for x in runs[:3]]
+        first_ok[r[0]] = True
         key = 0
         for x in r:
             key = key * 256 + x
         wanted[len(r) - 1].add(key)
-    sel = np.zeros(len(lc), dtype=bool)
-    key = lc
+    cand = np.flatnonzero(first_ok[lc])
+    if not len(cand):
+        return out
+    key = lc[cand]
+    sel = np.zeros(len(cand), dtype=bool)
     for k, want in enumerate(wanted):
         if k:
-            key = key * 256 + (nxt1 if k == 1 else nxt2)
+            j = cand + k
+            nk = lc[np.minimum(j, nl - 1)]
+            nk[j >= nl] = 0
+            key = key * 256 + nk
         if want:
-            sel |= np.isin(key, np.fromiter(want, dtype=np.int32))
-    if not index.untagged and sel.any():
-        cand = np.flatnonzero(sel)
+            sel |= np.isin(key, np.fromiter(want, dtype=np.int64))
+    cand = cand[sel]
+    if not index.untagged and len(cand):
         key = np.zeros(len(cand), dtype=np.uint64)
         cs, cl = starts[cand], lens[cand]
         for j in range(4):
@@ -389,9 +483,8 @@ def _texts_np(buf: bytes, index: ValueIndex) -> list[Match]:
         with np.errstate(over="ignore"):
             tag = (key * np.uint64(index.mult)) >> np.uint64(64 - TAG_BITS)
         keep = np.isin(tag.astype(np.int64), np.fromiter(index.tags, dtype=np.int64))
-        sel[:] = False
-        sel[cand[keep]] = True
-    idx = np.flatnonzero(sel)
+        cand = cand[keep]
+    idx = cand
     if not len(idx):
         return out
     k = index.max_runs
