@@ -316,23 +316,46 @@ def _scratch(name: str, n: int, dtype):  # noqa: ANN001, ANN202
     return arr[:n]
 
 
+_NEXT_LUT = None
+
+
 def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None) -> list[Match]:
     import numpy as np
 
+    global _NEXT_LUT
     digit, _, contl, hexpfx = _luts()
+    if _NEXT_LUT is None:  # a byte after a run that can continue its token ("." ":" e E _ x ...)
+        _NEXT_LUT = contl.copy()
+        _NEXT_LUT[[_DOT, _COLON]] = True
     a = np.frombuffer(buf, dtype=np.uint8)
     if classes is None:
         classes = byte_classes(buf)
-    starts, ends = classes.runs(C_DIGIT)
-    if not len(starts):
+    r_starts, r_ends = classes.runs(C_DIGIT)
+    nr = len(r_starts)
+    if not nr:
         return []
-    ap = np.empty(len(a) + 5, dtype=np.uint8)
+    ap = _scratch("ap", len(a) + 5, np.uint8)
     ap[:2] = 32
     ap[2:-3] = a
     ap[-3:] = 32
-    lens = ends - starts
+    r_lens = r_ends - r_starts
+    r_nxt = ap[r_ends + 2]
+    # Candidates: a run can be picked only when the byte after it continues a token, or (plain
+    # integers) when its length is some integer entry's or it has a leading zero.
+    cand = _NEXT_LUT[r_nxt]
+    if index.has_ints:
+        top = max(index.int_lengths) + 1
+        len_lut = np.zeros(top + 1, dtype=bool)
+        len_lut[list(index.int_lengths)] = True
+        lens_ok_all = len_lut[np.minimum(r_lens, top)]
+        cand |= lens_ok_all
+        cand |= (ap[r_starts + 2] == _ZERO) & (r_lens > 1)
+    c = np.flatnonzero(cand)
+    if not len(c):
+        return []
+    starts, ends, lens, nxt = r_starts[c], r_ends[c], r_lens[c], r_nxt[c]
     prev, prev2 = ap[starts + 1], ap[starts]
-    nxt, nxt2 = ap[ends + 2], ap[ends + 3]
+    nxt2 = ap[ends + 3]
     inner = ((prev == _DOT) | ((prev == _UNDER) & (lens <= 4)) | ((prev == _COLON) & (lens == 2))) \
         & digit[prev2]
     nxt2d = digit[nxt2]
@@ -343,19 +366,23 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
     clock = (nxt == _COLON) & nxt2d
     live = ~inner
     none = np.zeros(len(lens), dtype=bool)
+    first0 = ap[starts + 2] == _ZERO
     if index.has_ints:
-        lens_ok = np.isin(lens, np.fromiter(index.int_lengths, dtype=np.int64))
-        lead0 = (ap[starts + 2] == _ZERO) & (lens > 1)
+        lens_ok = lens_ok_all[c]
+        lead0 = first0 & (lens > 1)
         pick_plain = live & ~cont & ~clock & (lens_ok | lead0)
     else:
         pick_plain = none
-    next_len = np.zeros(len(lens), dtype=np.int64)
-    next_len[:-1] = lens[1:] * (starts[1:] == ends[:-1] + 1)
+    # the length of the run right after a dot ("31.5": the "5"), 0 when there is none
+    j = c + 1
+    has_next = j < nr
+    j[~has_next] = nr - 1
+    next_len = np.where(has_next & (r_starts[j] == ends + 1), r_lens[j], 0)
     total = lens + np.where(dot_cont, next_len, 0)
     pick_cont = live & cont & (total >= index.min_sig)
     pick_sep = np.zeros(len(lens), dtype=bool)
     if index.has_ints:
-        pick_sep = live & (((lens == 1) & (ap[starts + 2] == _ZERO) & hexpfx[nxt])
+        pick_sep = live & (((lens == 1) & first0 & hexpfx[nxt])
                            | ((nxt == _UNDER) & nxt2d))
         pick_cont &= ~pick_sep
     if pick_cont.any() and not index.has_decimals:
@@ -374,8 +401,13 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
         pick_cont[pick_cont] = [_sig_ok(buf, s, s + ln, index)
                                 for s, ln in zip(starts[pick_cont].tolist(), spans, strict=True)]
     elif n_cont:
-        pick_cont[pick_cont] = np.isin(_sig_digits(a, starts, ends, lens, dot_cont, pick_cont),
-                                       np.fromiter(index.sigs, dtype=np.int64))
+        pick_full = np.zeros(nr, dtype=bool)
+        pick_full[c[pick_cont]] = True
+        dot_full = np.zeros(nr, dtype=bool)
+        dot_full[c] = dot_cont
+        pick_cont[pick_cont] = np.isin(
+            _sig_digits(a, r_starts, r_ends, r_lens, dot_full, pick_full),
+            np.fromiter(index.sigs, dtype=np.int64))
     pick_clock = live & clock if index.clockable else none
     out: list[Match] = []
     for s, e in zip(starts[pick_plain].tolist(), ends[pick_plain].tolist(), strict=True):
@@ -449,36 +481,50 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None)
     # Keys of the first one, two and three run lengths, matched against the entries' keys; only
     # the runs whose own length is some entry's first run length are keyed at all.
     nl = len(lens)
-    lc = np.minimum(lens, 255)
     wanted: list[set[int]] = [set(), set(), set()]
-    first_ok = np.zeros(256, dtype=bool)
     for runs in index.text_runs:
         r = [min(x, 255) for x in runs[:3]]
-        first_ok[r[0]] = True
         key = 0
         for x in r:
             key = key * 256 + x
         wanted[len(r) - 1].add(key)
-    cand = np.flatnonzero(first_ok[lc])
-    if not len(cand):
-        return out
-    key = lc[cand]
-    sel = np.zeros(len(cand), dtype=bool)
-    for k, want in enumerate(wanted):
-        if k:
-            j = cand + k
-            nk = lc[np.minimum(j, nl - 1)]
-            nk[j >= nl] = 0
-            key = key * 256 + nk
-        if want:
-            sel |= np.isin(key, np.fromiter(want, dtype=np.int64))
-    cand = cand[sel]
+    # Lengths clipped to 255 as bytes, then the first one or two of a key looked up in tables
+    # (a byte and a byte pair index them); a third length is checked on the survivors only.
+    lc = _scratch("lc", nl + 2, np.uint16)
+    np.minimum(lens, 255, out=lc[:nl], casting="unsafe")
+    lc[nl:] = 0  # past the last run: no run (as a length of 0 never is)
+    one = np.zeros(256, dtype=bool)
+    one[list(wanted[0])] = True
+    two = np.zeros(65536, dtype=bool)
+    two[list(wanted[1])] = True
+    pre3 = np.zeros(65536, dtype=bool)
+    pre3[[k >> 8 for k in wanted[2]]] = True
+    pair = _scratch("pair", nl, np.uint16)
+    np.left_shift(lc[:nl], 8, out=pair)
+    np.bitwise_or(pair, lc[1 : nl + 1], out=pair)
+    sel = two[pair]
+    if wanted[0]:
+        sel |= one[lc[:nl]]
+    if wanted[2]:
+        c3 = np.flatnonzero(pre3[pair])
+        if len(c3):
+            k3 = (pair[c3].astype(np.int64) << 8) | lc[c3 + 2]
+            sel[c3[np.isin(k3, np.fromiter(wanted[2], dtype=np.int64))]] = True
+    cand = np.flatnonzero(sel)
     if not index.untagged and len(cand):
-        key = np.zeros(len(cand), dtype=np.uint64)
+        # the tag of the first word: its first four bytes lowercased, and its length
         cs, cl = starts[cand], lens[cand]
-        for j in range(4):
-            byte = _LOWER_NP()[a[np.minimum(cs + j, len(a) - 1)]].astype(np.uint64)
-            key |= np.where(cl > j, byte, 0).astype(np.uint64) << np.uint64(8 * j)
+        tp = _scratch("tp", len(a) + 4, np.uint8)
+        tp[: len(a)] = a
+        tp[len(a) :] = 0
+        w4 = np.ndarray(shape=(len(a),), dtype="<u4", buffer=tp, strides=(1,))[cs]
+        nb = np.minimum(cl, 4).astype(np.uint64)
+        key = w4.astype(np.uint64) & ((np.uint64(1) << (np.uint64(8) * nb)) - np.uint64(1))
+        # within a word, bytes 0x40-0x5f are the upper-case letters: set their 0x20 bit
+        b6 = key & np.uint64(0x40404040)
+        up = b6 & ~((key & np.uint64(0x20202020)) << np.uint64(1)) \
+            & ~((key & np.uint64(0x80808080)) >> np.uint64(1))
+        key |= up >> np.uint64(1)
         key |= np.minimum(cl, 255).astype(np.uint64) << np.uint64(32)
         with np.errstate(over="ignore"):
             tag = (key * np.uint64(index.mult)) >> np.uint64(64 - TAG_BITS)
