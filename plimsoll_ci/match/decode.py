@@ -148,37 +148,31 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
         starts, ends, lens = starts[keep], ends[keep], lens[keep]
     if not len(starts):
         return []
-    idx = np.empty(2 * len(starts), dtype=np.int64)
-    idx[0::2], idx[1::2] = starts, ends
-    bits = np.bitwise_or.reduceat(cls, idx)[0::2]
     a = np.frombuffer(buf, dtype=np.uint8)
     if pad:  # base64: runs that end in padding, or long runs that mix cases or letters and digits
+        idx = np.empty(2 * len(starts), dtype=np.int64)
+        idx[0::2], idx[1::2] = starts, ends
+        bits = np.bitwise_or.reduceat(cls, idx)[0::2]
         mixed = (bits & 3) == 3  # both cases: base64 of 12+ characters almost always has them
         padded = ends < n
         padded[padded] = a[ends[padded]] == 61
         keep = ((lens >= 6) & padded) | ((lens >= 12) & mixed)
     else:  # hex: even runs whose high nibbles (every other byte) are mostly '2'..'7'
+        # The runs' bytes gathered into one array (hex runs cover a small part of a buffer):
+        # their class bits, and their high-nibble bytes (even offsets: every run is even).
+        off = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=off[1:])
+        pos = np.arange(int(off[-1]), dtype=np.int64)
+        pos += np.repeat(starts - off[:-1], lens)
+        bits = np.bitwise_or.reduceat(cls[pos], off[:-1])
         digits_only = (bits & 7) == 4  # digits, no letters
+        high = a[pos[0::2]]
+        high -= 50
+        bad = (high > 5).view(np.uint8)
+        high_bad = np.add.reduceat(bad, off[:-1] // 2, dtype=np.int64)
         keep = ~digits_only | (lens >= 16)  # short digit strings are ids and numbers
-        starts, ends, lens, digits_only = (starts[keep], ends[keep], lens[keep],
-                                           digits_only[keep])
-        if not len(starts):
-            return []
-        bad = _scratch("bad", n + 1, np.uint8)
-        np.subtract(a, 50, out=bad[:n])
-        np.greater(bad[:n], 5, out=bad[:n].view(bool))
-        bad[n] = 1
-        high_bad = np.zeros(len(starts), dtype=np.int64)
-        for parity in (0, 1):
-            sel = starts % 2 == parity
-            if sel.any():
-                col = np.ascontiguousarray(bad[parity::2])  # reduceat is slow on strided views
-                j = np.empty(2 * int(sel.sum()), dtype=np.int64)
-                j[0::2] = (starts[sel] - parity) // 2
-                j[1::2] = (ends[sel] - parity) // 2
-                high_bad[sel] = np.add.reduceat(col, j, dtype=np.int64)[0::2]
         # digits only: every high nibble must be '2'..'7' (hex-encoded digits are "3x3x...")
-        keep = np.where(digits_only, high_bad == 0, high_bad * 5 <= lens // 2)
+        keep &= np.where(digits_only, high_bad == 0, high_bad * 5 <= lens // 2)
     out = []
     for a0, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True):
         if pad and buf[b : b + 1] == b"=":

@@ -270,6 +270,20 @@ def _cls_lut():  # noqa: ANN202
     return _CLS_LUT
 
 
+_CLS_LUT16 = None
+
+
+def _cls_lut16():  # noqa: ANN202
+    """(a byte pair read as a uint16) -> the pair of their class bytes, read as a uint16."""
+    import numpy as np
+
+    global _CLS_LUT16
+    if _CLS_LUT16 is None:  # byte order: whatever the machine's, both ways alike
+        pairs = np.arange(65536, dtype=np.uint16).view(np.uint8)
+        _CLS_LUT16 = np.ascontiguousarray(_cls_lut()[pairs]).view(np.uint16)
+    return _CLS_LUT16
+
+
 class ByteClasses:
     """`padded[1:-1]` holds the class bits of every byte of a buffer; `padded[0]` and
     `padded[-1]` are 0, so every run of a class starts and ends inside the array."""
@@ -280,10 +294,19 @@ class ByteClasses:
         import numpy as np
 
         a = np.frombuffer(buf, dtype=np.uint8)
-        self.n = len(a)
-        self.padded = np.empty(len(a) + 2, dtype=np.uint8)
-        self.padded[0] = self.padded[-1] = 0
-        self.padded[1:-1] = _cls_lut()[a]  # (np.take with out= is twice as slow)
+        n = self.n = len(a)
+        # Gathered two bytes at a time from a table of byte pairs (twice as fast as one byte at
+        # a time): the classes sit at offset 2 of an even-sized array, 0 before and after.
+        arr = np.empty(n + 4 + n % 2, dtype=np.uint8)
+        arr[:2] = 0
+        arr[2 + n - n % 2 :] = 0
+        half = n // 2
+        if half:
+            np.take(_cls_lut16(), a[: 2 * half].view(np.uint16),
+                    out=arr.view(np.uint16)[1 : 1 + half], mode="clip")
+        if n % 2:
+            arr[1 + n] = _cls_lut()[a[-1]]
+        self.padded = arr[1 : n + 3]
 
     @property
     def cls(self):  # noqa: ANN201
