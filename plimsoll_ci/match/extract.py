@@ -49,10 +49,12 @@ def find_values(buf: bytes, index: ValueIndex, classes=None) -> list[Match]:  # 
     if not buf:
         return []
     out: list[Match] = []
-    if b"\xc2\xa0" in buf:  # a no-break space is white space; two spaces keep every offset
-        buf = buf.replace(b"\xc2\xa0", b"  ")
-        classes = None  # the classes of the original bytes no longer fit
     small = len(buf) < SMALL
+    if small:
+        if b"\xc2\xa0" in buf:  # a no-break space is white space; two spaces keep every offset
+            buf = buf.replace(b"\xc2\xa0", b"  ")
+    elif b"\xc2" in buf:  # (a one-byte search is many times quicker than a two-byte one)
+        buf, classes = _no_nbsp(buf, classes)
     if not small and classes is None and (index.has_numbers or index.has_texts):
         classes = byte_classes(buf)
     if index.has_numbers:
@@ -308,6 +310,11 @@ class ByteClasses:
             arr[1 + n] = _cls_lut()[a[-1]]
         self.padded = arr[1 : n + 3]
 
+    def copy(self) -> ByteClasses:
+        other = ByteClasses.__new__(ByteClasses)
+        other.n, other.padded = self.n, self.padded.copy()
+        return other
+
     @property
     def cls(self):  # noqa: ANN201
         return self.padded[1:-1]
@@ -322,6 +329,26 @@ class ByteClasses:
         np.not_equal(m[1:], m[:-1], out=d)
         t = np.flatnonzero(d)
         return t[0::2], t[1::2]
+
+
+def _no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasses | None]:
+    """`buf` with every no-break space made two spaces (as `bytes.replace`), and its classes."""
+    import numpy as np
+
+    a = np.frombuffer(buf, dtype=np.uint8)
+    p = np.flatnonzero(a[:-1] == 0xC2)
+    p = p[a[p + 1] == 0xA0]
+    if not len(p):
+        return buf, classes
+    ba = bytearray(buf)
+    arr = np.frombuffer(ba, dtype=np.uint8)
+    arr[p] = 32
+    arr[p + 1] = 32
+    if classes is not None:  # a space is in no class
+        classes = classes.copy()
+        classes.padded[p + 1] = 0
+        classes.padded[p + 2] = 0
+    return bytes(ba), classes
 
 
 def byte_classes(buf: bytes) -> ByteClasses:
