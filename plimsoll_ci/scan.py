@@ -225,9 +225,12 @@ class Scanner:
         if time.monotonic() > deadline:
             notes.append(f"{pieces[0].path}: decode time bound reached: encoded regions not "
                          "decoded")
+            if classes is not None:
+                classes.release()
             return out
         regions = text_regions(joined, self.bounds, classes)
-        del classes
+        if classes is not None:
+            classes.release()
         notes += [f"{pieces[0].path if len(pieces) == 1 else 'scan'}: {n}" for n in regions.notes]
         placed = []
         for layer in regions.layers:

@@ -206,6 +206,20 @@ def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None) -> D
 
     `classes`: optionally `extract.byte_classes(buf)`, shared with `extract.find_values`.
     """
+    if len(buf) < _SMALL:
+        return _text_regions(buf, bounds, None)
+    if classes is not None:
+        return _text_regions(buf, bounds, classes)
+    from plimsoll_ci.match.extract import byte_classes
+
+    classes = byte_classes(buf)
+    try:
+        return _text_regions(buf, bounds, classes)
+    finally:
+        classes.release()
+
+
+def _text_regions(buf: bytes, bounds: Bounds, classes: object | None) -> Decoded:
     layers: list[Layer] = []
     notes: list[str] = []
 
@@ -225,12 +239,6 @@ def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None) -> D
                      f"{bounds.max_region}-byte bound: not decoded")
         return True
 
-    if len(buf) < _SMALL:
-        classes = None
-    elif classes is None:
-        from plimsoll_ci.match.extract import byte_classes
-
-        classes = byte_classes(buf)
     for a, b in _runs(buf, _B64_RUN, True, classes):
         tok = buf[a:b]
         if not _looks_base64(tok) or too_long("base64", a, b - a):

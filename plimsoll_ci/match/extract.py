@@ -49,6 +49,7 @@ def find_values(buf: bytes, index: ValueIndex, classes=None) -> list[Match]:  # 
     if not buf:
         return []
     out: list[Match] = []
+    given = classes
     small = len(buf) < SMALL
     if small:
         if b"\xc2\xa0" in buf:  # a no-break space is white space; two spaces keep every offset
@@ -61,6 +62,8 @@ def find_values(buf: bytes, index: ValueIndex, classes=None) -> list[Match]:  # 
         out.extend(_numbers_small(buf, index) if small else _numbers_np(buf, index, classes))
     if index.has_texts:
         out.extend(_texts_small(buf, index) if small else _texts_np(buf, index, classes))
+    if classes is not None and classes is not given:
+        classes.release()  # made here (or patched here): no one else reads it
     return out
 
 
@@ -299,7 +302,7 @@ class ByteClasses:
         n = self.n = len(a)
         # Gathered two bytes at a time from a table of byte pairs (twice as fast as one byte at
         # a time): the classes sit at offset 2 of an even-sized array, 0 before and after.
-        arr = np.empty(n + 4 + n % 2, dtype=np.uint8)
+        arr = _pooled(n + 4 + n % 2)
         arr[:2] = 0
         arr[2 + n - n % 2 :] = 0
         half = n // 2
@@ -309,6 +312,15 @@ class ByteClasses:
         if n % 2:
             arr[1 + n] = _cls_lut()[a[-1]]
         self.padded = arr[1 : n + 3]
+
+    def release(self) -> None:
+        """Hand the array back for the next buffer's classes (fresh memory costs page faults);
+        the owner calls this when nothing reads these classes any more."""
+        if self.padded is not None:
+            pool = _SCRATCH.__dict__.setdefault("pool", [])
+            if len(pool) < 2:
+                pool.append(self.padded.base if self.padded.base is not None else self.padded)
+            self.padded = None
 
     def copy(self) -> ByteClasses:
         other = ByteClasses.__new__(ByteClasses)
@@ -353,6 +365,18 @@ def _no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasse
 
 def byte_classes(buf: bytes) -> ByteClasses:
     return ByteClasses(buf)
+
+
+def _pooled(n: int):  # noqa: ANN202
+    """A uint8 array of `n` bytes: a released classes array when one is big enough."""
+    import numpy as np
+
+    pool = _SCRATCH.__dict__.setdefault("pool", [])
+    for i, arr in enumerate(pool):
+        if arr.dtype == np.uint8 and arr.ndim == 1 and len(arr) >= n and arr.flags.c_contiguous:
+            del pool[i]
+            return arr[:n]
+    return np.empty(n, dtype=np.uint8)
 
 
 def _scratch(name: str, n: int, dtype):  # noqa: ANN001, ANN202
@@ -559,7 +583,9 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None)
         c3 = np.flatnonzero(pre3[pair])
         if len(c3):
             k3 = (pair[c3].astype(np.int64) << 8) | lc[c3 + 2]
-            sel[c3[np.isin(k3, np.fromiter(wanted[2], dtype=np.int64))]] = True
+            w3 = np.array(sorted(wanted[2]), dtype=np.int64)
+            hit = w3[np.minimum(np.searchsorted(w3, k3), len(w3) - 1)] == k3
+            sel[c3[hit]] = True
     cand = np.flatnonzero(sel)
     if not index.untagged and len(cand):
         # the tag of the first word: its first four bytes lowercased, and its length
@@ -578,8 +604,9 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None)
         key |= np.minimum(cl, 255).astype(np.uint64) << np.uint64(32)
         with np.errstate(over="ignore"):
             tag = (key * np.uint64(index.mult)) >> np.uint64(64 - TAG_BITS)
-        keep = np.isin(tag.astype(np.int64), np.fromiter(index.tags, dtype=np.int64))
-        cand = cand[keep]
+        tag_ok = np.zeros(1 << TAG_BITS, dtype=bool)
+        tag_ok[[t for t in index.tags if 0 <= t < 1 << TAG_BITS]] = True
+        cand = cand[tag_ok[tag]]
     idx = cand
     if not len(idx):
         return out
