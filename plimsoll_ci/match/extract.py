@@ -248,6 +248,7 @@ def _runs(mask):  # noqa: ANN001, ANN202
 C_UPPER, C_LOWER, C_DIGIT, C_HEX, C_B64P, C_WORD, C_B64 = 1, 2, 4, 8, 16, 32, 64
 _CLS_LUT = None
 _SCRATCH = threading.local()
+_KEEP = 16 * 1024 * 1024  # work arrays up to this many items are kept for the next buffer
 
 
 def _cls_lut():  # noqa: ANN202
@@ -318,7 +319,7 @@ class ByteClasses:
         the owner calls this when nothing reads these classes any more."""
         if self.padded is not None:
             pool = _SCRATCH.__dict__.setdefault("pool", [])
-            if len(pool) < 2:
+            if len(pool) < 2 and self.n <= _KEEP:
                 pool.append(self.padded.base if self.padded.base is not None else self.padded)
             self.padded = None
 
@@ -383,6 +384,8 @@ def _scratch(name: str, n: int, dtype):  # noqa: ANN001, ANN202
     """A reused work array of `n` items (fresh memory costs page faults on every pass)."""
     import numpy as np
 
+    if n > _KEEP:  # a huge buffer: its work arrays are not kept after it
+        return np.empty(n, dtype=dtype)
     arr = getattr(_SCRATCH, name, None)
     if arr is None or len(arr) < n or arr.dtype != dtype:
         arr = np.empty(max(n, 1 << 20), dtype=dtype)
