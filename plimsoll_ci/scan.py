@@ -12,7 +12,6 @@ import os
 import stat
 import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
@@ -381,33 +380,49 @@ def scan_items(items: Iterable[tuple[str, bytes] | tuple[str, str, bytes]], wset
     return ScanResult(findings, notes, files, nbytes)
 
 
-def _walk(root: Path, label: str, notes: list[str]) -> Iterable[tuple[str, Path]]:
+def _walk(root: str, label: str, notes: list[str]) -> Iterable[tuple[str, str, bool]]:
+    """(shown path, path to read or "" for the name only, whether it is known to be a regular
+    file) for every file under `root`, top-down, sorted by name: files before sub-folders."""
     real_root = os.path.realpath(root)
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False,
-                                                onerror=lambda e: notes.append(
-                                                    f"{e.filename}: cannot list ({e.strerror})")):
-        dirnames.sort()
-        for d in list(dirnames):
-            full = os.path.join(dirpath, d)
-            if os.path.islink(full):
-                rel = os.path.relpath(full, root)
-                notes.append(f"{os.path.join(label, rel)}: symbolic link to a folder, not followed")
-        for name in sorted(filenames):
-            full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, root)
-            shown = os.path.join(label, rel).replace(os.sep, "/")
-            if os.path.islink(full):
-                target = os.path.realpath(full)
-                inside = target == real_root or target.startswith(real_root + os.sep)
-                if not inside:
-                    notes.append(f"{shown}: symbolic link out of the scanned root, not followed")
-                    yield shown, Path("")  # the name still ships
+    stack = [(root, "" if label == "/" else label)]
+    while stack:
+        folder, shown_folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as e:
+            notes.append(f"{shown_folder or '/'}: cannot list ({e.strerror})")
+            continue
+        subfolders = []
+        for e in entries:
+            shown = f"{shown_folder}/{e.name}"
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    subfolders.append((e.path, shown))
                     continue
-                if not os.path.isfile(target):
-                    notes.append(f"{shown}: symbolic link to nothing or a loop, not followed")
-                    yield shown, Path("")
+                if e.is_file(follow_symlinks=False):
+                    yield shown, e.path, True
                     continue
-            yield shown, Path(full)
+                if not e.is_symlink():
+                    yield shown, e.path, False  # a pipe, socket or device: checked when read
+                    continue
+            except OSError:
+                yield shown, e.path, False
+                continue
+            target = os.path.realpath(e.path)
+            if os.path.isdir(target):
+                notes.append(f"{shown}: symbolic link to a folder, not followed")
+                continue
+            inside = target == real_root or target.startswith(real_root + os.sep)
+            if not inside:
+                notes.append(f"{shown}: symbolic link out of the scanned root, not followed")
+                yield shown, "", False  # the name still ships
+            elif not os.path.isfile(target):
+                notes.append(f"{shown}: symbolic link to nothing or a loop, not followed")
+                yield shown, "", False
+            else:
+                yield shown, e.path, False
+        stack.extend(reversed(subfolders))
 
 
 def scan_paths(paths: list[str], wset: WithheldSet, limits: Limits | None = None) -> ScanResult:
@@ -420,18 +435,16 @@ def scan_paths(paths: list[str], wset: WithheldSet, limits: Limits | None = None
 
     def items() -> Iterable[tuple[str, bytes]]:
         for p in paths:
-            root = Path(p)
-            if root.is_dir():
-                entries = _walk(root, p.rstrip("/") or "/", notes)
+            if os.path.isdir(p):  # (a link to a folder named on the command line is followed)
+                entries = _walk(p, p.rstrip("/") or "/", notes)
             else:
-                entries = [(p, root)]
-            for shown, full in entries:
-                if full == Path(""):
+                entries = iter([(p, p, False)])
+            for shown, full, regular in entries:
+                if not full:
                     yield shown, b""
                     continue
                 try:
-                    st = os.stat(full)
-                    if not stat.S_ISREG(st.st_mode):
+                    if not regular and not stat.S_ISREG(os.stat(full).st_mode):
                         notes.append(f"{shown}: not a regular file (a pipe, socket or device): "
                                      "its name was scanned, its contents not read")
                         yield shown, b""
