@@ -20,7 +20,7 @@ from pathlib import Path
 
 from plimsoll_ci.errors import SandboxError
 from plimsoll_ci.sandbox import cpu as cpumod
-from plimsoll_ci.sandbox.session import Limits, Session, Stream, drain
+from plimsoll_ci.sandbox.session import Limits, Session, pipe_up
 from plimsoll_ci.sandbox.stage import Stage
 
 TIER = "kernel"
@@ -131,35 +131,13 @@ def start(stage: Stage, limits: Limits, platform: str | None = None,
             "run", f"--bundle={bundle}", cid]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
-    assert proc.stdin and proc.stdout and proc.stderr
-    ref: list = []
-    drain(os.dup(proc.stderr.fileno()), ref)
-    proc.stderr.close()
-    stream = Stream(os.dup(proc.stdout.fileno()))
-    proc.stdout.close()
-    stdin = proc.stdin
-
-    def write(data: bytes) -> None:
-        stdin.write(data)
-        stdin.flush()
-
+    piped = pipe_up(proc)
+    write, stream, ref = piped.write, piped.stream, piped.ref
     meter = _CgroupOrTree(cgroup, proc.pid) if cgroup else cpumod.ProcTreeMeter(proc.pid)
 
     def kill() -> None:
-        try:
-            stdin.close()
-        except OSError:
-            pass
-        subprocess.run([runsc, f"--root={state}", "delete", "--force", cid],
-                       capture_output=True, timeout=30)
-        try:
-            os.killpg(proc.pid, 9)
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        piped.stop(lambda: subprocess.run([runsc, f"--root={state}", "delete", "--force", cid],
+                                          capture_output=True, timeout=30))
         if cgroup:
             cpumod.remove_cgroup(cgroup)
 

@@ -17,7 +17,7 @@ import sys
 import time
 
 from plimsoll_ci.sandbox import cpu as cpumod
-from plimsoll_ci.sandbox.session import Limits, Session, Stream, drain
+from plimsoll_ci.sandbox.session import Limits, Session, pipe_up
 from plimsoll_ci.sandbox.stage import Stage
 
 TIER = "process"
@@ -103,33 +103,12 @@ def start(stage: Stage, limits: Limits) -> Session:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, close_fds=True, start_new_session=True,
                                 preexec_fn=preexec, cwd=str(stage.root), env=env)
-    assert proc.stdin and proc.stdout and proc.stderr
-    ref: list = []
-    drain(os.dup(proc.stderr.fileno()), ref)
-    proc.stderr.close()
-    stream = Stream(os.dup(proc.stdout.fileno()))
-    proc.stdout.close()
-    stdin = proc.stdin
-
-    def write(data: bytes) -> None:
-        stdin.write(data)
-        stdin.flush()
-
+    piped = pipe_up(proc)
+    write, stream, ref = piped.write, piped.stream, piped.ref
     meter = group.meter if group is not None else cpumod.ProcTreeMeter(proc.pid)
 
     def kill() -> None:
-        try:
-            stdin.close()
-        except OSError:
-            pass
-        try:
-            os.killpg(proc.pid, 9)
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        piped.stop(None)
         if group is not None:
             group.remove()
 

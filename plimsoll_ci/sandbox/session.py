@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import os
 import select
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -187,3 +188,47 @@ def drain(fd: int, session_ref: list) -> threading.Thread:
     t = threading.Thread(target=run, name="sandbox-stderr", daemon=True)
     t.start()
     return t
+
+
+class Piped(NamedTuple):
+    """A started runner process wired for the protocol (see `pipe_up`)."""
+
+    write: Callable[[bytes], None]
+    stream: Stream
+    ref: list  # holds the Session once it exists, so drained stderr reaches it
+    stop: Callable[[Callable[[], None] | None], None]
+
+
+def pipe_up(proc: subprocess.Popen) -> Piped:
+    """Wire a runner started with three pipes: stderr drained into the session's tail, stdout as
+    a bounded line `Stream`, stdin for writes; `stop(before_kill)` closes stdin, runs
+    `before_kill`, kills the process group and reaps it."""
+    assert proc.stdin and proc.stdout and proc.stderr
+    ref: list = []
+    drain(os.dup(proc.stderr.fileno()), ref)
+    proc.stderr.close()
+    stream = Stream(os.dup(proc.stdout.fileno()))
+    proc.stdout.close()
+    stdin = proc.stdin
+
+    def write(data: bytes) -> None:
+        stdin.write(data)
+        stdin.flush()
+
+    def stop(before_kill: Callable[[], None] | None = None) -> None:
+        try:
+            stdin.close()
+        except OSError:
+            pass
+        if before_kill is not None:
+            before_kill()
+        try:
+            os.killpg(proc.pid, 9)
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    return Piped(write, stream, ref, stop)
