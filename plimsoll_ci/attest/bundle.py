@@ -1,6 +1,7 @@
 """The bundle: JSON Lines of signed run records, hash-chained, ending in a signed checkpoint.
 
-Line N (1-based, `\\n`-terminated, canonical JSON):
+Line N (1-based, `\\n`-terminated, RFC 8785 canonical JSON; lines of v1 records, written before,
+are in the v1 canonical form of `canonical.dumps_v1`, and a line's form must be its record's):
 
     record:     {"envelope": DSSE, "index": N, "kind": "record", "previous": H, "result": {...}}
     checkpoint: {"envelope": DSSE, "index": N, "kind": "checkpoint", "previous": H}
@@ -93,7 +94,8 @@ class _Inspected(NamedTuple):
 
 def _result_bytes(raw: bytes, doc: dict) -> bytes:
     # The line is canonical with keys sorted, so it ends `"previous":P,"result":R}` and R is the
-    # result's canonical encoding: slice it instead of encoding it again. Called only after the
+    # result's canonical encoding (in both forms: a sub-document of a canonical document is written
+    # exactly as it would be alone): slice it instead of encoding it again. Called only after the
     # envelope verified, and a valid envelope holds no `"previous":` (base64, hex and one constant).
     marker = b'"previous":' + canonical.dumps(doc["previous"]) + b',"result":'
     at = raw.find(marker)
@@ -102,7 +104,31 @@ def _result_bytes(raw: bytes, doc: dict) -> bytes:
     return raw[at + len(marker) : -1]
 
 
-def _check_record(n: int, raw: bytes, doc: dict, public: PublicKey) -> _Inspected:
+def _signed_statement(payload: bytes, line_forms: frozenset[str], types: tuple[str, ...],
+                      problems: list[str], prefix: str) -> Any:
+    """The statement in a verified payload, when it and its line are both in the canonical form
+    its predicate type names (v2: RFC 8785; v1: the old form); None after noting why not."""
+    try:
+        statement, forms = canonical.parse(payload)
+    except canonical.NotCanonical as e:
+        problems.append(f"{prefix}signed statement: {e}")
+        return None
+    kind = statement.get("predicateType") if isinstance(statement, dict) else None
+    form = record.FORM_OF_TYPE.get(kind) if kind in types else None
+    if form is None:
+        return statement  # the frame check names the wrong type
+    if form not in forms:
+        problems.append(f"{prefix}signed statement: not in the canonical form its type {kind} "
+                        "is written in")
+        return None
+    if form not in line_forms:
+        problems.append(f"{prefix}line not in the canonical form its type {kind} is written in")
+        return None
+    return statement
+
+
+def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
+                  public: PublicKey) -> _Inspected:
     problems: list[str] = []
 
     def done(summary: RecordSummary | None = None) -> _Inspected:
@@ -112,12 +138,11 @@ def _check_record(n: int, raw: bytes, doc: dict, public: PublicKey) -> _Inspecte
     problems.extend(opened.problems)
     if opened.payload is None:
         return done()
-    try:
-        statement = canonical.loads(opened.payload)
-    except canonical.NotCanonical as e:
-        problems.append(f"signed statement: {e}")
+    types = (record.PREDICATE_TYPE, record.PREDICATE_TYPE_V1)
+    statement = _signed_statement(opened.payload, forms, types, problems, "")
+    if statement is None:
         return done()
-    subject, frame = record.statement_subject(statement, record.PREDICATE_TYPE, record.RESULT_NAME)
+    subject, frame = record.statement_subject(statement, types, record.RESULT_NAME)
     problems.extend(frame)
     if subject is None:
         return done()
@@ -143,7 +168,7 @@ def _check_record(n: int, raw: bytes, doc: dict, public: PublicKey) -> _Inspecte
     ))
 
 
-def _check_checkpoint(doc: dict, public: PublicKey) -> _Inspected:
+def _check_checkpoint(doc: dict, forms: frozenset[str], public: PublicKey) -> _Inspected:
     problems: list[str] = []
 
     def done(sealed: tuple[int, str] | None = None) -> _Inspected:
@@ -153,14 +178,11 @@ def _check_checkpoint(doc: dict, public: PublicKey) -> _Inspected:
     problems.extend(f"checkpoint: {reason}" for reason in opened.problems)
     if opened.payload is None:
         return done()
-    try:
-        statement = canonical.loads(opened.payload)
-    except canonical.NotCanonical as e:
-        problems.append(f"checkpoint: signed statement: {e}")
+    types = (record.CHECKPOINT_TYPE, record.CHECKPOINT_TYPE_V1)
+    statement = _signed_statement(opened.payload, forms, types, problems, "checkpoint: ")
+    if statement is None:
         return done()
-    subject, frame = record.statement_subject(
-        statement, record.CHECKPOINT_TYPE, record.CHECKPOINT_SUBJECT
-    )
+    subject, frame = record.statement_subject(statement, types, record.CHECKPOINT_SUBJECT)
     problems.extend(f"checkpoint: {reason}" for reason in frame)
     if subject is None:
         return done()
@@ -174,14 +196,14 @@ def _check_checkpoint(doc: dict, public: PublicKey) -> _Inspected:
 def _inspect(n: int, raw: bytes, public: PublicKey) -> _Inspected:
     """Everything about line `n` that does not depend on other lines."""
     try:
-        doc = canonical.loads(raw)
+        doc, forms = canonical.parse(raw)
     except canonical.NotCanonical as e:
         return _Inspected(None, None, None, [f"not a bundle line: {e}"], None, None)
     kind = doc.get("kind") if isinstance(doc, dict) else None
     if kind == "record" and set(doc) == RECORD_KEYS:
-        return _check_record(n, raw, doc, public)
+        return _check_record(n, raw, doc, forms, public)
     if kind == "checkpoint" and set(doc) == CHECKPOINT_KEYS:
-        return _check_checkpoint(doc, public)
+        return _check_checkpoint(doc, forms, public)
     reason = 'not a bundle line: needs "kind" record or checkpoint and its fields'
     return _Inspected(None, None, None, [reason], None, None)
 
@@ -289,13 +311,37 @@ def verify_bundle(
     expect_count: int | None = None,
     workers: int = 1,
 ) -> Report:
-    """Read and verify the bundle at `bundle_path` (BadInput when it cannot be read)."""
+    """Read and verify the bundle at `bundle_path`, plain or gzip-compressed (`.jsonl.gz`, known
+    by its magic bytes); BadInput when it cannot be read."""
+    return verify_bytes(read_bundle(bundle_path), public, expect_count, workers)
+
+
+MAX_BUNDLE_BYTES = 4 << 30  # a gzip bomb stops here; 10,000 records take about 30 MB
+
+
+def read_bundle(bundle_path: str | os.PathLike[str]) -> bytes:
+    """A bundle's bytes; a gzip file (as published beside reports) is decompressed, bounded."""
+    import gzip
+    import zlib
+
     path = Path(bundle_path)
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            head = fh.read(2)
+            fh.seek(0)
+            if head != b"\x1f\x8b":
+                return fh.read()
+            with gzip.GzipFile(fileobj=fh) as gz:
+                data = gz.read(MAX_BUNDLE_BYTES + 1)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise BadInput(f"bundle {path}: a gzip file that does not decompress ({e}); "
+                       "publish it again or verify the uncompressed bundle") from None
     except OSError as e:
         raise BadInput(f"bundle {path}: cannot read ({e.strerror})") from None
-    return verify_bytes(data, public, expect_count, workers)
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BadInput(f"bundle {path}: decompresses to more than {MAX_BUNDLE_BYTES} bytes; "
+                       "refusing to read further")
+    return data
 
 
 @contextlib.contextmanager

@@ -34,8 +34,14 @@ from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import fresh
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-PREDICATE_TYPE = "https://plimsoll-ci.dev/grading-run/v1"
-CHECKPOINT_TYPE = "https://plimsoll-ci.dev/bundle-checkpoint/v1"
+# v2 records are written in RFC 8785 canonical JSON (digests any JCS library recomputes); v1
+# records, written before, used `canonical.dumps_v1` and still verify. The version is in the type.
+PREDICATE_TYPE = "https://plimsoll-ci.dev/grading-run/v2"
+CHECKPOINT_TYPE = "https://plimsoll-ci.dev/bundle-checkpoint/v2"
+PREDICATE_TYPE_V1 = "https://plimsoll-ci.dev/grading-run/v1"
+CHECKPOINT_TYPE_V1 = "https://plimsoll-ci.dev/bundle-checkpoint/v1"
+FORM_OF_TYPE = {PREDICATE_TYPE: canonical.JCS, CHECKPOINT_TYPE: canonical.JCS,
+                PREDICATE_TYPE_V1: canonical.V1, CHECKPOINT_TYPE_V1: canonical.V1}
 RESULT_NAME = "grading-result.json"
 CHECKPOINT_SUBJECT = "bundle-head"
 TIERS = ("process", "container", "kernel", "vm")  # weakest first
@@ -71,7 +77,7 @@ def practice_set_digest(seeds: Iterable[int]) -> str:
 
 
 def result_digest(result_doc: Any) -> str:
-    """SHA-256 (hex) of the result document's canonical JSON bytes (the Statement's subject)."""
+    """SHA-256 (hex) of the result document's RFC 8785 canonical JSON (the Statement's subject)."""
     try:
         return hashlib.sha256(canonical.dumps(result_doc)).hexdigest()
     except ValueError as e:
@@ -187,15 +193,20 @@ def _keys(obj: Any, keys: set[str], where: str, problems: list[str]) -> bool:
     return True
 
 
-def statement_subject(statement: Any, predicate_type: str, name: str) -> tuple[str | None, list[str]]:
-    """Check a Statement's frame (type, predicate type, one named subject); its subject digest."""
+def statement_subject(
+    statement: Any, predicate_types: str | tuple[str, ...], name: str
+) -> tuple[str | None, list[str]]:
+    """Check a Statement's frame (type, one of `predicate_types`, one named subject); its subject
+    digest."""
     problems: list[str] = []
+    if isinstance(predicate_types, str):
+        predicate_types = (predicate_types,)
     if not _keys(statement, {"_type", "predicate", "predicateType", "subject"}, "statement", problems):
         return None, problems
     if statement["_type"] != STATEMENT_TYPE:
         problems.append(f"statement _type is not {STATEMENT_TYPE}")
-    if statement["predicateType"] != predicate_type:
-        problems.append(f"predicate type is not {predicate_type}")
+    if statement["predicateType"] not in predicate_types:
+        problems.append(f"predicate type is not {' or '.join(predicate_types)}")
     subject = statement["subject"]
     if not isinstance(subject, list) or len(subject) != 1:
         problems.append("statement must have exactly one subject")

@@ -4,6 +4,9 @@
 deterministically), so re-writing it must give the same bytes. If a format change is meant,
 bump the version in its type URI or domain tag, and regenerate with
 `python3 tests/attest/test_attest_golden.py`.
+
+`golden/v1/` holds a bundle of v1 records (the canonical form before RFC 8785) as the code of that
+time wrote it: it is never rewritten, and must keep verifying.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ def vectors(tmp: Path) -> dict:
     data = path.read_bytes()
     fs = fresh.make([101, 2718281828], salt=bytes(range(32)))
     return {
-        "canonical_json": canonical.dumps({"b": [1, 2.5, "\u00e9"], "a": None}).decode(),
+        "canonical_json": canonical.dumps({"b": [1, 2.5, 30.0, "\u00e9"], "a": None}).decode(),
         "pae": dsse.pae("http://example.com/HelloWorld", b"hello world").decode(),
         "keyid": SIGNER.keyid,
         "fresh_commitment": fresh.commit(fs),
@@ -61,8 +64,33 @@ def test_formats_match_the_golden_vectors(tmp_path):
     got = vectors(tmp_path)
     assert got.pop("_bundle") == (HERE / "runs.intoto.jsonl").read_bytes()
     assert got == expected
-    assert got["canonical_json"] == '{"a":null,"b":[1,2.5,"\\u00e9"]}'
+    assert got["canonical_json"] == '{"a":null,"b":[1,2.5,30,"\u00e9"]}'
     assert got["pae"] == "DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+
+
+def test_a_bundle_of_v1_records_written_before_rfc8785_still_verifies():
+    public = keys.load_public_key(HERE / "test-key.pub")
+    old = HERE / "v1" / "runs.intoto.jsonl"
+    assert hashlib.sha256(old.read_bytes()).hexdigest() == json.loads(
+        (HERE / "v1" / "vectors.json").read_text())["bundle_sha256"]
+    report = bundle.verify_bundle(old, public, expect_count=2)
+    assert report.ok, report.problems
+    # the v1 writer is kept for exactly this: its vector is unchanged
+    assert canonical.dumps_v1({"b": [1, 2.5, "\u00e9"], "a": None}).decode() == json.loads(
+        (HERE / "v1" / "vectors.json").read_text())["canonical_json"]
+
+
+def test_new_records_appended_to_a_v1_bundle_are_v2_and_the_whole_verifies(tmp_path):
+    path = tmp_path / "mixed.intoto.jsonl"
+    path.write_bytes((HERE / "v1" / "runs.intoto.jsonl").read_bytes())
+    assert bundle.append_runs(path, golden_runs()[:1], SIGNER) == 3
+    report = bundle.verify_bundle(path, SIGNER.public, expect_count=3)
+    assert report.ok, report.problems
+    lines = path.read_bytes().splitlines()
+    kinds = [json.loads(canonical.b64decode(json.loads(x)["envelope"]["payload"]))["predicateType"]
+             for x in lines]
+    assert kinds[:2] == [record.PREDICATE_TYPE_V1] * 2
+    assert kinds[2:] == [record.PREDICATE_TYPE, record.CHECKPOINT_TYPE]
 
 
 def test_the_golden_bundle_verifies_with_the_golden_public_key():
