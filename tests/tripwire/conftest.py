@@ -86,7 +86,7 @@ def upstream() -> Iterator[Upstream]:
 @pytest.fixture
 def proxy(upstream: Upstream, tmp_path):
     """(base URL of a recording proxy in front of `upstream`, the folder it records into)."""
-    from plimsoll_ci.record import start_in_thread
+    from plimsoll_ci.tripwire.recorder import start_in_thread
 
     out = tmp_path / "recorded"
     server, url = start_in_thread(upstream.url, str(out))

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from plimsoll_ci.cli import main
-from plimsoll_ci.requests_reader import RequestReader
-from plimsoll_ci.tripwire import scan_requests
+from plimsoll_ci.tripwire.reader import RequestReader
+from plimsoll_ci.tripwire.requests import scan_requests
 from plimsoll_ci.withheld import build_set, dumps, parse
 
 SEALED_VALUES = [("step-times.csv:3", "31.5"), ("labels.txt:1", "quorvantile"),
@@ -289,7 +289,7 @@ def test_a_large_folder_split_over_worker_processes_finds_what_one_process_finds
                  .findings)
     code = (
         "import json, sys, threading\n"
-        "from plimsoll_ci.tripwire import scan_requests\n"
+        "from plimsoll_ci.tripwire.requests import scan_requests\n"
         "from plimsoll_ci.withheld import load\n"
         f"res = scan_requests({str(r)!r}, load({str(sealed)!r}), jobs=2)\n"
         "print(json.dumps({'threads': threading.active_count(),\n"

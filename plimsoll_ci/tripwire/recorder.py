@@ -3,7 +3,7 @@
 A harness points its base URL at the proxy; the proxy writes every request exactly as it was
 sent (method, target, headers in order, body bytes) to disk *before* forwarding it, then forwards
 it to the upstream and streams the answer back while recording it. The tripwire
-(`plimsoll_ci.tripwire`) reads what was recorded.
+(`plimsoll_ci.tripwire.requests`) reads what was recorded.
 
 On-disk format `plimsoll-record/1` (one set of files per request, NNNNNN counts from 000001):
 
@@ -38,9 +38,8 @@ import urllib.parse
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
-
-FORMAT = "plimsoll-record/1"
-REDACTED = "[redacted]"
+from plimsoll_ci.tripwire.formats import CREDENTIAL_REDACTED as REDACTED
+from plimsoll_ci.tripwire.formats import RECORD_FORMAT
 
 # Headers that belong to one hop of HTTP, not to the request (RFC 9110 section 7.6.1).
 _HOP_BY_HOP = frozenset(
@@ -166,7 +165,7 @@ class Recorder:
                 redacted.append("?key")
         _write_atomic(stem + ".request.body", body)
         doc = {
-            "format": FORMAT,
+            "format": RECORD_FORMAT,
             "seq": seq,
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "client": client,
@@ -187,7 +186,7 @@ class Recorder:
         recorded_headers, _ = self._headers(headers)
         _write_atomic(stem + ".response.body", body)
         doc = {
-            "format": FORMAT,
+            "format": RECORD_FORMAT,
             "seq": seq,
             "status": status,
             "reason": reason,

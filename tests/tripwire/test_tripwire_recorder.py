@@ -90,7 +90,7 @@ def test_proxy_redacts_credentials_in_the_record_but_forwards_them(upstream, pro
 
 
 def test_proxy_records_a_request_even_when_the_upstream_is_down(tmp_path):
-    from plimsoll_ci.record import start_in_thread
+    from plimsoll_ci.tripwire.recorder import start_in_thread
 
     server, url = start_in_thread(f"http://127.0.0.1:{_free_port()}", str(tmp_path / "rec"))
     try:
@@ -105,7 +105,7 @@ def test_proxy_records_a_request_even_when_the_upstream_is_down(tmp_path):
 
 
 def test_proxy_binds_the_loopback_address_by_default(tmp_path):
-    from plimsoll_ci.record import make_server
+    from plimsoll_ci.tripwire.recorder import make_server
 
     server = make_server("http://127.0.0.1:9", str(tmp_path / "r"))
     try:
@@ -115,7 +115,7 @@ def test_proxy_binds_the_loopback_address_by_default(tmp_path):
 
 
 def test_numbering_continues_after_an_earlier_recording(upstream, tmp_path):
-    from plimsoll_ci.record import start_in_thread
+    from plimsoll_ci.tripwire.recorder import start_in_thread
 
     for _ in range(2):
         server, url = start_in_thread(upstream.url, str(tmp_path / "rec"))

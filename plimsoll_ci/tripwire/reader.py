@@ -1,7 +1,7 @@
 """Read recorded model requests into pieces of text and files, each with its place.
 
-The tripwire (`plimsoll_ci.tripwire`) hands every piece to the one matching engine. A piece is a
-string from a JSON body (its place is the JSON pointer), a multipart part (`part NAME`), a header
+The tripwire (`plimsoll_ci.tripwire.matching`) hands every piece to the one matching engine. A
+piece is a string from a JSON body (its place is the JSON pointer), a multipart part (`part NAME`), a header
 (`header NAME`), the request target, a base64 file decoded from a JSON body or a data URL, or the
 name of a file or folder under the requests folder.
 
@@ -39,8 +39,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
-
-RECORD_FORMAT = "plimsoll-record/1"
+from plimsoll_ci.tripwire.formats import RECORD_FORMAT
 
 
 class Piece(NamedTuple):
@@ -65,6 +64,13 @@ _MIME_KEYS = ("mimeType", "mime_type", "media_type", "mediaType", "content_type"
 _B64_RE = re.compile(rb"[A-Za-z0-9+/_-]+={0,2}")
 _DATA_URL_RE = re.compile(r"data:([\w.+-]+/[\w.+-]+)?((?:;[\w.+-]+=[^;,]*)*);base64,", re.I)
 _GENERIC_B64_MIN = 128  # shorter strings are left to the engine's own one-layer base64 decode
+
+
+def join_place(place: str, more: str) -> str:
+    """A place inside a place: `/messages/0 > part file`, or either one alone."""
+    if place and more:
+        return f"{place} > {more}"
+    return place or more
 
 
 def pointer_escape(key: str) -> str:
@@ -276,7 +282,8 @@ class RequestReader:
             except UnicodeDecodeError:
                 text = data.decode("latin-1")
             for i, (k, v) in enumerate(urllib.parse.parse_qsl(text, keep_blank_values=True)):
-                yield Piece(source, _join(place, f"field {i} {k}"), f"{k}={v}".encode(), "text")
+                yield Piece(source, join_place(place, f"field {i} {k}"), f"{k}={v}".encode(),
+                            "text")
             return
         if "json" in ctype or data.lstrip()[:1] in (b"{", b"["):
             doc = self._json_or_none(data)
@@ -371,7 +378,7 @@ class RequestReader:
             name = msg.get_param("name", header="content-disposition")
             name = email.utils.collapse_rfc2231_value(name) if name else f"#{n}"
             filename = msg.get_filename()
-            at = _join(place, f"part {name}")
+            at = join_place(place, f"part {name}")
             yield Piece(source, at + " name", str(name).encode(), "text")
             if filename:
                 yield Piece(source, at + " filename", filename.encode(), "name")
@@ -386,7 +393,7 @@ class RequestReader:
         stack = [("", doc, None, 0)]
         while stack:
             ptr, node, parent, depth = stack.pop()
-            at = _join(place, ptr)
+            at = join_place(place, ptr)
             if depth > self.limits.max_json_depth:
                 self.notes.append(f"{source} {at}: JSON nested deeper than "
                                   f"{self.limits.max_json_depth}; the rest was not read")
@@ -396,7 +403,7 @@ class RequestReader:
                 for k, v in reversed(items):
                     stack.append((f"{ptr}/{pointer_escape(k)}", v, node, depth + 1))
                 for k, _v in items:
-                    yield Piece(source, _join(place, f"{ptr}/{pointer_escape(k)} (key)"),
+                    yield Piece(source, join_place(place, f"{ptr}/{pointer_escape(k)} (key)"),
                                 k.encode("utf-8", "surrogatepass"), "text")
             elif isinstance(node, list):
                 for i in range(len(node) - 1, -1, -1):
@@ -439,8 +446,4 @@ class RequestReader:
                               f"{self.limits.max_decoded_bytes}-byte bound; scanned as text")
             return None
         return _b64decode(text)
-
-
-def _join(place: str, more: str) -> str:
-    return f"{place} > {more}" if place else more
 
