@@ -191,8 +191,9 @@ def dumps(doc: dict) -> str:
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-def load(path: str | os.PathLike[str], key: bytes | None = None) -> WithheldSet:
-    """Read and validate a withheld (or sealed) set file."""
+def load(path: str | os.PathLike[str], key: bytes | None = None,
+         need_key: bool = True) -> WithheldSet:
+    """Read and validate a withheld (or sealed) set file (`need_key=False`: see `parse`)."""
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -206,12 +207,16 @@ def load(path: str | os.PathLike[str], key: bytes | None = None) -> WithheldSet:
         pos = f"line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) \
             else f"byte {e.start}"
         raise WithheldSetError(f"withheld set {p}: not valid JSON at {pos}") from None
-    return parse(doc, key=key, origin=str(p), raw=raw)
+    return parse(doc, key=key, origin=str(p), raw=raw, need_key=need_key)
 
 
 def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
-          raw: bytes | None = None) -> WithheldSet:
-    """Validate a set document; every problem is reported at once."""
+          raw: bytes | None = None, need_key: bool = True) -> WithheldSet:
+    """Validate a set document; every problem is reported at once.
+
+    A keyed set needs its key unless `need_key` is False (listing ids and kinds needs none; such
+    a set has `key` None and cannot be matched against).
+    """
     import hashlib
 
     from plimsoll_ci.match.canonical import key_id
@@ -229,14 +234,16 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
     if mode not in ("refuse", "warn"):
         problems.append(f"mode is {mode!r}, expected refuse or warn")
     kid = doc.get("key_id")
+    noun = "sealed set" if fmt == SEALED_FORMAT else "withheld set"
     if scheme == "hmac-sha256":
-        if key is None:
+        if key is None and need_key:
+            where = "" if fmt == SEALED_FORMAT else ", or `key:` in plimsoll.yaml"
             raise WithheldSetError(
-                f"withheld set {origin} is keyed (key id {kid}): give its key with --key-env VAR "
-                "or --key-file FILE, or `key:` in plimsoll.yaml")
-        if key_id(key) != kid:
+                f"{noun} {origin} is keyed (key id {kid}): give its key with --key-env VAR "
+                f"or --key-file FILE{where}")
+        if key is not None and key_id(key) != kid:
             raise WithheldSetError(
-                f"withheld set {origin}: the key given has id {key_id(key)}, the set was built "
+                f"{noun} {origin}: the key given has id {key_id(key)}, the set was built "
                 f"with key id {kid}: wrong key")
     elif scheme == "sha256":
         key = None
@@ -287,7 +294,7 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
             msg = f"missing field {err}" if isinstance(err, KeyError) else str(err)
             problems.append(f"{where}: {msg}")
     if problems:
-        raise WithheldSetError(f"withheld set {origin}: " + "; ".join(problems))
+        raise WithheldSetError(f"{noun} {origin}: " + "; ".join(problems))
     if raw is None:
         raw = dumps(doc).encode()
     return WithheldSet(origin, fmt, scheme, kid, mode, entries,

@@ -11,6 +11,8 @@ Modules, each importing only the ones above it:
 - `canary`    canary markers: make, load, check
 - `sealed`    `load_sealed`: a sealed set, a withheld set or a canary file -> a set to match
 - `report`    the tripwire's and the canary check's reports
+- `apis`      which model API a request speaks; errors in that API's shape
+- `recording` the recorder's folder: lock, numbering, files written whole or not at all
 - `recorder`  the recording reverse proxy (`plimsoll-ci record`)
 
 Nothing is imported here, so `plimsoll-ci record` does not load the matching engine.

@@ -9,6 +9,7 @@ are not redacted here (`plimsoll_ci.tripwire.redact` does that for printing).
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 
 from plimsoll_ci.scan import Finding, Limits, Scanner
@@ -23,6 +24,7 @@ _BATCH_PIECES = 4096
 _ALONE_BYTES = 1024 * 1024  # a piece this large is scanned on its own
 _CACHE_PIECE = 4 * 1024 * 1024  # pieces up to this size are remembered by digest
 _CACHE_ENTRIES = 200_000
+_BASE64_BOUND = re.compile(r"base64 region at byte \d+ is \d+ bytes, over the")
 
 
 def find(pieces: Iterable[Piece], wset: WithheldSet,
@@ -107,6 +109,8 @@ class _PieceScan:
         self.cache[key] = (rels, notes)
 
     def _place_all(self, piece: Piece, rels: list[Finding], notes: list[str]) -> None:
+        if piece.covered:  # the reader decoded its base64 whole; that the engine did not is moot
+            notes = [n for n in notes if not _BASE64_BOUND.match(n)]
         self.notes += [f"{piece.source} {piece.place}: {n}" if piece.place else
                        f"{piece.source}: {n}" for n in notes]
         for rel in rels:

@@ -8,8 +8,10 @@ name of a file or folder under the requests folder.
 What is read, under a requests folder (or one file):
 - files written by `plimsoll-ci record` (`NNNNNN.request.json` + `.request.body`, format
   `plimsoll-record/1`): target, headers, and the body parsed by its Content-Type (and
-  Content-Encoding gzip / deflate). Response files are not requests and are not read (their names
-  are);
+  Content-Encoding gzip / deflate). Only complete recordings are read: in a recorder's folder, a
+  body without its request.json and a temporary file are what a failed or cut write left (never
+  forwarded), and are noted, not read. Response files are not requests and are not read (their
+  names are, and whether the upstream answered is kept for the report: `sent`);
 - HAR files (`*.har`, or JSON with `log.entries`): each entry's URL, headers and postData (text
   parsed by its mimeType, or params with names, file names and values);
 - JSON (`*.json`, or anything that parses as a JSON object or array) and JSON Lines (`*.jsonl`,
@@ -30,6 +32,7 @@ import base64
 import binascii
 import email.parser
 import email.utils
+import hashlib
 import json
 import os
 import re
@@ -39,7 +42,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.tripwire.formats import RECORD_FORMAT
+from plimsoll_ci.tripwire.formats import NUMBERED, RECORD_FORMAT, RECORDER_LOCK, UNFINISHED
 
 
 class Piece(NamedTuple):
@@ -49,6 +52,36 @@ class Piece(NamedTuple):
     place: str  # JSON pointer, "part NAME", "header NAME", "target", "file name", "" (whole file)
     data: bytes  # what to scan; text is UTF-8
     kind: str  # "text" (a string), "file" (bytes: digest and contents), "name" (a file name)
+    covered: bool = False  # its base64 was decoded here whole (the engine need not say it did not)
+
+
+class Sent(NamedTuple):
+    """A recorded request as the report groups it: retries of one request share `same`."""
+
+    same: tuple[str, str, str]  # method, target, SHA-256 of the body
+    files: tuple[str, str]  # its request.json and its body, relative to the requests folder
+
+
+def upstream_answered(root: str, stem: str) -> bool | None:
+    """Whether the upstream answered the recorded request `stem` (None: no response recorded)."""
+    if os.path.isfile(root):
+        root = os.path.dirname(root) or "."
+    try:
+        with open(os.path.join(root, stem + ".response.json"), "rb") as fh:
+            doc = json.loads(fh.read())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != RECORD_FORMAT:
+        return None
+    answered = doc.get("upstream_answered")
+    if isinstance(answered, bool):
+        return answered
+    return "unreachable" not in str(doc.get("error", ""))  # older recorders said it only there
+
+
+class _Folder(NamedTuple):
+    names: frozenset[str]
+    recorder: bool  # written by `plimsoll-ci record`
 
 
 class ReadLimits(NamedTuple):
@@ -111,6 +144,7 @@ class RequestReader:
         self.notes: list[str] = []
         self.files = 0
         self.bytes = 0
+        self.sent: dict[str, Sent] = {}  # recorded request stem ("a/000001") -> how it was sent
 
     # ---- the folder -------------------------------------------------------------------------
 
@@ -148,14 +182,17 @@ class RequestReader:
         """The contents of `files` (relative to `root`, or `root` itself when it is a file)."""
         if os.path.isfile(root):
             root = os.path.dirname(root) or "."
-        listed: dict[str, set[str]] = {}
+        listed: dict[str, _Folder] = {}
         for rel in files:
             folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
             if folder not in listed:
                 try:
-                    listed[folder] = set(os.listdir(os.path.join(root, folder) or "."))
+                    names = frozenset(os.listdir(os.path.join(root, folder) or "."))
                 except OSError:
-                    listed[folder] = set()
+                    names = frozenset()
+                recorder = RECORDER_LOCK in names or any(
+                    n.endswith(".request.json") and NUMBERED.fullmatch(n) for n in names)
+                listed[folder] = _Folder(names, recorder)
             yield from self._read_file(root, rel, listed[folder])
 
     def _read_bytes(self, path: str, rel: str) -> bytes | None:
@@ -174,15 +211,15 @@ class RequestReader:
         self.bytes += len(data)
         return data
 
-    def _read_file(self, root: str, rel: str, siblings: set[str] | None = None) -> Iterator[Piece]:
+    def _read_file(self, root: str, rel: str, folder: _Folder) -> Iterator[Piece]:
         path = os.path.join(root, rel)
         base = os.path.basename(rel)
-        siblings = siblings if siblings is not None else set(os.listdir(os.path.dirname(path)
-                                                                        or "."))
         stem, _, tail = base.partition(".")
+        if folder.recorder and not self._complete(path, rel, base, folder.names):
+            return
         # a recorder's body / response files are read through their request.json (or skipped)
         if tail in ("request.body", "response.body", "response.json") and \
-                f"{stem}.request.json" in siblings and self._is_record(
+                f"{stem}.request.json" in folder.names and self._is_record(
                     os.path.join(os.path.dirname(path), f"{stem}.request.json")):
             return
         data = self._read_bytes(path, rel)
@@ -215,6 +252,25 @@ class RequestReader:
                 yield from self._multipart(rel, "", data, boundary)
                 return
         yield Piece(rel, "", data, "file")
+
+    def _complete(self, path: str, rel: str, base: str, names: frozenset[str]) -> bool:
+        """False for what a recorder leaves of a write that failed or was cut (noted)."""
+        if base == RECORDER_LOCK:
+            try:
+                return os.path.getsize(path) > 0  # the empty lock file is no request
+            except OSError:
+                return False
+        if UNFINISHED.fullmatch(base):
+            self.notes.append(f"{rel}: an unfinished write of the recorder (the request it "
+                              "belongs to was never forwarded); not read")
+            return False
+        m = NUMBERED.fullmatch(base)
+        if m and m.group(2, 3) == ("request", "body") and \
+                f"{m.group(1)}.request.json" not in names:
+            self.notes.append(f"{rel}: no {m.group(1)}.request.json beside it, so the recorder "
+                              "never finished recording it and never forwarded it; not read")
+            return False
+        return True
 
     def _is_record(self, path: str) -> bool:
         try:
@@ -258,7 +314,15 @@ class RequestReader:
         data = self._read_bytes(os.path.join(folder, body_name), body_rel)
         if data is None:
             return
+        self._note_sent(rel, body_rel, doc, data)
         yield from self.body(body_rel, "", data, ctype, cenc)
+
+    def _note_sent(self, rel: str, body_rel: str, doc: dict, data: bytes) -> None:
+        body_sha256 = doc.get("body_sha256")
+        if not isinstance(body_sha256, str):
+            body_sha256 = hashlib.sha256(data).hexdigest()
+        same = (str(doc.get("method")), str(doc.get("target")), body_sha256)
+        self.sent[rel[:-len(".request.json")]] = Sent(same, (rel, body_rel))
 
     def body(self, source: str, place: str, data: bytes, content_type: str = "",
              content_encoding: str = "") -> Iterator[Piece]:
@@ -426,6 +490,7 @@ class RequestReader:
             parent is not None and (parent.get("type") == "base64" or
                                     any(k in parent for k in _MIME_KEYS)) and key != "type"
             and key not in _MIME_KEYS and len(s) >= 16)
+        covered = False
         if declared:
             decoded = self._decode_b64_file(source, at, s)
             if decoded is not None:
@@ -434,11 +499,14 @@ class RequestReader:
                 yield Piece(source, f"{at} (base64 {mime})", decoded, "file")
                 if len(s) >= _GENERIC_B64_MIN:
                     return  # a real file; a short one may as well be a word, so read both
-        yield Piece(source, at, raw, "text")
+                covered = True
+        decoded = None
         if not declared and len(s) >= _GENERIC_B64_MIN and " " not in s:
             decoded = self._decode_b64_file(source, at, s)
-            if decoded is not None:
-                yield Piece(source, f"{at} (base64)", decoded, "file")
+        # the engine's note that a long base64 region was not decoded is moot: it was, here
+        yield Piece(source, at, raw, "text", covered=covered or decoded is not None)
+        if decoded is not None:
+            yield Piece(source, f"{at} (base64)", decoded, "file")
 
     def _decode_b64_file(self, source: str, at: str, text: str) -> bytes | None:
         if len(text) * 3 // 4 > self.limits.max_decoded_bytes:

@@ -9,6 +9,11 @@ A finding's `path` is the recorded file, its `chain` starts with the place insid
 pointer, `part NAME`, `header NAME`, `target`) followed by the engine's decode chain; `line` and
 `column` count inside that piece. Its `entry` is the sealed id. It never holds the value, and every
 printed segment that carries one is redacted (`plimsoll_ci.tripwire.redact`).
+
+Retries are one leak: a recorded request sent again with the same method, target and body (an
+SDK retrying an upstream that is down) is reported once, at its first recording, with a `detail`
+naming the others; a finding only a retry has (in a header, say) is kept. When the upstream never
+answered any of them, the detail says so.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Iterable
 
 from plimsoll_ci.scan import Finding, Limits, ScanResult
 from plimsoll_ci.tripwire import matching
-from plimsoll_ci.tripwire.reader import Piece, ReadLimits, RequestReader
+from plimsoll_ci.tripwire.reader import Piece, ReadLimits, RequestReader, Sent, upstream_answered
 from plimsoll_ci.tripwire.redact import redact_all
 from plimsoll_ci.withheld import WithheldSet
 
@@ -48,12 +53,55 @@ def default_jobs() -> int:
 
 
 def _scan_files(root: str, files: list[str], wset: WithheldSet, limits: Limits | None,
-                read_limits: ReadLimits | None) -> tuple[list[Finding], list[str], int, int]:
-    """One worker's share: the names and contents of `files` -> (findings, notes, files, bytes)."""
+                read_limits: ReadLimits | None) -> tuple[list[Finding], list[str], int, int,
+                                                          dict[str, Sent]]:
+    """One worker's share: the names and contents of `files` -> (findings, notes, files, bytes,
+    how each recorded request was sent)."""
     reader = RequestReader(read_limits)
     pieces = itertools.chain(reader.names([], files), reader.read_files(root, files))
     findings, notes = matching.find(pieces, wset, limits)
-    return findings, reader.notes + notes, reader.files, reader.bytes
+    return findings, reader.notes + notes, reader.files, reader.bytes, reader.sent
+
+
+def _listed(names: list[str], most: int = 5) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def group_retries(findings: list[Finding], sent: dict[str, Sent], root: str) -> list[Finding]:
+    """Findings with the retries of one recorded request reported once (see the docstring)."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for stem in sorted(sent):
+        groups.setdefault(sent[stem].same, []).append(stem)
+    stem_of = {path: stem for stem, s in sent.items() for path in s.files}
+    details: dict[str, str] = {}
+
+    def detail(group: list[str]) -> str:
+        if group[0] not in details:
+            said = []
+            if len(group) > 1:
+                names = [g.rsplit("/", 1)[-1] for g in group]
+                said.append(f"sent {len(group)} times with the same body: {_listed(names)}")
+            if all(upstream_answered(root, g) is False for g in group):
+                said.append("the upstream never answered")
+            details[group[0]] = "; ".join(said)
+        return details[group[0]]
+
+    out, seen = [], set()
+    for f in sorted(findings, key=_order):
+        stem = stem_of.get(f.path)
+        if stem is None:
+            out.append(f)
+            continue
+        group = groups[sent[stem].same]
+        part = sent[stem].files.index(f.path)
+        key = (group[0], part, f.chain, f.entry, f.kind, f.where, f.line, f.column)
+        if key in seen:
+            continue  # the same hit in a retry
+        seen.add(key)
+        said = detail(group)
+        out.append(f._replace(detail="; ".join(d for d in (f.detail, said) if d)) if said else f)
+    return out
 
 
 def scan_requests(root: str, wset: WithheldSet, limits: Limits | None = None,
@@ -85,10 +133,13 @@ def scan_requests(root: str, wset: WithheldSet, limits: Limits | None = None,
     else:
         parts = [_scan_files(root, files, wset, limits, read_limits)]
     n_files = n_bytes = 0
-    for f, n, nf, nb in parts:
+    sent: dict[str, Sent] = {}
+    for f, n, nf, nb, s in parts:
         findings += f
         notes += n
         n_files += nf
         n_bytes += nb
-    findings, notes = redact_all(sorted(findings, key=_order), reader.notes + notes, wset, limits)
+        sent.update(s)
+    findings = group_retries(findings, sent, root)
+    findings, notes = redact_all(findings, reader.notes + notes, wset, limits)
     return ScanResult(findings, notes, n_files, n_bytes)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
+import threading
+from pathlib import Path
 
 import httpx
 import pytest
@@ -185,3 +187,193 @@ def test_a_request_that_cannot_be_recorded_is_not_forwarded(upstream, proxy):
     assert response.status_code == 500
     assert "not forwarded" in response.text
     assert upstream.received == []
+
+
+def _raw(url: str, request: bytes, close_write: bool = True) -> tuple[int, bytes]:
+    """Send raw bytes to the proxy; (status, body) of its answer."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=20) as s:
+        s.sendall(request)
+        if close_write:
+            s.shutdown(socket.SHUT_WR)
+        data = b""
+        while True:
+            got = s.recv(65536)
+            if not got:
+                break
+            data += got
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), body
+
+
+_POST = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+_BODY = b'{"messages": ["seed 3107713414"]}'
+
+
+@pytest.mark.parametrize(("framing", "rest"), [
+    (b"Content-Length: -1\r\n", _BODY),
+    (b"Content-Length: abc\r\n", _BODY),
+    (b"Content-Length: +33\r\n", _BODY),
+    (b"Content-Length: 33, 33\r\n", _BODY),
+    (b"Content-Length: 0x21\r\n", _BODY),
+    (b"Content-Length: 33\r\nContent-Length: 33\r\n", _BODY),
+    (b"Content-Length: 33\r\nContent-Length: 5\r\n", _BODY),
+    (b"Content-Length: 33\r\nTransfer-Encoding: chunked\r\n", b"21\r\n" + _BODY + b"\r\n0\r\n\r\n"),
+    (b"Transfer-Encoding: gzip, chunked\r\n", b"21\r\n" + _BODY + b"\r\n0\r\n\r\n"),
+    (b"Transfer-Encoding: chunked\r\n", b"zz\r\n" + _BODY + b"\r\n0\r\n\r\n"),
+    (b"Transfer-Encoding: chunked\r\n", b"5\r\n" + _BODY + b"\r\n0\r\n\r\n"),
+    (b"Transfer-Encoding: chunked\r\n", b"21\r\n" + _BODY),
+    (b"Content-Length: 99\r\n", _BODY),
+], ids=["negative", "letters", "plus", "list", "hex", "twice-same", "twice-differing",
+        "length-and-chunked", "other-coding", "bad-chunk-size", "chunk-longer-than-said",
+        "chunked-cut", "body-shorter"])
+def test_a_request_whose_length_is_not_exact_gets_400_and_is_never_forwarded(
+        upstream, proxy, framing: bytes, rest: bytes) -> None:
+    url, out = proxy
+    status, body = _raw(url, _POST + framing + b"\r\n" + rest)
+    assert status == 400
+    assert "not forwarded" in json.loads(body)["error"]["message"]
+    assert upstream.received == []
+    assert not list(out.glob("*.request.*"))
+
+
+def test_an_exact_request_after_the_refused_ones_still_goes_through(upstream, proxy) -> None:
+    url, out = proxy
+    status, _ = _raw(url, _POST + b"Content-Length: -1\r\n\r\n" + _BODY)
+    assert status == 400
+    status, body = _raw(url, _POST + b"Content-Length: 33\r\nConnection: close\r\n\r\n" + _BODY)
+    assert status == 200, body
+    assert upstream.received[0][3] == _BODY
+    assert sorted(p.name for p in out.glob("*.request.json")) == ["000001.request.json"]
+
+
+CREDENTIALS = {"Authorization": "Bearer sk-a1", "x-api-key": "sk-a2", "api-key": "sk-a3",
+               "Ocp-Apim-Subscription-Key": "sk-a4", "X-Goog-Api-Key": "sk-a5",
+               "X-Auth-Token": "sk-a6", "X-Client-Secret": "sk-a7", "Cookie": "session=sk-a8",
+               "X-Amz-Security-Token": "sk-a9", "X-Vendor-Password": "sk-a10"}
+
+
+def test_every_header_named_for_a_credential_is_recorded_redacted_and_forwarded(
+        upstream, proxy) -> None:
+    url, out = proxy
+    httpx.post(url + "/v1/chat/completions?api_key=sk-q1&access_token=sk-q2&lap=3",
+               json={"messages": []}, headers={**CREDENTIALS, "X-Trace": "t-1"})
+    recorded = (out / "000001.request.json").read_text()
+    assert "sk-" not in recorded
+    meta = json.loads(recorded)
+    assert sorted(meta["redacted"]) == sorted([*CREDENTIALS, "?api_key", "?access_token"])
+    assert ["X-Trace", "t-1"] in meta["headers"]
+    assert meta["target"].endswith("lap=3")
+    got = {k.lower(): v for k, v in upstream.received[0][2].items()}
+    for name, value in CREDENTIALS.items():
+        assert got[name.lower()] == value
+    assert "api_key=sk-q1&access_token=sk-q2" in upstream.received[0][1]
+
+
+def test_proxy_authorization_is_for_the_recorder_recorded_redacted_and_not_forwarded(
+        upstream, proxy) -> None:
+    url, out = proxy
+    httpx.post(url + "/v1/chat/completions", json={"messages": []},
+               headers={"Proxy-Authorization": "Basic sk-proxy", "Authorization": "Bearer sk-1"})
+    meta = json.loads((out / "000001.request.json").read_text())
+    assert ["Proxy-Authorization", "[redacted]"] in meta["headers"]
+    sent = {k.lower() for k in upstream.received[0][2]}
+    assert "proxy-authorization" not in sent and "authorization" in sent
+
+
+def test_the_docs_say_which_headers_are_not_forwarded() -> None:
+    from plimsoll_ci.tripwire import recorder
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "tripwire.md").read_text()
+    paragraphs = doc.split("\n\n")
+    hop = next(p for p in map(str.lower, paragraphs) if "hop-by-hop headers" in p and
+               "not forwarded" in p)
+    for name in recorder._HOP_BY_HOP:
+        assert f"`{name}`" in hop, name
+    forwarded = next(p for p in paragraphs if "still forwarded" in p)
+    assert "except the hop-by-hop\n`Proxy-Authorization`" in forwarded
+
+
+def test_the_verbose_log_never_prints_a_query_key(upstream, tmp_path, capfd) -> None:
+    from plimsoll_ci.tripwire.recorder import make_server
+
+    server = make_server(upstream.url, str(tmp_path / "rec"), quiet=False)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                     daemon=True).start()
+    try:
+        port = server.server_address[1]
+        httpx.post(f"http://127.0.0.1:{port}/v1beta/models/g:generateContent?key=sk-query-9",
+                   json={"contents": []})
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capfd.readouterr().err
+    assert "generateContent" in err and "sk-query-9" not in err
+
+
+def _down_url() -> str:
+    return f"http://127.0.0.1:{_free_port()}"
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic", "gemini"])
+def test_the_sdks_show_the_recorders_own_errors(tmp_path, api: str) -> None:
+    from plimsoll_ci.tripwire.recorder import start_in_thread
+
+    server, url = start_in_thread(_down_url(), str(tmp_path / "rec"))
+    try:
+        with pytest.raises(Exception) as raised:
+            if api == "openai":
+                import openai
+
+                openai.OpenAI(base_url=url + "/v1", api_key="sk-1", max_retries=0) \
+                    .chat.completions.create(model="m", messages=[{"role": "user",
+                                                                   "content": "hi"}])
+            elif api == "anthropic":
+                import anthropic
+
+                anthropic.Anthropic(base_url=url, api_key="sk-1", max_retries=0) \
+                    .messages.create(model="c", max_tokens=8, messages=[{"role": "user",
+                                                                         "content": "hi"}])
+            else:
+                from google import genai
+                from google.genai import types
+
+                client = genai.Client(api_key="g-1", http_options=types.HttpOptions(
+                    base_url=url, api_version="v1beta"))
+                client.models.generate_content(model="g", contents="hi")
+    finally:
+        server.shutdown()
+        server.server_close()
+    message = str(raised.value)
+    assert "plimsoll-ci record: the upstream never answered" in message, message
+    assert "502" in message or getattr(raised.value, "status_code", 0) == 502
+
+
+def test_retries_against_a_down_upstream_are_one_hit_that_says_it_was_never_answered(
+        tmp_path, capsys) -> None:
+    import openai
+
+    from plimsoll_ci.tripwire.recorder import start_in_thread
+    from plimsoll_ci.withheld import build_set, dumps
+
+    server, url = start_in_thread(_down_url(), str(tmp_path / "rec"))
+    try:
+        with pytest.raises(openai.InternalServerError):
+            openai.OpenAI(base_url=url + "/v1", api_key="sk-1", max_retries=2) \
+                .chat.completions.create(model="m", messages=[
+                    {"role": "user", "content": "seed 3107713414"}])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(list((tmp_path / "rec").glob("*.request.json"))) == 3
+    doc, _ = build_set(values=[("seeds.txt:1", "3107713414")], tag="plimsoll-sealed/1")
+    (tmp_path / "sealed.json").write_text(dumps(doc))
+    code = main(["tripwire", "--sealed", str(tmp_path / "sealed.json"), "--requests",
+                 str(tmp_path / "rec"), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1
+    (hit,) = report["findings"]
+    assert (hit["path"], hit["chain"], hit["entry"]) == (
+        "000001.request.body", "/messages/0/content", "seeds.txt:1")
+    assert hit["detail"] == ("sent 3 times with the same body: 000001, 000002, 000003; "
+                             "the upstream never answered")
