@@ -109,7 +109,8 @@ class _PieceScan:
         self.cache[key] = (rels, notes)
 
     def _place_all(self, piece: Piece, rels: list[Finding], notes: list[str]) -> None:
-        if piece.covered:  # the reader decoded its base64 whole; that the engine did not is moot
+        if notes and piece.covered:
+            # the reader decoded this base64 whole: the engine's note that it did not is moot
             notes = [n for n in notes if not _BASE64_BOUND.match(n)]
         self.notes += [f"{piece.source} {piece.place}: {n}" if piece.place else
                        f"{piece.source}: {n}" for n in notes]

@@ -96,6 +96,7 @@ _FILE_KEYS = frozenset({"data", "file_data", "b64_json", "bytes", "image_base64"
 _MIME_KEYS = ("mimeType", "mime_type", "media_type", "mediaType", "content_type")
 _B64_RE = re.compile(rb"[A-Za-z0-9+/_-]+={0,2}")
 _DATA_URL_RE = re.compile(r"data:([\w.+-]+/[\w.+-]+)?((?:;[\w.+-]+=[^;,]*)*);base64,", re.I)
+_UNFINISHED_ENDS = (".request.body", ".tmp", ".part")  # what `_complete` may refuse
 _GENERIC_B64_MIN = 128  # shorter strings are left to the engine's own one-layer base64 decode
 
 
@@ -215,7 +216,8 @@ class RequestReader:
         path = os.path.join(root, rel)
         base = os.path.basename(rel)
         stem, _, tail = base.partition(".")
-        if folder.recorder and not self._complete(path, rel, base, folder.names):
+        if folder.recorder and (base[:1] == "." or base.endswith(_UNFINISHED_ENDS)) and \
+                not self._complete(path, rel, base, folder.names):
             return
         # a recorder's body / response files are read through their request.json (or skipped)
         if tail in ("request.body", "response.body", "response.json") and \
@@ -503,8 +505,11 @@ class RequestReader:
         decoded = None
         if not declared and len(s) >= _GENERIC_B64_MIN and " " not in s:
             decoded = self._decode_b64_file(source, at, s)
-        # the engine's note that a long base64 region was not decoded is moot: it was, here
-        yield Piece(source, at, raw, "text", covered=covered or decoded is not None)
+        if covered or decoded is not None:
+            # the engine's note that a long base64 region was not decoded is moot: it was, here
+            yield Piece(source, at, raw, "text", True)
+        else:
+            yield Piece(source, at, raw, "text")
         if decoded is not None:
             yield Piece(source, f"{at} (base64)", decoded, "file")
 
