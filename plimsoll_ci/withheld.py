@@ -78,25 +78,28 @@ def key_from(env: str | None = None, file: str | None = None) -> bytes | None:
     return None
 
 
+GUESSABLE_BITS = 64  # below this, a plain SHA-256 digest of a value is worth brute-forcing
+
+
+def shape_bits(vtype: str, shape: dict) -> float:
+    """The one estimate of a value's guessable entropy, in bits, from the shape its set stores.
+
+    Digests are of canonical forms, so a brute force covers those: a number costs log2(10) a
+    digit, text log2(36) a character (lower-case letters and digits; case and white space are
+    canonicalized away). A 10-digit seed is about 33 bits: minutes of hashing.
+    """
+    if vtype == "number":
+        return int(shape.get("digits", 0)) * math.log2(10)
+    return int(shape.get("len", 0)) * math.log2(36)
+
+
 def entropy_bits(value: str) -> float:
-    """A generous estimate of the guessable entropy of a value, in bits."""
+    """`shape_bits` of a value as `build_set` would store it."""
     from plimsoll_ci.match.canonical import classify
+    from plimsoll_ci.match.index import number_shape
 
     vtype, canon = classify(value)
-    if vtype == "number":
-        digits = sum(c.isdigit() for c in canon.decode())
-        return digits * math.log2(10)
-    s = value.strip()
-    pool = 0
-    if any(c.islower() for c in s):
-        pool += 26
-    if any(c.isupper() for c in s):
-        pool += 26
-    if any(c.isdigit() for c in s):
-        pool += 10
-    if any(not c.isalnum() for c in s):
-        pool += 33
-    return len(s) * math.log2(max(pool, 2))
+    return shape_bits(vtype, number_shape(canon) if vtype == "number" else {"len": len(canon)})
 
 
 def _duration(seconds: float) -> str:
@@ -156,7 +159,7 @@ def build_set(
         entries.append({"id": eid, "kind": "value", "type": vtype, "digest": d, "shape": shape})
         if key is None:
             bits = entropy_bits(value)
-            if bits < 64:
+            if bits < GUESSABLE_BITS:
                 secs = 2**bits / HASH_RATE
                 warnings.append(
                     f"{eid}: about {bits:.0f} bits of guessable entropy; plain SHA-256 of it "
