@@ -13,6 +13,10 @@ import time
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from plimsoll_ci.match.decode import Bounds, containers, is_container, text_regions
+from plimsoll_ci.match.extract import SMALL, byte_classes, find_values
+from plimsoll_ci.match.fingerprint import fingerprints, overlap
+from plimsoll_ci.match.index import ValueEntry, ValueIndex
 from plimsoll_ci.withheld import FORMATS, WithheldSet
 
 _SEP = b"\x00\n\x00"  # no value spans it; its line break ends a line of escapes too
@@ -58,9 +62,6 @@ class Scanner:
     """Scans names and contents against one withheld set."""
 
     def __init__(self, wset: WithheldSet, limits: Limits | None = None) -> None:
-        from plimsoll_ci.match.decode import Bounds
-        from plimsoll_ci.match.index import ValueEntry, ValueIndex
-
         self.wset = wset
         self.limits = limits or Limits()
         self.bounds = Bounds(self.limits.max_decompressed, self.limits.max_members,
@@ -80,16 +81,11 @@ class Scanner:
 
     def scan_text(self, text: str | bytes, path: str, chain: str = "") -> list[Finding]:
         """Values in one string (no decoding layers); places are byte offsets."""
-        from plimsoll_ci.match.extract import find_values
-
         data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
         return [Finding(path, 0, m.start, chain, eid, "value", "name")
                 for m in find_values(data, self.index) for eid in m.entries]
 
     def _name(self, name: str, path: str, chain: str) -> list[Finding]:
-        from plimsoll_ci.match.decode import text_regions
-        from plimsoll_ci.match.extract import find_values
-
         data = name.encode("utf-8", "surrogateescape")
         out = []
         for m in find_values(data, self.index):
@@ -106,9 +102,6 @@ class Scanner:
 
     def prime_names(self, paths: Iterable[str]) -> None:
         """Scan the not-yet-seen name parts of many paths in one joined pass (then cached)."""
-        from plimsoll_ci.match.decode import text_regions
-        from plimsoll_ci.match.extract import find_values
-
         parts = sorted({p for path in paths for p in path.replace("\\", "/").split("/")
                         if p not in ("", ".") and (p, "file name") not in self._names})
         if len(parts) < 8 or len(self._names) > 100_000:
@@ -159,8 +152,6 @@ class Scanner:
     def scan_contents(self, files: list[tuple[str, bytes]]) -> tuple[list[Finding], list[str]]:
         """Contents of many files at once: small files are scanned as one joined buffer, so the
         vectorized passes run over megabytes rather than paying their fixed cost per file."""
-        from plimsoll_ci.match.decode import containers, is_container
-
         notes: list[str] = []
         deadline = time.monotonic() + self.limits.decode_seconds * max(1, len(files))
         pieces: list[_Piece] = []
@@ -183,9 +174,6 @@ class Scanner:
         return dedupe(out), notes
 
     def _pieces(self, pieces: list[_Piece], notes: list[str], deadline: float) -> list[Finding]:
-        from plimsoll_ci.match.decode import text_regions
-        from plimsoll_ci.match.extract import SMALL, byte_classes, find_values
-
         out: list[Finding] = []
         for p in pieces:  # whole-piece checks
             if not p.data:
@@ -263,8 +251,6 @@ class Scanner:
         return []
 
     def _source(self, data: bytes, path: str, chain: str) -> list[Finding]:
-        from plimsoll_ci.match.fingerprint import fingerprints, overlap
-
         prints = fingerprints(data, self.wset.key)
         out = []
         for e in self.sources:

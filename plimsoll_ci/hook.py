@@ -36,9 +36,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from plimsoll_ci import git, ship
+from plimsoll_ci import __version__, git, report, scan, ship, withheld
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.scan import Limits, ScanResult, Verdict
+from plimsoll_ci.scan import Limits, ScanResult, ShipScan, Verdict, decide_mode, make_limits
+from plimsoll_ci.withheld import GUESSABLE_BITS, shape_bits
 
 # --------------------------------------------------------------------------- clean-content cache
 
@@ -97,10 +98,7 @@ def _prune(folder: Path, pattern: str, keep: int) -> None:
 
 def _scanner_version() -> str:
     """Changes whenever the scanning code does, so an upgrade never trusts an old verdict."""
-    import plimsoll_ci
-    from plimsoll_ci import scan
-
-    parts = [plimsoll_ci.__version__]
+    parts = [__version__]
     for p in scan.engine_files():
         try:
             st = p.stat()
@@ -190,8 +188,6 @@ def scan_files(repo: Path, files: Sequence[ship.ShippedFile], config: ship.Confi
     """Ship-scan what a config's sets ship (`ship.from_index`/`from_rev`, read or not) through
     the one front end: the config's limits and mode, blobs read from `repo` only when `cache`
     does not already know them clean."""
-    from plimsoll_ci.scan import ShipScan, decide_mode, make_limits
-
     session = ShipScan(wset, make_limits(config.limits, str(config.path)), cache,
                        decide_mode(config.mode, wset.mode),
                        read=functools.partial(git.read_blobs, repo))
@@ -276,8 +272,6 @@ def scan_commits(repo: Path, commits: Sequence[str], config_path: str | None,
         which = (config.withheld, config.key_env, config.key_file,
                  tuple(sorted(config.limits.items())))
         if which not in wsets:
-            from plimsoll_ci.scan import make_limits
-
             wset = ship.load_withheld(config, key=key)
             limits = make_limits(config.limits, str(config.path))
             wsets[which] = (wset, open_cache(repo, wset, limits))
@@ -305,8 +299,6 @@ def ship_scan(filenames: Sequence[str], cwd: Path, config_path: str | None = Non
     files = ship.from_index(repo, config, read=False)
     _check_not_empty(config, files, "the index")
     wset = ship.load_withheld(config)
-    from plimsoll_ci.scan import make_limits
-
     cache = open_cache(repo, wset, make_limits(config.limits, str(config.path)))
     result = scan_files(repo, files, config, wset, cache)
     cache.save()
@@ -315,8 +307,6 @@ def ship_scan(filenames: Sequence[str], cwd: Path, config_path: str | None = Non
 
 def _report(result: ScanResult, where: str, out: IO[str]) -> int:
     """Print a hook run's report and verdict; the exit code (1 refused, else 0)."""
-    from plimsoll_ci import report
-
     if result.findings or result.notes:
         out.write(report.render(result, "text").rstrip("\n") + "\n")
     if result.findings:
@@ -382,8 +372,6 @@ def _as_withheld_doc(data: bytes) -> dict | None:
 def _guessable_unkeyed(doc: dict) -> list[str]:
     """Ids of value entries a brute force can recover: unkeyed, under `GUESSABLE_BITS` by the
     one entropy estimate (`withheld.shape_bits`, from the shape stored beside each digest)."""
-    from plimsoll_ci.withheld import GUESSABLE_BITS, shape_bits
-
     if doc.get("scheme") != "sha256":
         return []
     ids = []
@@ -404,8 +392,6 @@ def guard_findings(contents: dict[str, bytes], wsets: Iterable[tuple[str, Any]])
     """Problems the guard refuses among `contents` (name -> staged bytes), one message per file,
     never a value.
     """
-    from plimsoll_ci import scan
-
     problems = []
     scanners = [(origin, scan.Scanner(w)) for origin, w in wsets]
     for name, data in contents.items():
@@ -459,8 +445,6 @@ def withheld_guard(filenames: Sequence[str], cwd: Path, config_path: str | None 
     if not filenames:
         filenames = git.tracked_files(repo)
     # Sets being committed now count too (the seeds file may arrive in the same commit).
-    from plimsoll_ci import withheld
-
     key = ship.load_key(config) if config is not None else None
     configured = config.withheld if config is not None else None
     contents = staged_contents(repo, filenames)

@@ -28,6 +28,7 @@ from typing import NamedTuple, Protocol
 
 from plimsoll_ci.engine import Finding, Limits, Scanner, dedupe
 from plimsoll_ci.errors import BadInput, ConfigError
+from plimsoll_ci.git import blob_id
 from plimsoll_ci.withheld import WithheldSet
 
 __all__ = ["REDACTED", "Finding", "Item", "Limits", "Redactor", "ScanResult", "Scanner",
@@ -156,8 +157,6 @@ class VerdictCache(Protocol):
 
 def content_key(item: Item) -> str:
     """The cache key of an item's content: its git blob id (computed when not given)."""
-    from plimsoll_ci.git import blob_id
-
     return "blob:" + (item.blob or blob_id(item.data or b""))
 
 

@@ -65,8 +65,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from plimsoll_ci import git
+from plimsoll_ci import git, withheld
 from plimsoll_ci.errors import BadInput, ConfigError, PlimsollError
+from plimsoll_ci.scan import Item
 
 CONFIG_NAME = "plimsoll.yaml"
 DEFAULT_TIMEOUT = 600.0
@@ -382,18 +383,14 @@ def load_key(config: Config) -> bytes | None:
     """The HMAC key named by the config (`key: {env|file}`), or None when none is configured."""
     if config.key_env is None and config.key_file is None:
         return None
-    from plimsoll_ci import withheld
-
     return withheld.key_from(env=config.key_env,
                              file=str(config.key_file) if config.key_file else None)
 
 
-def load_withheld(config: Config, key: bytes | None = None) -> Any:
+def load_withheld(config: Config, key: bytes | None = None) -> withheld.WithheldSet:
     """Load the config's withheld set (with `key`, or the configured key when `key` is None)."""
     if config.withheld is None:
         raise ConfigError(f"{config.path}: no `withheld:` path; add `withheld: withheld.json`")
-    from plimsoll_ci import withheld
-
     return withheld.load(config.withheld, key=key if key is not None else load_key(config))
 
 
@@ -487,11 +484,9 @@ def label(f: ShippedFile) -> str:
     return f.source if f.source is not None else f"{f.set_name}:{f.path}"
 
 
-def items(files: Iterable[ShippedFile]) -> list[Any]:  # -> list[scan.Item]
+def items(files: Iterable[ShippedFile]) -> list[Item]:
     """What `scan.ShipScan` takes: each file named by its `label`, its name checked as it ships,
     its content given or (read with `read=False`: empty data and a blob id) read by blob id."""
-    from plimsoll_ci.scan import Item
-
     return [Item(label(f), None if (f.blob not in (None, git.EMPTY_BLOB) and not f.data)
                  else f.data, f.path, f.blob) for f in files]
 

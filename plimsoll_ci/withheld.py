@@ -16,6 +16,7 @@ the scan's prefilter needs it, and it tells no more than a value's length.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -24,6 +25,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput, WithheldSetError
+from plimsoll_ci.match.canonical import classify, digest, file_digest, key_id
+from plimsoll_ci.match.fingerprint import fingerprints
+from plimsoll_ci.match.index import number_shape, text_shape_dict
 
 FORMAT = "plimsoll-withheld/1"
 SEALED_FORMAT = "plimsoll-sealed/1"
@@ -95,9 +99,6 @@ def shape_bits(vtype: str, shape: dict) -> float:
 
 def entropy_bits(value: str) -> float:
     """`shape_bits` of a value as `build_set` would store it."""
-    from plimsoll_ci.match.canonical import classify
-    from plimsoll_ci.match.index import number_shape
-
     vtype, canon = classify(value)
     return shape_bits(vtype, number_shape(canon) if vtype == "number" else {"len": len(canon)})
 
@@ -138,10 +139,6 @@ def build_set(
     threshold: float = DEFAULT_SOURCE_THRESHOLD,
 ) -> tuple[dict, list[str]]:
     """The set document for these entries, and warnings for stderr. Neither holds a value."""
-    from plimsoll_ci.match.canonical import classify, digest, file_digest, key_id
-    from plimsoll_ci.match.fingerprint import fingerprints
-    from plimsoll_ci.match.index import number_shape, text_shape_dict
-
     if mode not in ("refuse", "warn"):
         raise BadInput(f"mode must be refuse or warn, not {mode!r}")
     entries: list[dict] = []
@@ -215,10 +212,6 @@ def load(path: str | os.PathLike[str], key: bytes | None = None) -> WithheldSet:
 def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
           raw: bytes | None = None) -> WithheldSet:
     """Validate a set document; every problem is reported at once."""
-    import hashlib
-
-    from plimsoll_ci.match.canonical import key_id
-
     problems: list[str] = []
     if not isinstance(doc, dict):
         raise WithheldSetError(f"withheld set {origin}: not a JSON object")

@@ -22,6 +22,8 @@ from typing import NamedTuple
 from urllib.parse import unquote_to_bytes
 
 from plimsoll_ci.match.ascii import AMPERSAND, BACKSLASH, DEL, EQUALS, PERCENT, SEVEN, SPACE, TWO
+from plimsoll_ci.match.extract import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER, byte_classes
+from plimsoll_ci.match.workspace import work_array
 
 # Headers of the containers undone here (the first bytes of a stream or archive).
 GZIP_MAGIC = b"\x1f\x8b"
@@ -125,9 +127,6 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
         return [(m.start(), m.end()) for m in rx.finditer(buf)]
     import numpy as np
 
-    from plimsoll_ci.match.extract import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER
-    from plimsoll_ci.match.workspace import work_array
-
     n = len(buf)
     cls = classes.padded[1:]  # type: ignore[attr-defined]  # n + 1: the last 0 ends every run
     k = 6 if pad else 8
@@ -224,8 +223,6 @@ def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None) -> D
         return _text_regions(buf, bounds, None)
     if classes is not None:
         return _text_regions(buf, bounds, classes)
-    from plimsoll_ci.match.extract import byte_classes
-
     classes = byte_classes(buf)
     try:
         return _text_regions(buf, bounds, classes)
