@@ -273,9 +273,7 @@ class ShipScan:
                 data = data[:bound]
             batch.append((label, data))
         scanner = self.scanner
-        before = len(scanner.redact_tokens)
         found, notes = scanner.scan_contents(batch)
-        new_tokens = scanner.redact_tokens if len(scanner.redact_tokens) != before else set()
         by_label: dict[str, list[Finding]] = {}
         for f in found:
             by_label.setdefault(f.path, []).append(f._replace(path=""))
@@ -289,7 +287,9 @@ class ShipScan:
                 self.notes.append(n)
         for label, key, _it in pending:
             rel = by_label.get(label, [])
-            tokens = tuple(sorted(t for t in new_tokens if any(t in f.chain for f in rel)))
+            # an archive member's name that carries a value is shown redacted in its chain
+            tokens = tuple(sorted(t for t in scanner.redact_tokens
+                                  if any(f.where == "name" and t in f.chain for f in rel)))
             verdict = Verdict(tuple(rel), tuple(([cut[label]] if label in cut else [])
                                                 + notes_of.get(label, [])), sizes[label], tokens)
             if key and self.cache is not None:

@@ -171,3 +171,15 @@ def test_a_warm_session_never_builds_the_engine() -> None:
     warm = ShipScan(make_set(), cache=cache)
     result = warm.scan([Item("clean.txt", b"nothing\n")])
     assert warm._scanner is None and (result.files, result.bytes) == (1, 8)
+
+
+def test_a_member_name_seen_in_an_earlier_batch_is_redacted_alike_from_the_cache() -> None:
+    member = zip_bytes([(f"seed-{SEED}.json", b"{}")])
+    big = b"x" * (5 * 1024 * 1024)  # over one batch: the two archives are scanned apart
+    items = [Item("one.zip", member), Item("big.txt", big), Item("two.zip", member + b"\0")]
+    cache = KeepAll()
+    ShipScan(make_set(), cache=cache).scan(items)
+    again = ShipScan(make_set(), cache=cache).scan(items[2:])  # two.zip alone, from the cache
+    assert again == ShipScan(make_set()).scan(items[2:])
+    assert {f.chain for f in again.findings if f.where == "name"} == {
+        "zip member seed-[withheld].json (file name)"}
