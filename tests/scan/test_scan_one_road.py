@@ -46,11 +46,13 @@ def _levels(sarif: dict) -> frozenset[str]:
     return frozenset(r["level"] for r in sarif["runs"][0]["results"])
 
 
-def scan_staged(repo: Path, tmp: Path) -> Seen:
-    text = run_cli(repo, "scan", "--staged")
-    sarif = run_cli(repo, "scan", "--staged", "--format", "sarif")
-    assert text.returncode == sarif.returncode, sarif.stderr
-    return Seen(text.returncode, _report(text.stdout), _levels(json.loads(sarif.stdout)))
+def _scan(*source: str):  # noqa: ANN202
+    def road(repo: Path, tmp: Path) -> Seen:
+        text = run_cli(repo, "scan", *source)
+        sarif = run_cli(repo, "scan", *source, "--format", "sarif")
+        assert text.returncode == sarif.returncode, sarif.stderr
+        return Seen(text.returncode, _report(text.stdout), _levels(json.loads(sarif.stdout)))
+    return road
 
 
 def hook(repo: Path, tmp: Path) -> Seen:
@@ -75,8 +77,8 @@ def action(repo: Path, tmp: Path) -> Seen:
     return Seen(res["code"], _report(res["log"]), _levels(sarif))
 
 
-ROADS = {"scan --staged": scan_staged, "hook": hook, "hook pre-push": hook_pre_push,
-         "action": action}
+ROADS = {"scan --staged": _scan("--staged"), "scan --rev": _scan("--rev", "HEAD"), "hook": hook,
+         "hook pre-push": hook_pre_push, "action": action}
 
 
 @pytest.fixture
