@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     """Exit 1 when any sealed value is found in a request, 0 when none, 2 on bad input."""
     from plimsoll_ci.commands._common import write_output
     from plimsoll_ci.report import render, to_markdown
+    from plimsoll_ci.scan import decide_mode
     from plimsoll_ci.tripwire import load_sealed, render_text, scan_requests
     from plimsoll_ci.withheld import key_from
 
@@ -38,14 +39,15 @@ def run(args: argparse.Namespace) -> int:
 
         raise BadInput(f"--jobs {args.jobs}: give 1 or more worker processes")
     result = scan_requests(args.requests, wset, jobs=args.jobs)
+    result = result._replace(mode=decide_mode(wset.mode))
     if args.format == "text":
         text = render_text(result, args.requests)
     elif args.format == "markdown":
         text = to_markdown(result, title="plimsoll-ci tripwire")
     else:
-        text = render(result, args.format, mode=wset.mode, tripwire=True)
+        text = render(result, args.format, tripwire=True)
     write_output(text, args.output)
-    if result.findings and wset.mode == "warn":
+    if result.findings and not result.refused:
         print(f"plimsoll-ci tripwire: {len(result.findings)} hit(s) reported; the sealed set's "
               "mode is warn, so the exit code is 0", file=sys.stderr)
         return 0
