@@ -1,0 +1,117 @@
+"""The typed records of a history replay (what it found, and how to run it) and its notes."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+DEFAULT_MAX_BLOB_BYTES = 64 << 20
+ASSUMPTION = ("bisect assumes the entry kept shipping once introduced (it looks along first "
+              "parents only); run history without --bisect for exact windows")
+
+
+class CommitInfo(NamedTuple):
+    """A commit as a report names it."""
+
+    oid: str
+    time: int
+    author: str
+
+
+class Occurrence(NamedTuple):
+    """One entry carried by one shipped file at a commit (a finding, placed in a ship set)."""
+
+    set: str
+    path: str
+    line: int
+    column: int
+    chain: str
+    entry: str
+    kind: str
+    where: str
+    detail: str = ""
+
+
+class Window(NamedTuple):
+    """One stretch of history in which an entry shipped: from an introduction to its fix."""
+
+    first: CommitInfo
+    first_findings: list[Occurrence]
+    fixed: CommitInfo | None  # None while a tip of the range still ships it
+    seconds: int
+    commits: list[str]
+    from_boundary: bool  # the introduction is the first commit of a range (may be older)
+
+
+class EntryHistory(NamedTuple):
+    """Everything the replay found for one withheld entry."""
+
+    entry: str
+    windows: list[Window]
+    commits: list[tuple[CommitInfo, list[Occurrence]]]
+
+
+class HistoryReport(NamedTuple):
+    """The result of a replay."""
+
+    entries: list[EntryHistory]
+    commits_scanned: int
+    blobs_scanned: int  # distinct blobs judged (scanned now or taken from the cache)
+    blobs_from_cache: int
+    notes: list[str]
+    revs: list[str]
+
+
+class BisectResult(NamedTuple):
+    """The result of `--bisect`: the first commit (along first parents) that ships an entry."""
+
+    entry: str
+    first: CommitInfo | None
+    findings: list[Occurrence]
+    scans: int
+    commits: int
+    notes: list[str]
+
+
+class Options(NamedTuple):
+    """How to replay. `revs` are git revisions or ranges; `all_refs` means every branch and tag."""
+
+    revs: tuple[str, ...] = ()
+    all_refs: bool = False
+    config: str | None = None  # external config (auditor mode); None = each commit's own
+    shallow_ok: bool = False
+    jobs: int = 0  # 0 = one per core
+    max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
+    use_cache: bool = True
+    progress: bool | None = None  # None = when stderr is a terminal
+
+
+def shown(path: str) -> str:
+    """A path safe to print: non-UTF-8 bytes (kept as surrogates) become `\\xNN` escapes."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+class Notes:
+    """Notes for the report, each said once; submodules and the like are summed up."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self._seen: set[str] = set()
+        self._submodules: dict[str, str] = {}
+
+    def add(self, text: str) -> None:
+        """Add a note (a note already given is not repeated)."""
+        if text not in self._seen:
+            self._seen.add(text)
+            self.items.append(text)
+
+    def submodule(self, path: str, commit: str) -> None:
+        """Note that `path` is a submodule (said once per path, naming the first commit)."""
+        self._submodules.setdefault(path, commit)
+
+    def all(self) -> list[str]:
+        """Every note, in the order first given, submodules last."""
+        out = list(self.items)
+        for path, commit in self._submodules.items():
+            out.append(f"{shown(path)} is a submodule (first seen at {commit[:12]}): its content "
+                       "lives in another repository and is not scanned; replay that one too")
+        return out
