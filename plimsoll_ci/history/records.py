@@ -46,8 +46,34 @@ class EntryHistory(NamedTuple):
     """Everything the replay found for one withheld entry."""
 
     entry: str
-    windows: list[Window]
+    windows: list[Window]  # by the time of their introduction (earliest first)
     commits: list[tuple[CommitInfo, list[Occurrence]]]
+
+    @property
+    def first(self) -> Window:
+        """The window of the earliest introduction (by commit time)."""
+        return self.windows[0]
+
+    @property
+    def fixed(self) -> CommitInfo | None:
+        """The latest fix once every window is fixed; None while a tip of the range ships it."""
+        if any(w.fixed is None for w in self.windows):
+            return None
+        return max((w.fixed for w in self.windows if w.fixed is not None),
+                   key=lambda c: c.time, default=None)
+
+    @property
+    def seconds(self) -> int:
+        """How long the entry shipped: the union of the windows' spans (overlaps counted once)."""
+        total, reach = 0, None
+        for start, end in sorted((w.first.time, w.first.time + w.seconds) for w in self.windows):
+            if reach is None or start > reach:
+                total += end - start
+                reach = end
+            elif end > reach:
+                total += end - reach
+                reach = end
+        return total
 
 
 class HistoryReport(NamedTuple):

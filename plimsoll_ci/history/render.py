@@ -60,14 +60,12 @@ def to_json(report: HistoryReport) -> dict[str, Any]:
     """The JSON document of a replay (shape of issue 4); it never holds a withheld value."""
     entries = []
     for e in report.entries:
-        first = e.windows[0]
-        last = e.windows[-1]
         entries.append({
             "entry": e.entry,
             "kind": e.commits[0][1][0].kind,
-            "first": _commit_json(first.first, first.first_findings),
-            "fixed": _commit_json(last.fixed) if last.fixed else None,
-            "window_seconds": sum(w.seconds for w in e.windows),
+            "first": _commit_json(e.first.first, e.first.first_findings),
+            "fixed": _commit_json(e.fixed) if e.fixed else None,
+            "window_seconds": e.seconds,
             "windows": [{
                 "first": _commit_json(w.first, w.first_findings),
                 "fixed": _commit_json(w.fixed) if w.fixed else None,
@@ -90,10 +88,9 @@ def _place(o: Occurrence) -> str:
 def _text(report: HistoryReport) -> str:
     lines = []
     for e in report.entries:
-        total = sum(w.seconds for w in e.windows)
         n = len(e.commits)
-        state = "still shipping" if e.windows[-1].fixed is None else "fixed"
-        lines.append(f"{e.entry}: shipped {duration(total)} across {n} commit"
+        state = "still shipping" if e.fixed is None else "fixed"
+        lines.append(f"{e.entry}: shipped {duration(e.seconds)} across {n} commit"
                      f"{'s' if n != 1 else ''} in {len(e.windows)} window"
                      f"{'s' if len(e.windows) != 1 else ''} ({state})")
         for i, w in enumerate(e.windows, 1):

@@ -15,7 +15,7 @@ from plimsoll_ci.history.judge import Delta, Judge, ShipState, Tree
 from plimsoll_ci.history.progress import Progress
 from plimsoll_ci.history.records import CommitInfo, HistoryReport, Notes, Options
 from plimsoll_ci.history.redact import Redactor
-from plimsoll_ci.history.session import Session, open_session, rev_args
+from plimsoll_ci.history.session import Session, open_session, rev_args, tips
 from plimsoll_ci.history.windows import Record, findings_per_commit, windows
 from plimsoll_ci.scan import Scanner
 
@@ -162,7 +162,7 @@ def _report(run: _Run, walked: _Walked) -> HistoryReport:
     # ---- pass 3: replay deltas over the findings
     records = walked.records
     per_commit = findings_per_commit(records, run.in_range, cache)
-    entries = windows(records, per_commit)
+    entries = windows(records, per_commit, tips(session.repo, run.revs))
     redact = Redactor({name: cache.names[name] for name in walked.names},
                       (cache.content[oid] for oid in walked.need if oid in cache.content))
     entries = [redact.entry(e) for e in entries]

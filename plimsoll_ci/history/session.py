@@ -81,3 +81,24 @@ def rev_args(repo: Repo, options: Options) -> list[str]:
     if git(repo.top, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode != 0:
         raise BadInput(f"{repo.top}: no commits yet (HEAD names none); commit first or give a range")
     return ["HEAD"]
+
+
+def tips(repo: Repo, revs: list[str]) -> set[str]:
+    """The commits `revs` name as ends (branch and tag heads, HEAD, the `B` of `A..B`): a commit
+    anyone can still check out, so an entry it ships has not stopped shipping.
+    """
+    # `revs` are ref options of ours or revisions that `check_revs` let through (none reads as
+    # an option); negative ones (`^A`, the `A` of `A..B`) are dropped.
+    named = [r for r in git(repo.top, "rev-parse", "--revs-only", *revs).stdout.decode().split()
+             if not r.startswith("^")]
+    if not named:
+        return set()
+    peeled = git(repo.top, "rev-parse", *(f"{r}^{{commit}}" for r in named), check=False)
+    if peeled.returncode == 0:
+        return set(peeled.stdout.decode().split())
+    out = set()  # a tag of a tree or a blob names no commit: peel one by one, skipping those
+    for r in named:
+        one = git(repo.top, "rev-parse", "--verify", "--quiet", f"{r}^{{commit}}", check=False)
+        if one.returncode == 0:
+            out.add(one.stdout.decode().strip())
+    return out

@@ -63,8 +63,14 @@ def findings_per_commit(records: list[Record], in_range: set[str],
     return out
 
 
-def windows(records: list[Record], per_commit: dict[str, list[Occurrence]]) -> list[EntryHistory]:
-    """Per entry: introductions, fixes and the commits between them, from the commit graph."""
+def windows(records: list[Record], per_commit: dict[str, list[Occurrence]],
+            tips: set[str]) -> list[EntryHistory]:
+    """Per entry: introductions, fixes and the commits between them, from the commit graph.
+
+    A window is open (not fixed) while a commit that ships the entry is a tip: a commit without
+    children in the range, or one that a branch, a tag or a revision of the range names (`tips`).
+    Windows are ordered by the time of their introduction.
+    """
     index = {r.info.oid: i for i, r in enumerate(records)}
     kids: dict[str, list[str]] = {}
     for r in records:
@@ -92,7 +98,7 @@ def windows(records: list[Record], per_commit: dict[str, list[Occurrence]]) -> l
                     inherited |= origins[p]
             if oid in leaking:
                 origins[oid] = inherited or frozenset([oid])
-                if not kids.get(oid):
+                if not kids.get(oid) or oid in tips:
                     open_ |= origins[oid]
             else:
                 for intro in inherited:
@@ -103,7 +109,7 @@ def windows(records: list[Record], per_commit: dict[str, list[Occurrence]]) -> l
         for o in in_order:
             for intro in origins[o]:
                 members_of.setdefault(intro, []).append(o)
-        for intro in sorted(members_of, key=index.__getitem__):
+        for intro in sorted(members_of, key=lambda i: (records[index[i]].info.time, index[i])):
             rec = records[index[intro]]
             members = members_of[intro]
             fixed = None
