@@ -21,7 +21,7 @@ from plimsoll_ci.history.records import (
 )
 from plimsoll_ci.history.redact import Redactor
 from plimsoll_ci.history.session import Session, open_session, rev_args
-from plimsoll_ci.history.windows import rows_to
+from plimsoll_ci.history.windows import occurrences, once
 from plimsoll_ci.scan import Scanner
 
 
@@ -60,8 +60,7 @@ def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None)
                 lo = mid + 1
         info = _commit_info(session.repo, chain[lo][0])
         cache = session.cache
-        redact = Redactor({n: rows for n, rows in cache.names.items()
-                           if any(o.path.endswith(shown(n)) for o in found)},
+        redact = Redactor({n: cache.names[n] for n in probe.carriers[chain[lo][0]]},
                           [[[o.line, o.column, o.chain, o.entry, o.kind, o.where, o.detail]
                             for o in found]])
         return BisectResult(entry, info, redact.occ(found), probe.scans, len(chain),
@@ -83,6 +82,7 @@ class _Probe:
         self.scanner = Scanner(session.wset, session.limits)
         self.cat = CatFile(session.repo, session.max_blob_bytes)
         self.scans = 0
+        self.carriers: dict[str, set[str]] = {}  # commit -> shipped names whose files carry entry
 
     def __call__(self, row: list[str]) -> list[Occurrence]:
         """The occurrences of the entry at commit `row[0]` (whose parents are `row[1:]`)."""
@@ -97,6 +97,7 @@ class _Probe:
             return []
         state = judge.full(commit, tree, cfg, None)
         occ: list[Occurrence] = []
+        carriers = self.carriers.setdefault(oid, set())
         for (set_name, label), item in sorted(state.items()):
             if item.oid not in cache.content:
                 data = self._data(item.oid, label)
@@ -108,9 +109,11 @@ class _Probe:
             if item.name not in cache.names:
                 cache.names[item.name] = name_rows(self.scanner, item.name)
                 cache.dirty = True
-            occ += rows_to(set_name, shown(label), cache.content[item.oid])
-            occ += rows_to(set_name, shown(label), cache.names[item.name])
-        return [o for o in occ if o.entry == self.entry]
+            mine = [o for o in occurrences(set_name, label, item, cache) if o.entry == self.entry]
+            if mine:
+                carriers.add(item.name)
+                occ += mine
+        return once(occ)
 
     def _data(self, oid: str, label: str) -> bytes | None:
         """A shipped blob's bytes (builder output or the object store); None when missing."""

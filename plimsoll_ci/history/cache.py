@@ -13,9 +13,12 @@ from typing import Any
 
 from plimsoll_ci import __version__
 
-CACHE_FORMAT = "plimsoll-history-cache/2"
+CACHE_FORMAT = "plimsoll-history-cache/3"
 
-Row = list[Any]  # a finding as cached: [line, column, chain, entry, kind, where, detail(, name)]
+# A finding as cached: [line, column, chain, entry, kind, where, detail]; a name finding adds the
+# name that carries the entry (a file or folder name) and where it sits in the shipped path (the
+# file's path, or the folder's, ending in `/`).
+Row = list[Any]
 
 
 class ScanCache:
@@ -145,10 +148,13 @@ def finding_row(f: Any) -> Row:
 
 
 def name_rows(scanner: Any, name: str) -> list[Row]:
-    """Findings in a shipped name; each row also says which path component carries the entry."""
+    """Findings in a shipped name; each row also says which path component carries the entry, and
+    the shipped path of that file or folder.
+    """
     rows = []
     for f in scanner.scan_name(name):  # surrogates carry non-UTF-8 bytes through unchanged
         row = finding_row(f)
         row.append(f.path.rstrip("/").split("/")[-1])  # the file or folder name that carries it
+        row.append(f.path)
         rows.append(row)
     return rows

@@ -6,7 +6,6 @@ clean commit with a leaking parent.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import NamedTuple
 
 from plimsoll_ci.history.cache import Row, ScanCache
@@ -23,9 +22,26 @@ class Record(NamedTuple):
     boundary: bool  # first parent not in the walk (range start, root, shallow boundary)
 
 
-def rows_to(set_name: str, label: str, rows: Iterable[Row]) -> list[Occurrence]:
-    """Cached finding rows of one shipped file as occurrences in set `set_name`."""
-    return [Occurrence(set_name, label, r[0], r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
+def occurrences(set_name: str, label: str, item: Shipped, cache: ScanCache) -> list[Occurrence]:
+    """What one shipped file carries: its content's findings, then its name's. A finding in a
+    folder name is placed on the folder (`label`'s folder, ending in `/`), so that every file
+    under it reports the same occurrence and a commit reports it once (`once`).
+    """
+    occ = [_occurrence(set_name, label, r) for r in cache.content.get(item.oid, ())]
+    base = label[: len(label) - len(item.name)] if label.endswith(item.name) else None
+    for r in cache.names.get(item.name, ()):
+        folder = r[8] if base is not None and len(r) > 8 and r[8].endswith("/") else None
+        occ.append(_occurrence(set_name, base + folder if folder else label, r))
+    return occ
+
+
+def _occurrence(set_name: str, path: str, r: Row) -> Occurrence:
+    return Occurrence(set_name, shown(path), r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+
+
+def once(occ: list[Occurrence]) -> list[Occurrence]:
+    """Occurrences with repeats dropped (a folder's, carried by each file under it), order kept."""
+    return list(dict.fromkeys(occ))
 
 
 def findings_per_commit(records: list[Record], in_range: set[str],
@@ -56,10 +72,9 @@ def findings_per_commit(records: list[Record], in_range: set[str],
         if state:
             occ: list[Occurrence] = []
             for (set_name, label), item in sorted(state.items()):
-                occ += rows_to(set_name, shown(label), cache.content.get(item.oid, ()))
-                occ += rows_to(set_name, shown(label), cache.names.get(item.name, ()))
+                occ += occurrences(set_name, label, item, cache)
             if occ:
-                out[r.info.oid] = occ
+                out[r.info.oid] = once(occ)
     return out
 
 

@@ -146,3 +146,43 @@ def test_disjoint_windows_add_up(globrepo: GitRepo, wset_path: Path) -> None:
     _code, doc = history_json(repo, wset_path)
     (e,) = doc["entries"]
     assert e["window_seconds"] == (20 + 30) * 60 and e["fixed"]["commit"] == fix2
+
+
+def test_a_value_in_a_folder_name_is_reported_once_per_folder(globrepo: GitRepo,
+                                                              wset_path: Path) -> None:
+    repo = globrepo
+    for i in range(12):
+        repo.write(f"tasks/drone/seed-{LEAK}/track{i:02}.json", "{}\n")
+    first = repo.commit("twelve tracks in a folder named for a seed", 0)
+    repo.write(f"tasks/drone/seed-{LEAK}/more.json", "{}\n")
+    second = repo.commit("one more", 5)
+    _code, doc = history_json(repo, wset_path)
+    (e,) = doc["entries"]
+    for c in e["commits"]:
+        (f,) = c["findings"]
+        assert f["where"] == "name" and "folder name" in f["chain"]
+        assert f["path"] == "tasks/drone/[withheld name 1]/"
+        assert c["paths"] == ["tasks/drone/[withheld name 1]/"]
+    assert [c["commit"] for c in e["commits"]] == [first, second]
+    text = _text(repo, wset_path)
+    assert text.count("[withheld name 1]/ (name)") == 1
+    proc = run_cli("scan", "--rev", "HEAD", "--set", str(wset_path), "--format", "json",
+                   cwd=repo.path)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.count('"where": "name"') == 1  # as the ship scan reports it
+
+
+def test_a_folder_name_inside_a_builders_output_is_reported_once(tmp_path: Path,
+                                                                 wset_path: Path) -> None:
+    from history_repos import KIT, PYTHON
+
+    repo = GitRepo(tmp_path / "built")
+    repo.write("plimsoll.yaml", f"ship:\n  drone:\n    command: {PYTHON} loop/kit.py {{out}}\n")
+    repo.write("loop/kit.py", KIT)
+    for i in range(3):
+        repo.write(f"viewer/seed-{LEAK}/t{i}.json", "{}\n")
+    repo.commit("built tracks", 0)
+    _code, doc = history_json(repo, wset_path)
+    (e,) = doc["entries"]
+    (f,) = e["first"]["findings"]
+    assert f["path"] == "drone:viewer/[withheld name 1]/"
