@@ -59,12 +59,11 @@ def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None)
             else:
                 lo = mid + 1
         info = _commit_info(session.repo, chain[lo][0])
-        cache = session.cache
-        redact = Redactor({n: cache.names[n] for n in probe.carriers[chain[lo][0]]},
+        redact = Redactor({n: session.cache.names[n] for n in probe.carriers[chain[lo][0]]},
                           [[[o.line, o.column, o.chain, o.entry, o.kind, o.where, o.detail]
-                            for o in found]])
-        return BisectResult(entry, info, redact.occ(found), probe.scans, len(chain),
-                            [redact.text(n) for n in notes.all()])
+                            for o in found]], probe.scanner)
+        return BisectResult(entry, redact.commit(info), redact.occ(found), probe.scans,
+                            len(chain), [redact.say(n) for n in notes.all()])
     finally:
         probe.close()
         save(session.cache)

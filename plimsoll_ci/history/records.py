@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 DEFAULT_MAX_BLOB_BYTES = 64 << 20
@@ -111,9 +112,25 @@ class Options(NamedTuple):
     progress: bool | None = None  # None = when stderr is a terminal
 
 
-def shown(path: str) -> str:
-    """A path safe to print: non-UTF-8 bytes (kept as surrogates) become `\\xNN` escapes."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+# C0 and C1 controls, DEL, line and paragraph separators, bidirectional overrides and isolates
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text: str) -> str:
+    """A repository string (path, author, ...) safe to print: non-UTF-8 bytes (kept as
+    surrogates) and control characters become `\\xNN` (or `\\uNNNN`) escapes, so no name can
+    move the cursor, forge a line of a report, or recolour a terminal.
+    """
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no byte decoded to
+        data = text.encode("utf-8", "backslashreplace")
+    return _CONTROL.sub(_escape, data.decode("utf-8", "backslashreplace"))
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
 class Notes:

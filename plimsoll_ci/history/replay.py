@@ -164,7 +164,7 @@ def _report(run: _Run, walked: _Walked) -> HistoryReport:
     per_commit = findings_per_commit(records, run.in_range, cache)
     entries = windows(records, per_commit, tips(session.repo, run.revs))
     redact = Redactor({name: cache.names[name] for name in walked.names},
-                      (cache.content[oid] for oid in walked.need if oid in cache.content))
+                      (cache.content[oid] for oid in walked.need if oid in cache.content), scanner)
     entries = [redact.entry(e) for e in entries]
     if any(r.boundary and r.parents for r in records):
         for e in entries:
@@ -174,4 +174,4 @@ def _report(run: _Run, walked: _Walked) -> HistoryReport:
                                       "commit of the range; it may have shipped earlier (widen "
                                       "the range)")
     return HistoryReport(entries, len(records), len(walked.need), walked.scanned_before,
-                         [redact.text(n) for n in session.notes.all()], run.revs)
+                         [redact.say(n) for n in session.notes.all()], run.revs)

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from plimsoll_ci.history.cache import Row, ScanCache
 from plimsoll_ci.history.judge import Delta, Shipped
-from plimsoll_ci.history.records import CommitInfo, EntryHistory, Occurrence, Window, shown
+from plimsoll_ci.history.records import CommitInfo, EntryHistory, Occurrence, Window
 
 
 class Record(NamedTuple):
@@ -36,7 +36,7 @@ def occurrences(set_name: str, label: str, item: Shipped, cache: ScanCache) -> l
 
 
 def _occurrence(set_name: str, path: str, r: Row) -> Occurrence:
-    return Occurrence(set_name, shown(path), r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+    return Occurrence(set_name, path, r[0], r[1], r[2], r[3], r[4], r[5], r[6])
 
 
 def once(occ: list[Occurrence]) -> list[Occurrence]:
