@@ -91,14 +91,15 @@ def tips(repo: Repo, revs: list[str]) -> set[str]:
     # an option); negative ones (`^A`, the `A` of `A..B`) are dropped.
     named = [r for r in git(repo.top, "rev-parse", "--revs-only", *revs).stdout.decode().split()
              if not r.startswith("^")]
-    if not named:
-        return set()
-    peeled = git(repo.top, "rev-parse", *(f"{r}^{{commit}}" for r in named), check=False)
-    if peeled.returncode == 0:
-        return set(peeled.stdout.decode().split())
-    out = set()  # a tag of a tree or a blob names no commit: peel one by one, skipping those
-    for r in named:
-        one = git(repo.top, "rev-parse", "--verify", "--quiet", f"{r}^{{commit}}", check=False)
-        if one.returncode == 0:
-            out.add(one.stdout.decode().strip())
+    out: set[str] = set()
+    for i in range(0, len(named), 1000):  # (thousands of tags stay under the argument limit)
+        chunk = named[i:i + 1000]
+        peeled = git(repo.top, "rev-parse", *(f"{r}^{{commit}}" for r in chunk), check=False)
+        if peeled.returncode == 0:
+            out.update(peeled.stdout.decode().split())
+            continue
+        for r in chunk:  # a tag of a tree or a blob names no commit: peel one by one, skip those
+            one = git(repo.top, "rev-parse", "--verify", "--quiet", f"{r}^{{commit}}", check=False)
+            if one.returncode == 0:
+                out.add(one.stdout.decode().strip())
     return out

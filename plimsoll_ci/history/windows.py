@@ -30,8 +30,10 @@ def occurrences(set_name: str, label: str, item: Shipped, cache: ScanCache) -> l
     occ = [_occurrence(set_name, label, r) for r in cache.content.get(item.oid, ())]
     base = label[: len(label) - len(item.name)] if label.endswith(item.name) else None
     for r in cache.names.get(item.name, ()):
-        folder = r[8] if base is not None and len(r) > 8 and r[8].endswith("/") else None
-        occ.append(_occurrence(set_name, base + folder if folder else label, r))
+        path = label
+        if base is not None and len(r) > 8 and r[8].endswith("/"):
+            path = base + r[8]  # the folder, as the label names it
+        occ.append(_occurrence(set_name, path, r))
     return occ
 
 

@@ -76,6 +76,7 @@ def test_a_branch_or_tag_that_points_at_a_leaking_commit_keeps_its_window_open(
     repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
     intro = repo.commit("the viewer names a seed", 10)
     repo.git("tag", "-a", "-m", "release 1", "v1")  # v1 ships the seed, whatever main does next
+    repo.git("tag", "a-tree", "HEAD^{tree}")  # a tag that names no commit is no tip
     repo.write("viewer/replay.html", viewer("seed-EXAMPLE.json"))
     fix = repo.commit("fix", 20)
     _code, doc = history_json(repo, wset_path)
