@@ -201,26 +201,20 @@ def _relevant(filenames: Sequence[str], config: ship.Config, repo: Path) -> bool
     """Whether any changed file can change what ships (or what counts as withheld)."""
     if not filenames:
         return True  # by hand or an empty --all-files list: scan everything
-    prefix = ship._prefix(config, repo)
+    prefix = ship.config_prefix(config, repo)
     watched = {config.path.resolve()}
     if config.withheld is not None:
         watched.add(config.withheld.resolve())
     rels = []
     for name in filenames:
-        p = (repo / name).resolve()
-        if p in watched:
+        if (repo / name).resolve() in watched:
             return True
-        rel = Path(name).as_posix()
-        if rel.startswith(prefix):
-            rels.append(rel[len(prefix):])
+        rels.append(Path(name).as_posix())
     for s in config.ship.values():
         if s.command is not None:
-            if not s.inputs or ship.select(rels, s._replace(include=s.inputs, exclude=())):
+            if not s.inputs or ship.select_repo_paths(rels, ship.inputs_set(s), prefix):
                 return True
-            continue
-        root = s.root + "/" if s.root else ""
-        under = [r[len(root):] for r in rels if r.startswith(root)]
-        if ship.select(under, s):
+        elif ship.select_repo_paths(rels, s, prefix):
             return True
     return False
 

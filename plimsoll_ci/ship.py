@@ -23,6 +23,10 @@ Ship sets
     repository files the builder reads (the hook re-runs it only when one of them changes;
     default: any file).
     `select(paths, ship_set) -> list[str]`         the paths a glob set ships, input order kept.
+    `select_repo_paths(paths, ship_set, prefix)`   (repository path, shipped path) pairs of a glob
+                                                   set, from the config's folder `prefix`
+                                                   (`config_prefix(config, repo)`) and its root.
+    `inputs_set(ship_set) -> ShipSet`              a command set's `inputs:` as a glob set.
 
 Sources (each returns `list[ShippedFile]`, sorted by set then path)
     `from_worktree(root, config, set_name=None)`   files on disk under `root` (default
@@ -479,6 +483,38 @@ def select(paths: Iterable[str], ship_set: ShipSet) -> list[str]:
     return out
 
 
+def config_prefix(config: Config, repo: Path) -> str:
+    """The config's folder relative to the repository root, with a trailing `/` ('' for the root,
+    or for an external config outside the repository): where its globs apply from.
+    """
+    try:
+        rel = config.base.relative_to(Path(repo).resolve())
+    except ValueError:
+        return ""
+    s = rel.as_posix()
+    return "" if s == "." else s + "/"
+
+
+
+
+def select_repo_paths(paths: Iterable[str], ship_set: ShipSet,
+                      prefix: str = "") -> list[tuple[str, str]]:
+    """(repository path, shipped path) of each of `paths` that glob set `ship_set` ships, order
+    kept. `prefix` is the config's folder in the repository (`config_prefix`); the set's `root`
+    is below it, and a shipped path is relative to the two.
+    """
+    start = prefix + (ship_set.root + "/" if ship_set.root else "")
+    by_rel = {p[len(start):]: p for p in paths if p.startswith(start)}
+    return [(by_rel[rel], rel) for rel in select(by_rel, ship_set)]
+
+
+def inputs_set(ship_set: ShipSet) -> ShipSet:
+    """A command set's `inputs:` globs as a glob set over repository paths (what its builder
+    reads; a change to one of them can change what it builds).
+    """
+    return ship_set._replace(include=ship_set.inputs, exclude=(), root="", command=None)
+
+
 def label(f: ShippedFile) -> str:
     """How a finding names a shipped file: its repository path, or `SET:path` for builder output."""
     return f.source if f.source is not None else f"{f.set_name}:{f.path}"
@@ -504,16 +540,6 @@ def _sets(config: Config, set_name: str | None) -> list[ShipSet]:
         raise ConfigError(f"{config.path}: no ship sets; add a `ship:` mapping "
                           "(name: {include: [globs]} or name: {command: ... {out}})")
     return list(config.ship.values())
-
-
-def _prefix(config: Config, repo: Path) -> str:
-    """The config's folder relative to the repository root ('' for the root or an external config)."""
-    try:
-        rel = config.base.relative_to(repo.resolve())
-    except ValueError:
-        return ""
-    s = rel.as_posix()
-    return "" if s == "." else s + "/"
 
 
 def _walk(folder: Path) -> list[tuple[str, Path]]:
@@ -567,7 +593,7 @@ def from_worktree(root: Path | None, config: Config, set_name: str | None = None
     """What each ship set ships from the files on disk under `root` (default: the config's folder)."""
     root = Path(root or config.base).resolve()
     repo = git.toplevel(root) or root
-    shown_prefix = _prefix(config._replace(base=root), repo)
+    shown_prefix = config_prefix(config._replace(base=root), repo)
     files: list[ShippedFile] = []
     walked: list[tuple[str, Path]] | None = None
     for s in _sets(config, set_name):
@@ -577,17 +603,15 @@ def from_worktree(root: Path | None, config: Config, set_name: str | None = None
             continue
         if walked is None:
             walked = _walk(root)
-        rootp = s.root + "/" if s.root else ""
-        candidates = {rel[len(rootp):]: p for rel, p in walked if rel.startswith(rootp)}
-        for rel in select(candidates, s):
-            files.append(ShippedFile(s.name, rel, _read(candidates[rel]),
-                                     source=shown_prefix + rootp + rel))
+        on_disk = dict(walked)
+        for path, rel in select_repo_paths(on_disk, s):
+            files.append(ShippedFile(s.name, rel, _read(on_disk[path]), source=shown_prefix + path))
     return files
 
 
 def _from_entries(repo: Path, entries: list[git.FileEntry], config: Config,
                   set_name: str | None, what: str, read: bool = True) -> list[ShippedFile]:
-    prefix = _prefix(config, repo)
+    prefix = config_prefix(config, repo)
     files: list[ShippedFile] = []
     wanted: list[tuple[ShipSet, str, git.FileEntry]] = []
     for s in _sets(config, set_name):
@@ -600,14 +624,10 @@ def _from_entries(repo: Path, entries: list[git.FileEntry], config: Config,
                                                     where=f" at {what}"):
                     files.append(ShippedFile(s.name, path, data))
             continue
-        start = prefix + (s.root + "/" if s.root else "")
-        by_rel = {}
-        for e in entries:
-            if e.mode == "160000" or not e.path.startswith(start):
-                continue  # submodules are not part of this repository's content
-            by_rel[e.path[len(start):]] = e
-        for rel in select(by_rel, s):
-            wanted.append((s, rel, by_rel[rel]))
+        # submodules are not part of this repository's content
+        by_path = {e.path: e for e in entries if e.mode != "160000"}
+        for path, rel in select_repo_paths(by_path, s, prefix):
+            wanted.append((s, rel, by_path[path]))
     blobs = git.read_blobs(repo, [e.oid for _, _, e in wanted]) if read else {}
     for s, rel, e in wanted:
         files.append(ShippedFile(s.name, rel, blobs.get(e.oid, b""), source=e.path, blob=e.oid))
