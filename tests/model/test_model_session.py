@@ -218,3 +218,15 @@ def test_every_public_name_of_the_package_resolves():
     assert sorted(model.__all__) == sorted(model._WHERE)
     for name in model.__all__:
         assert getattr(model, name) is not None
+
+
+def test_a_scripted_answer_can_depend_on_what_was_sent(chat_server, make_client):
+    def echo_last_result(got):
+        return text(f"you said: {got.json['messages'][-1]['content']}")
+
+    chat_server.push(tool_call("fly", {}), echo_last_result)
+    session = make_client().session(tools=TOOLS)
+    session.user("go")
+    reply = session.ask()
+    session.tool_result(reply.tool_calls[0], "landed 2 of 4")
+    assert session.ask().content == "you said: landed 2 of 4"
