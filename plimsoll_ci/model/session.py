@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from plimsoll_ci.model.config import ModelConfig, endpoint, read_key
 from plimsoll_ci.model.errors import MalformedReply
-from plimsoll_ci.model.transport import Exchange, post
+from plimsoll_ci.model.transport import Exchange, Posted, post
 from plimsoll_ci.model.wire import (
     Reply,
     Tool,
@@ -96,6 +96,9 @@ class ModelClient:
         """A fresh conversation; it spends the client's budget unless given its own."""
         return Session(self, system=system, tools=tools, budget=budget)
 
+    def _post(self, body: bytes, log: list[Exchange], turn: int) -> Posted:
+        return post(self.endpoint, self._key, body, self.config, log, turn)
+
     def __repr__(self) -> str:
         return f"ModelClient({self.config.model!r} at {self.config.base_url}, {self.budget})"
 
@@ -143,8 +146,7 @@ class Session:
         self._turns += 1
         config = self.client.config
         body = payload(config.model, self.messages, self.tools)
-        posted = post(self.client.endpoint, self.client._key, body, config, self.exchanges,
-                      self._turns)
+        posted = self.client._post(body, self.exchanges, self._turns)
         if posted.body is None:
             self.stopped = "rate_limit"
             return None
