@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from plimsoll_ci import scan
 from plimsoll_ci.history.cache import Row
 from plimsoll_ci.history.records import CommitInfo, EntryHistory, Occurrence, shown
 
@@ -43,6 +44,7 @@ class Redactor:
             self.names[c] = self.names[shown(c)] = f"[withheld name {number[shown(c)]}]"
         self._order = sorted(self.names, key=len, reverse=True)
         self.scanner = scanner
+        self._values = scan.Redactor(scanner)
         self._said: dict[str, str] = {}
 
     def say(self, s: str) -> str:
@@ -56,7 +58,7 @@ class Redactor:
                 if comp in out:
                     out = out.replace(comp, self.names[comp])
             self.scanner.scan_name(out)  # values (and their encodings) become redact tokens
-            out = shown(self.scanner.redact(out))
+            out = shown(self._values.text(out))
             self._said[s] = out
         return out
 
