@@ -175,11 +175,6 @@ def fly(session: Session, groups: list, budget: CpuBudget) -> Flown:
                  time.monotonic() - started, waited)
 
 
-def _end_all(batch, live: list[int], reason: str, detail: str) -> None:
-    for i in live:
-        batch.end(i, reason, detail)
-
-
 def _read_reply(line: bytes, tick: int, seq: int, count: int) -> tuple[list, dict, str]:
     """(commands, errors, problem): problem is '' when the line is a well-formed reply."""
     try:

@@ -21,9 +21,24 @@ from plimsoll_ci.sandbox.stage import Stage
 RUNTIME_ENV = "PLIMSOLL_DOCKER_RUNTIME"
 
 
+def runtime_name() -> str:
+    """The docker runtime sandboxes start under ($PLIMSOLL_DOCKER_RUNTIME, default runsc)."""
+    return os.environ.get(RUNTIME_ENV) or "runsc"
+
+
 def tier_of(runtime: str) -> str:
     """The configured tier of a docker runtime: gVisor's runsc is `kernel`, anything else `container`."""
     return "kernel" if runtime == "runsc" else "container"
+
+
+def configured_tier() -> str:
+    """`kernel` under the runsc runtime, `container` under any other."""
+    return tier_of(runtime_name())
+
+
+def retry_start(stderr: str) -> bool:
+    """Docker has no start-up retry: a failed start is the grading's outcome."""
+    return False
 
 
 def _client():
@@ -33,7 +48,7 @@ def _client():
 
 
 def available() -> tuple[bool, str]:
-    """Whether dockerd answers (and has the runsc runtime)."""
+    """Whether dockerd answers and has the runtime sandboxes start under (runsc by default)."""
     try:
         import docker  # noqa: F401
     except ImportError:
@@ -42,8 +57,9 @@ def available() -> tuple[bool, str]:
         info = _client().info()
     except Exception as e:  # noqa: BLE001 - any failure means "not here"
         return False, f"dockerd does not answer ({type(e).__name__}); start it (.ci/sandbox-setup)"
-    if "runsc" not in (info.get("Runtimes") or {}):
-        return False, "dockerd has no runsc runtime; register it in /etc/docker/daemon.json"
+    if runtime_name() not in (info.get("Runtimes") or {}):
+        return False, (f"dockerd has no {runtime_name()} runtime; register it in "
+                       "/etc/docker/daemon.json")
     return True, ""
 
 
@@ -66,12 +82,11 @@ class _Demux:
         return bytes(out), bytes(err)
 
 
-def start(stage: Stage, limits: Limits, runtime: str | None = None,
-          start_timeout: float = 60.0) -> Session:
+def start(stage: Stage, limits: Limits) -> Session:
     """Create, attach and start one grading container."""
     from plimsoll_ci.sandbox import rootfs as rootfs_mod
 
-    runtime = runtime or os.environ.get(RUNTIME_ENV) or "runsc"
+    runtime = runtime_name()
     try:
         import docker
     except ImportError as e:

@@ -31,11 +31,19 @@ PLATFORM_ENV = "PLIMSOLL_RUNSC_PLATFORM"
 _NO_CGROUPS: list[str] = []
 
 
-def disable_cgroups(why: str) -> bool:
-    """Remember that runsc cannot make cgroups here; False if that was already known."""
-    if _NO_CGROUPS:
+def configured_tier() -> str:
+    """gVisor's user-space kernel: `kernel`."""
+    return TIER
+
+
+def retry_start(stderr: str) -> bool:
+    """A sandbox that died on runsc's cgroup setup (some nested hosts refuse it) is started once
+    more without cgroups; False when that was already tried."""
+    if _NO_CGROUPS or "cgroup" not in stderr.lower():
         return False
-    _NO_CGROUPS.append(why[:300])
+    lines = [x for x in stderr.splitlines() if x.strip()]
+    last = lines[-1] if lines else ""
+    _NO_CGROUPS.append("".join(c if c.isprintable() else "?" for c in last[:300]))
     return True
 
 
@@ -105,8 +113,7 @@ def spec(stage: Stage, rootfs: Path, python: str, limits: Limits, cgroup: str) -
     }
 
 
-def start(stage: Stage, limits: Limits, platform: str | None = None,
-          start_timeout: float = 60.0) -> Session:
+def start(stage: Stage, limits: Limits) -> Session:
     """Start the runner in a fresh gVisor sandbox; returns once the process is running."""
     from plimsoll_ci.sandbox import rootfs as rootfs_mod
 
@@ -115,7 +122,7 @@ def start(stage: Stage, limits: Limits, platform: str | None = None,
         raise SandboxError(f"provider gvisor: {why}")
     runsc = runsc_path()
     assert runsc
-    platform = platform or os.environ.get(PLATFORM_ENV) or "ptrace"
+    platform = os.environ.get(PLATFORM_ENV) or "ptrace"
     rfs = rootfs_mod.build()
     started = time.monotonic()
     cid = f"plimsoll-{secrets.token_hex(6)}"

@@ -31,9 +31,19 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
+def configured_tier() -> str:
+    """The host's own kernel: `process`, the weakest tier."""
+    return TIER
+
+
 def available() -> tuple[bool, str]:
     """The process provider runs anywhere Python does."""
     return True, ""
+
+
+def retry_start(stderr: str) -> bool:
+    """No start-up retry: a failed start is the grading's outcome."""
+    return False
 
 
 def _bwrap_works(bwrap: str) -> bool:
