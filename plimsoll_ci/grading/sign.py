@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from plimsoll_ci.attest import bundle as bundle_mod
@@ -55,14 +56,33 @@ def sign(results: Sequence[GradeResult], signer: Signer,
             for n, r in enumerate(results)]
 
 
+def check_bundle(bundle: str | os.PathLike[str], signer: Signer) -> None:
+    """BadInput unless a record signed by `signer` can be appended to `bundle`: its folder exists,
+    and the bundle is missing (a new one) or verifies under `signer`'s key. Appending checks again
+    under the bundle's lock; this check only spares a grading whose record would be refused."""
+    path = Path(bundle)
+    if not path.parent.is_dir():
+        raise BadInput(f"bundle {path}: folder {path.parent} does not exist; create it first")
+    if not path.exists():
+        return
+    report = bundle_mod.verify_bundle(path, signer.public)
+    if not report.ok:
+        shown = "; ".join(str(p) for p in report.problems[:3])
+        raise BadInput(f"bundle {path}: does not verify under this run's key ({shown}); nothing "
+                       "was graded. Use the key that started it, or a new bundle path")
+
+
 def grade_and_sign(request: GradeRequest, signer: Signer | None = None,
                    bundle: str | os.PathLike[str] | None = None,
                    progress: ProgressFn | None = None) -> GradeResult:
     """Grade `request` and, with a signer and a bundle, append the signed run record of a graded
-    (not refused) result. Give both or neither."""
+    (not refused) result. Give both or neither; a bundle that could not take the record is
+    refused (BadInput) before anything is staged or flown."""
     if (signer is None) != (bundle is None):
         raise BadInput("signing needs both a key and a bundle: give a bundle to append the "
                        "record to (--bundle FILE) and a signing key, or neither")
+    if signer is not None and bundle is not None:
+        check_bundle(bundle, signer)  # a bundle that cannot take the record: before any flight
     result = grade(request, progress)
     if signer is None or bundle is None or result.refused:
         return result

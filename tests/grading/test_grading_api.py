@@ -106,3 +106,22 @@ def test_a_request_that_cannot_be_graded_is_bad_input_before_anything_is_staged(
         request_, message):
     with pytest.raises(BadInput, match=message):
         grade(request_)
+
+
+def test_grading_into_a_tampered_bundle_is_refused_before_anything_is_flown(tmp_path, quick):
+    signer = keys.generate()
+    path = tmp_path / "runs.intoto.jsonl"
+    grade_and_sign(GradeRequest(quick, "easy", seeds.given("5000000001"), "process"), signer,
+                   path)
+    tampered = path.read_bytes().replace(b'"landed":0', b'"landed":1', 1)
+    path.write_bytes(tampered)
+    events = []
+    with pytest.raises(BadInput, match="does not verify under this run's key.*nothing was graded"):
+        grade_and_sign(GradeRequest(quick, "easy", (), "process", fresh=fresh.draw(2)), signer,
+                       path, events.append)
+    assert events == []  # not even the fresh set was committed to
+    assert path.read_bytes() == tampered
+    with pytest.raises(BadInput, match="folder .* does not exist"):
+        grade_and_sign(GradeRequest(quick, "easy", seeds.given("5000000001"), "process"), signer,
+                       tmp_path / "missing" / "runs.intoto.jsonl", events.append)
+    assert events == []

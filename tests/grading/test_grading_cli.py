@@ -163,3 +163,16 @@ def test_the_old_key_env_spelling_still_signs_but_warns(tmp_path, quick, monkeyp
               "GRADING_SIGNING_KEY")
     assert new.returncode == 0 and "deprecated" not in new.stderr
     assert "signed record 2 appended" in new.stderr
+
+
+def test_grading_into_a_bundle_of_another_key_exits_2_before_any_flight(tmp_path, quick):
+    bundle = tmp_path / "runs.intoto.jsonl"
+    first = cli("--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
+                "--provider", "process", "--bundle", str(bundle), "--ephemeral-key",
+                str(tmp_path / "a.pub"))
+    assert first.returncode == 0, first.stderr
+    again = cli("--controller", str(quick), "--course", "easy", "--fresh", "2", "--provider",
+                "process", "--bundle", str(bundle), "--ephemeral-key", str(tmp_path / "b.pub"))
+    assert again.returncode == 2
+    assert "does not verify under this run's key" in again.stderr
+    assert "committed" not in again.stderr and again.stdout == ""
