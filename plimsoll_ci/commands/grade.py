@@ -110,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from plimsoll_ci.commands._common import write_output
+    from plimsoll_ci.commands._interrupt import Interrupted, signals_interrupt, stop_everything
     from plimsoll_ci.commands._signing import signer_from_args
     from plimsoll_ci.grading.request import GradeRequest
     from plimsoll_ci.grading.sign import grade_and_sign
@@ -122,7 +123,14 @@ def run(args: argparse.Namespace) -> int:
                            min_tier=args.min_tier, entry=args.entry,
                            withheld=tuple(load(p, key=key) for p in args.withheld),
                            budget=_budget(args), limits=_limits(args), fresh=fresh_set)
-    result = grade_and_sign(request, signer, args.bundle if signer else None, _progress)
+    with signals_interrupt():
+        try:
+            result = grade_and_sign(request, signer, args.bundle if signer else None, _progress)
+        except Interrupted as e:
+            stop_everything()
+            print(f"plimsoll-ci grade: stopped by {e.name}; every sandbox it started was stopped "
+                  "and its files removed; nothing was graded or signed", file=sys.stderr)
+            return 128 + e.signum
     if result.refused:
         write_output(_refusal(result, args.format), args.output)
         return 1

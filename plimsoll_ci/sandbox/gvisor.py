@@ -20,7 +20,7 @@ from pathlib import Path
 
 from plimsoll_ci.errors import SandboxError
 from plimsoll_ci.sandbox import cpu as cpumod
-from plimsoll_ci.sandbox.session import Limits, Session, pipe_up
+from plimsoll_ci.sandbox.session import Limits, Session, kill_group, pipe_up
 from plimsoll_ci.sandbox.stage import Stage
 
 TIER = "kernel"
@@ -138,33 +138,40 @@ def start(stage: Stage, limits: Limits) -> Session:
             "run", f"--bundle={bundle}", cid]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
-    piped = pipe_up(proc)
-    write, stream, ref = piped.write, piped.stream, piped.ref
-    meter = _CgroupOrTree(cgroup, proc.pid) if cgroup else cpumod.ProcTreeMeter(proc.pid)
 
     def kill() -> None:
-        piped.stop(lambda: subprocess.run([runsc, f"--root={state}", "delete", "--force", cid],
-                                          capture_output=True, timeout=30))
+        try:
+            subprocess.run([runsc, f"--root={state}", "delete", "--force", cid],
+                           capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            pass  # the process group goes anyway
+        kill_group(proc)
         if cgroup:
             cpumod.remove_cgroup(cgroup)
 
-    evidence = {
-        "provider": "gvisor",
-        "runtime": "runsc",
-        "runtime_version": runsc_version(runsc),
-        "runtime_path": runsc,
-        "platform": platform,
-        "network": "none",
-        "root": "read-only (OCI root.readonly)",
-        "limits": {"memory_bytes": limits.memory_bytes, "pids": limits.pids,
-                   "tmpfs_bytes": limits.tmpfs_bytes},
-        "user": "65534 (nobody), no capabilities, no new privileges",
-        "cgroups": (f"ignored: the host refused runsc's cgroups ({_NO_CGROUPS[0]}); memory "
-                    "bounded by rlimits inside" if not cgroup else f"runsc cgroup {cgroup}"),
-    }
-    session = Session("gvisor", TIER, write, stream, meter, kill, evidence, started)
-    ref.append(session)
-    session.host_evidence["cpu_accounting"] = meter.source
+    try:
+        piped = pipe_up(proc)
+        meter = _CgroupOrTree(cgroup, proc.pid) if cgroup else cpumod.ProcTreeMeter(proc.pid)
+        evidence = {
+            "provider": "gvisor",
+            "runtime": "runsc",
+            "runtime_version": runsc_version(runsc),
+            "runtime_path": runsc,
+            "platform": platform,
+            "network": "none",
+            "root": "read-only (OCI root.readonly)",
+            "limits": {"memory_bytes": limits.memory_bytes, "pids": limits.pids,
+                       "tmpfs_bytes": limits.tmpfs_bytes},
+            "user": "65534 (nobody), no capabilities, no new privileges",
+            "cgroups": (f"ignored: the host refused runsc's cgroups ({_NO_CGROUPS[0]}); memory "
+                        "bounded by rlimits inside" if not cgroup else f"runsc cgroup {cgroup}"),
+            "cpu_accounting": meter.source,
+        }
+        session = Session("gvisor", piped.channel, meter, kill, evidence, started)
+    except BaseException:
+        kill()  # interrupted before the session (which an interrupted run stops) existed
+        raise
+    piped.ref.append(session)
     return session
 
 

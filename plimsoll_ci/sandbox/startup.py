@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from plimsoll_ci.errors import SandboxError
 from plimsoll_ci.sandbox import all_providers, tiers
-from plimsoll_ci.sandbox.session import Limits, Session
+from plimsoll_ci.sandbox.session import Limits, Received, Session
 from plimsoll_ci.sandbox.stage import Stage
 
 
@@ -92,7 +92,7 @@ def open_sandbox(provider: str, st: Stage, start: Startup) -> Opened | StartupFa
         raise
 
 
-def _hello(session: Session, st: Stage, start: Startup):
+def _hello(session: Session, st: Stage, start: Startup) -> tuple[Received, float]:
     limits = start.limits
     message = {"start": {
         "course": start.course_info, "module": st.module, "canary": str(st.canary),
@@ -101,8 +101,11 @@ def _hello(session: Session, st: Stage, start: Startup):
                    "fsize": limits.tmpfs_bytes, "nofile": 256},
     }}
     t0 = time.monotonic()
-    session.send(json.dumps(message, separators=(",", ":")).encode() + b"\n")
-    got = session.recv(start.cpu_s, start.wall_s, cpu_start=0.0, wall_start=t0)
+    if session.send(json.dumps(message, separators=(",", ":")).encode() + b"\n",
+                    start.wall_s) == "stalled":
+        got = Received(None, "wall", session.cpu(), time.monotonic() - t0)
+    else:  # written, or the sandbox is gone (the read below sees its end)
+        got = session.recv(start.cpu_s, start.wall_s, cpu_start=0.0, wall_start=t0)
     return got, time.monotonic() - t0 + session.start_seconds
 
 
