@@ -69,6 +69,20 @@ def test_many_results_are_signed_in_one_sealed_append(tmp_path, quick):
     assert bundle.verify_bundle(path, signer.public, expect_count=2).ok
 
 
+def test_gradings_run_in_parallel_threads_and_sign_into_one_bundle(tmp_path, quick):
+    from concurrent.futures import ThreadPoolExecutor
+
+    signer = keys.generate()
+    path = tmp_path / "runs.intoto.jsonl"
+    requests = [GradeRequest(quick, "easy", seeds.given(str(5000000001 + n)), "process")
+                for n in range(4)]
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(grade, requests))
+    signed = sign(results, signer, path)
+    assert [r.flights[0].seed for r in signed] == [5000000001 + n for n in range(4)]
+    assert bundle.verify_bundle(path, signer.public, expect_count=4).ok
+
+
 def test_a_refused_grading_flies_nothing_and_signs_nothing(tmp_path):
     controller = tmp_path / "controller.py"
     controller.write_text(QUICK + "KNOWN = 5000000007\n")
