@@ -125,11 +125,11 @@ def run(args: argparse.Namespace) -> int:
                            budget=_budget(args), limits=_limits(args), fresh=fresh_set)
     with signals_interrupt():
         try:
-            result = grade_and_sign(request, signer, args.bundle if signer else None, _progress)
+            result = grade_and_sign(request, signer, args.bundle, _progress)
         except Interrupted as e:
             stop_everything()
             print(f"plimsoll-ci grade: stopped by {e.name}; every sandbox it started was stopped "
-                  "and its files removed; nothing was graded or signed", file=sys.stderr)
+                  "and its files removed; no result", file=sys.stderr)
             return 128 + e.signum
     if result.refused:
         write_output(_refusal(result, args.format), args.output)
