@@ -105,7 +105,9 @@ def _run(args: argparse.Namespace) -> int:
     options = run_mod.Options(Path(args.out), args.jobs, setup, args.key, args.key_env)
     outcome = run_mod.run(job, options, progress.make())
     if outcome.result is not None:
-        for line in run_mod.verdict_lines(outcome.result):
+        from plimsoll_ci.squeeze.report_md import verdict_lines
+
+        for line in verdict_lines(outcome.result):
             print(line)
         print(f"artifacts in {args.out}: verify with `plimsoll-ci squeeze verify {args.out} "
               f"--pub {Path(args.out) / 'harness.pub'}`")
@@ -116,7 +118,7 @@ def _verify(args: argparse.Namespace) -> int:
     import json
 
     from plimsoll_ci.attest.keys import load_public_key
-    from plimsoll_ci.squeeze import run as run_mod
+    from plimsoll_ci.squeeze.report_md import verdict_lines
     from plimsoll_ci.squeeze.verify import verify
 
     public = load_public_key(args.pub)
@@ -129,7 +131,7 @@ def _verify(args: argparse.Namespace) -> int:
         assert found.result is not None
         print(f"squeeze {args.folder}: verified ({found.records} signed gradings; result, "
               "evidence and reports recomputed from them)")
-        for line in run_mod.verdict_lines(found.result):
+        for line in verdict_lines(found.result):
             print(f"  {line}")
     else:
         for problem in found.problems:

@@ -73,7 +73,13 @@ class Job(NamedTuple):
 
 class _Node(NamedTuple):
     value: Any  # dict[str, _Node] | list[_Node] | scalar
-    line: int
+    line: int  # where the value starts
+    key_line: int = 0  # where its key is, for a mapping's value
+
+    @property
+    def at(self) -> int:
+        """The line a reader looks for: the key's when there is one."""
+        return self.key_line or self.line
 
 
 def _compose(text: str, origin: str) -> _Node | None:
@@ -105,7 +111,7 @@ def _convert(node: Any, origin: str, loader: Any) -> _Node:
             if k.value in out:
                 raise ConfigError(f"{origin} line {k.start_mark.line + 1}: duplicate key "
                                   f"{k.value!r}; keep one")
-            out[k.value] = _convert(v, origin, loader)
+            out[k.value] = _convert(v, origin, loader)._replace(key_line=k.start_mark.line + 1)
         return _Node(out, line)
     if isinstance(node, yaml.SequenceNode):
         return _Node([_convert(c, origin, loader) for c in node.value], line)
@@ -131,7 +137,7 @@ class _Reader:
             raise self.fail(node.line, f"{what} must be a mapping with keys {', '.join(keys)}")
         for key, child in node.value.items():
             if key not in keys:
-                raise self.fail(child.line, f"{what}: unknown key {key!r}; expected one of "
+                raise self.fail(child.at, f"{what}: unknown key {key!r}; expected one of "
                                 f"{', '.join(keys)}")
         return node.value
 
@@ -237,7 +243,7 @@ def parse(text: str, origin: str, base: Path, digest: str = "") -> Job:
     loops = []
     for name, node in loops_map.items():
         if not _NAME.fullmatch(str(name)) or name == "control":
-            raise r.fail(node.line, f"loop name {name!r}: use letters, digits, _ . - (not "
+            raise r.fail(node.at, f"loop name {name!r}: use letters, digits, _ . - (not "
                          "'control')")
         loops.append(_loop(r, str(name), node))
     control = _control(r, top["control"]) if "control" in top else None
@@ -272,11 +278,11 @@ def _practice(r: _Reader, node: _Node | None) -> tuple[tuple[int, ...], str]:
 def _loop(r: _Reader, name: str, node: _Node) -> Group:
     body = r.mapping(node, f"loops.{name}", LOOP_KEYS)
     if "controller" not in body:
-        raise r.fail(node.line, f"loops.{name} needs controller: (the loop's own controller)")
+        raise r.fail(node.at, f"loops.{name} needs controller: (the loop's own controller)")
     if "build" in body:
         raise r.fail(body["build"].line, f"loops.{name}.build: {BUILD_LATER}")
     if "rebuilds" not in body:
-        raise r.fail(node.line, f"loops.{name} needs rebuilds: [globs] (the gap is measured "
+        raise r.fail(node.at, f"loops.{name} needs rebuilds: [globs] (the gap is measured "
                      "against them)")
     controller = r.controller(body["controller"], f"loops.{name}.controller")
     recipe = None
@@ -285,7 +291,7 @@ def _loop(r: _Reader, name: str, node: _Node) -> Group:
         if not (r.base / recipe).is_file():
             raise r.fail(body["recipe"].line, f"loops.{name}.recipe {recipe}: no such file")
     rebuilds = r.globs(body["rebuilds"], f"loops.{name}.rebuilds")
-    return Group(name, controller, recipe, rebuilds, 0, node.line)
+    return Group(name, controller, recipe, rebuilds, 0, node.at)
 
 
 def _control(r: _Reader, node: _Node) -> Group:
@@ -294,9 +300,9 @@ def _control(r: _Reader, node: _Node) -> Group:
         if "build" in body:
             raise r.fail(body["build"].line, f"control.build: {BUILD_LATER}")
         if "rebuilds" not in body:
-            raise r.fail(node.line, "control needs rebuilds: [globs]")
+            raise r.fail(node.at, "control needs rebuilds: [globs]")
         node = body["rebuilds"]
-    return Group("control", None, None, r.globs(node, "control"), 0, node.line)
+    return Group("control", None, None, r.globs(node, "control"), 0, node.at)
 
 
 def _no_controller_twice(r: _Reader, job: Job) -> None:

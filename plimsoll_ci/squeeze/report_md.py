@@ -175,3 +175,18 @@ def _failures(evidence: dict[str, Any]) -> list[str]:
     tiers = sorted({f"{r['provider']} (tier {r['tier']})" for r in evidence["records"]})
     out += ["", f"Sandboxes: {', '.join(tiers)}; each controller in its own."]
     return out
+
+
+def verdict_lines(result: dict[str, Any]) -> list[str]:
+    """One line per loop for the terminal."""
+    out = []
+    lines = result["lines"]
+    for lp in result["loops"]:
+        out.append(
+            f"{lp['name']}: practice {lp['practice']['landed']}/{lp['practice']['total']}, fresh "
+            f"{lp['fresh']['landed']}/{lp['fresh']['total']}; rebuilds' medians "
+            f"{num(lp['rebuilds']['practice_median'])} and {num(lp['rebuilds']['fresh_median'])}"
+            f"; gap {signed(lp['gap'])}: {lp['verdict']['flights']} under "
+            f"{num(lines['flights'])} flights, {lp['verdict']['percent']} under "
+            f"{num(lines['percent'])}%" + ("; SHIP THE REBUILD" if lp["ship_rebuild"] else ""))
+    return out

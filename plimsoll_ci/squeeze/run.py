@@ -4,9 +4,9 @@
 
 Order of events (the order is the guarantee):
 
-1. the out folder is claimed (it must be new or empty) and the signing key loaded;
-2. recipes are counted (one over budget stops the job before anything flies) and every
+1. recipes are counted (one over budget stops the job before anything is written) and every
    controller's code checks run (the ship-scan engine over an in-memory set);
+2. the out folder is claimed (it must be new or empty) and the signing key loaded;
 3. the fresh set is drawn and its commitment printed and written to `run.json`: before any flight;
 4. every controller is graded on the practice and fresh sets in its own sandbox, `jobs` at a time;
 5. the records are signed into the bundle in plan order (so `--jobs` changes no byte of the
@@ -23,7 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -159,10 +158,12 @@ def run(job: Job, options: Options, progress: Progress,
     from plimsoll_ci.attest import bundle
 
     out = Path(options.out)
+    if out.is_dir() and any(out.iterdir()):
+        claim_out(out)  # refuse a used folder before any work
+    prepared = prepare(job)  # a recipe over budget stops here, before anything is written
     claim_out(out)
     signer = _signer(options)
     jobs = options.jobs or pool.usable_cores()
-    prepared = prepare(job)
     progress.note(f"the {len(job.practice)} practice seeds take {prepared.practice_seed_tokens} "
                   f"tokens ({recipes.ENCODING}); recipes: " +
                   (", ".join(f"{k} {v['tokens']}" for k, v in prepared.recipes.items()) or "none")
@@ -256,24 +257,3 @@ def artifacts_json(doc: dict[str, Any]) -> str:
     from plimsoll_ci.squeeze.result import dumps
 
     return dumps(doc)
-
-
-def verdict_lines(result: dict[str, Any]) -> list[str]:
-    """One line per loop for the terminal."""
-    from plimsoll_ci.squeeze.report_md import num, signed
-
-    out = []
-    lines = result["lines"]
-    for lp in result["loops"]:
-        out.append(
-            f"{lp['name']}: practice {lp['practice']['landed']}/{lp['practice']['total']}, fresh "
-            f"{lp['fresh']['landed']}/{lp['fresh']['total']}; rebuilds' medians "
-            f"{num(lp['rebuilds']['practice_median'])} and {num(lp['rebuilds']['fresh_median'])}"
-            f"; gap {signed(lp['gap'])}: {lp['verdict']['flights']} under "
-            f"{num(lines['flights'])} flights, {lp['verdict']['percent']} under "
-            f"{num(lines['percent'])}%" + ("; SHIP THE REBUILD" if lp["ship_rebuild"] else ""))
-    return out
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit("use `plimsoll-ci squeeze run`")
