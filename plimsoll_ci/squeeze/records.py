@@ -69,6 +69,7 @@ def read(data: bytes, public: PublicKey) -> Read:
         return Read([], None, None, problems, report.count)
     lines = data.split(b"\n")[:-1][:-1]  # drop the final newline's empty piece, then the checkpoint
     job: dict | None = None
+    job_line = 0
     reveal: dict | None = None
     found: dict[Grading, GradingRecord] = {}
     for n, raw in enumerate(lines, 1):
@@ -81,11 +82,10 @@ def read(data: bytes, public: PublicKey) -> Read:
             problems.append(f"{where}: not a squeeze record (no {FORMAT} context)")
             continue
         if job is None:
-            job = ctx["job"]
+            job, job_line = ctx["job"], n
         elif canonical.dumps(ctx["job"]) != canonical.dumps(job):
-            problems.append(f"{where}: its job section differs from line "
-                            f"{next(iter(found.values())).line if found else 1}'s (records of "
-                            "two runs mixed?)")
+            problems.append(f"{where}: its job section differs from line {job_line}'s (records "
+                            "of two runs mixed?)")
             continue
         if reveal is None:
             reveal = predicate["freshSetReveal"]

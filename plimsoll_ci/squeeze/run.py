@@ -63,6 +63,7 @@ class Outcome(NamedTuple):
 class Prepared(NamedTuple):
     """Everything known before the fresh set is drawn."""
 
+    scan: Any  # the code checks' Scanner (also keeps practice seeds out of run.json)
     gradings: list[plan_mod.Grading]
     code_checks: list[dict[str, Any]]
     recipes: dict[str, dict[str, Any]]
@@ -107,7 +108,7 @@ def prepare(job: Job) -> Prepared:
     gradings = plan_mod.gradings(job)
     code = [checks.check(checks.controller_files(job.base / g.controller), scan)
             for g in gradings]
-    return Prepared(gradings, code, found, recipes.seed_list_tokens(job.practice))
+    return Prepared(scan, gradings, code, found, recipes.seed_list_tokens(job.practice))
 
 
 def _write(path: Path, text: str) -> None:
@@ -130,7 +131,7 @@ def _signer(options: Options):  # -> attest.keys.Signer
     return signer
 
 
-def _summary(graded: Graded) -> tuple[str, dict[str, Any]]:
+def _summary(graded: Graded, scan: Any) -> tuple[str, dict[str, Any]]:
     flights = graded.result["flights"]
     n = graded.result["squeeze"]["job"]["practice"]["count"]
     p = sum(f["landed"] for f in flights[:n])
@@ -140,9 +141,13 @@ def _summary(graded: Graded) -> tuple[str, dict[str, Any]]:
     for fl in flights:
         if not fl["landed"]:
             reasons[fl["reason"]] = reasons.get(fl["reason"], 0) + 1
-            if fl["reason"] not in FLIGHT_OUTCOMES and fl.get("detail") \
-                    and fl["detail"] not in details and len(details) < 3:
-                details.append(fl["detail"][:200])
+            detail = (fl.get("detail") or "")[:200]
+            if fl["reason"] not in FLIGHT_OUTCOMES and detail and len(details) < 3:
+                carried = checks.check_text(detail, scan)  # a controller writes its own errors
+                if carried:
+                    detail = f"(not shown: it carries {', '.join(carried)})"
+                if detail not in details:
+                    details.append(detail)
     text = f"practice {p}/{n}, fresh {f}/{len(flights) - n}"
     if reasons:
         text += " (not landed: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) + ")"
@@ -203,7 +208,7 @@ def run(job: Job, options: Options, progress: Progress,
 
     def on_done(d: pool.Done) -> None:
         done[d.index] = d.graded
-        text, info = _summary(d.graded)
+        text, info = _summary(d.graded, prepared.scan)
         per[d.index] = {"grading": list(prepared.gradings[d.index]), "wall_s": round(d.wall_s, 3),
                         **info}
         progress.finished(prepared.gradings[d.index].label(), f"{text} [{d.wall_s:.1f} s]")

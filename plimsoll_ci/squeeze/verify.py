@@ -76,6 +76,12 @@ def _short(value: Any) -> str:
     return text if len(text) <= _SHOW else text[:_SHOW - 3] + "..."
 
 
+def _window(text: str, col: int) -> str:
+    start = max(0, col - 20)
+    piece = text[start:col + 30]
+    return ("..." if start else "") + repr(piece) + ("..." if col + 30 < len(text) else "")
+
+
 def json_diff(have: Any, want: Any, path: str = "") -> list[str]:
     """Where two JSON values differ: `path: the file says X, the records say Y` (first few)."""
     if type(have) is not type(want) and not (isinstance(have, int | float)
@@ -126,7 +132,10 @@ def _compare(name: str, have: bytes, want: str) -> list[str]:
     exp = want.split("\n")
     for i, (a, b) in enumerate(zip(got, exp, strict=False), 1):
         if a != b:
-            return [f"{name} line {i}: the file says {_short(a)}, the records say {_short(b)}"]
+            col = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                       min(len(a), len(b)))
+            return [f"{name} line {i} column {col + 1}: the file says {_window(a, col)}, the "
+                    f"records say {_window(b, col)}"]
     return [f"{name}: {len(got)} lines in the file, {len(exp)} from the records (cut or added)"]
 
 
