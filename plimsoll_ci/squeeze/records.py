@@ -154,10 +154,17 @@ def _scores(result: dict, job: dict, reveal: dict | None,
                 or not isinstance(f.get("reason"), str):
             bad.append(f"flight {i + 1} is malformed")
             continue
-        want = (f"practice:{i + 1}", None) if i < n else \
-            (f"fresh:{i - n + 1}", seeds[i - n] if i - n < len(seeds) else -1)
-        if (f.get("id"), f.get("seed")) != want:
-            bad.append(f"flight {i + 1} is {f.get('id')!r}, not {want[0]} of the committed sets")
+        if i < n:
+            want_id, want_seed = f"practice:{i + 1}", None
+        else:
+            want_id = f"fresh:{i - n + 1}"
+            want_seed = seeds[i - n] if i - n < len(seeds) else -1
+        if f.get("id") != want_id:
+            bad.append(f"flight {i + 1} is {str(f.get('id'))[:40]!r}, not {want_id}")
+        elif f.get("seed") != want_seed:  # never say which value it was
+            bad.append(f"flight {i + 1} ({want_id}) " + (
+                "shows a seed value (practice seeds are flown unshown)" if i < n
+                else "flew a seed other than the revealed one"))
     if bad:
         why.append("; ".join(bad[:3]) + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""))
         return None

@@ -91,3 +91,60 @@ def test_a_terminal_gets_a_bar_and_a_log_gets_plain_lines():
     assert log.getvalue().splitlines() == [
         "plimsoll-ci squeeze: grading 2 controllers",
         "plimsoll-ci squeeze: [1/2] solo/loop loop.py: practice 15/16, fresh 4/4"]
+
+
+def _runs(bundle_path: Path) -> list[tuple[dict, dict]]:
+    from plimsoll_ci.attest import canonical
+
+    out = []
+    for raw in bundle_path.read_bytes().split(b"\n")[:-2]:
+        doc = canonical.loads(raw)
+        statement = canonical.loads(canonical.b64decode(doc["envelope"]["payload"]))
+        out.append((doc["result"], statement["predicate"]))
+    return out
+
+
+def _reseal(out: Path, runs: list[tuple[dict, dict]], signer) -> list[str]:
+    from plimsoll_ci.attest import bundle
+    from plimsoll_ci.squeeze.verify import verify
+
+    (out / "bundle.intoto.jsonl").unlink()
+    bundle.append_runs(out / "bundle.intoto.jsonl", runs, signer)
+    return verify(out, signer.public).problems
+
+
+def test_even_the_key_holder_cannot_mix_runs_drop_or_repeat_a_grading(tmp_path):
+    import shutil
+
+    job = tiny_job(tmp_path / "job")
+    signer = keys.write_keypair(tmp_path / "ci")
+    outs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        r = squeeze("run", str(job), "--out", str(out), "--provider", "process", "--key",
+                    str(tmp_path / "ci.key"))
+        assert r.returncode == 0, r.stderr
+        outs.append(out)
+    a, b = (_runs(o / "bundle.intoto.jsonl") for o in outs)
+    # The best of two fresh sets, re-signed as one run:
+    mixed = shutil.copytree(outs[0], tmp_path / "mixed")
+    problems = _reseal(mixed, [a[0], b[1]], signer)
+    assert any("bundle line 2: its job section differs from line 1's" in p for p in problems)
+    # A rebuild's grading dropped (the loop looks better against fewer rebuilds):
+    dropped = shutil.copytree(outs[0], tmp_path / "dropped")
+    problems = _reseal(dropped, a[:1], signer)
+    assert any("no record for solo/rebuild rebuilds/hover.py" in p for p in problems)
+    # A grading repeated:
+    twice = shutil.copytree(outs[0], tmp_path / "twice")
+    problems = _reseal(twice, [a[0], a[1], a[1]], signer)
+    assert any("bundle line 3: solo/rebuild rebuilds/hover.py was already graded on line 2" in p
+               for p in problems)
+    # A fresh flight swapped for an easier seed:
+    swapped = shutil.copytree(outs[0], tmp_path / "swapped")
+    result, predicate = a[1]
+    result["flights"][16]["seed"] += 1
+    from plimsoll_ci.attest.record import result_digest
+
+    predicate["result"]["sha256"] = result_digest(result)
+    problems = _reseal(swapped, [a[0], (result, predicate)], signer)
+    assert any("flight 17 (fresh:1) flew a seed other than the revealed one" in p for p in problems)
