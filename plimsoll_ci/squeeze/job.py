@@ -263,13 +263,22 @@ def _practice(r: _Reader, node: _Node | None) -> tuple[tuple[int, ...], str]:
     if not path.is_file():
         raise r.fail(node.line, f"practice {rel!r}: not 'practice' (the simulator's 16 seeds) "
                      "and no such seed file")
-    from plimsoll_ci.commands.fly import read_seed_file
-    from plimsoll_ci.errors import BadInput
-
     try:
-        seeds = read_seed_file(str(path))
-    except BadInput as e:
-        raise r.fail(node.line, f"practice: {e}") from None
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise r.fail(node.line, f"practice {rel}: cannot read it ({e.__class__.__name__})") \
+            from None
+    seeds: list[int] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        item = raw.split("#", 1)[0].strip()
+        if not item:
+            continue
+        if not item.isdigit() or not 0 <= int(item) < 2**64 or len(seeds) >= MAX_FRESH:
+            raise ConfigError(f"{rel} line {number}: not a seed (one integer 0..2**64-1 per "
+                              f"line, at most {MAX_FRESH}); fix the practice seed file")
+        seeds.append(int(item))
+    if not seeds:
+        raise r.fail(node.line, f"practice {rel}: no seeds in it; write one seed per line")
     if len(set(seeds)) != len(seeds):
         raise r.fail(node.line, f"practice {rel}: a seed appears twice; list each once")
     return tuple(seeds), rel

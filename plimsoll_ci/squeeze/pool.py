@@ -111,6 +111,7 @@ def run(tasks: Sequence[Task], setup: Setup, jobs: int, on_start: Callable[[int]
         raise Interrupted(signum)
 
     old_term = signal.signal(signal.SIGTERM, to_interrupt)
+    old_int = signal.getsignal(signal.SIGINT)
     try:
         for _ in range(max(1, min(jobs, len(tasks)))):
             here, there = ctx.Pipe()
@@ -165,36 +166,34 @@ def run(tasks: Sequence[Task], setup: Setup, jobs: int, on_start: Callable[[int]
         raise
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGINT, old_int)
     for w in workers:
         w.process.join(10)
 
 
 def _stop(workers: list[_Worker]) -> None:
     """SIGTERM every live worker, wait for their sandboxes to stop; kill what outlives the wait."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the cleanup
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        for w in workers:
-            if w.process.is_alive():
-                try:
-                    os.kill(w.process.pid, signal.SIGTERM)
-                except OSError:
-                    pass
-        deadline = time.monotonic() + STOP_WAIT_S
-        stuck = []
-        for w in workers:
-            w.process.join(max(0.0, deadline - time.monotonic()))
-            if w.process.is_alive():
-                stuck.append(str(w.process.pid))
-                w.process.kill()
-                w.process.join(5)
-        for w in workers:
-            w.conn.close()
-        if stuck:
-            import sys
+    for w in workers:
+        if w.process.is_alive():
+            try:
+                os.kill(w.process.pid, signal.SIGTERM)
+            except OSError:
+                pass
+    deadline = time.monotonic() + STOP_WAIT_S
+    stuck = []
+    for w in workers:
+        w.process.join(max(0.0, deadline - time.monotonic()))
+        if w.process.is_alive():
+            stuck.append(str(w.process.pid))
+            w.process.kill()
+            w.process.join(5)
+    for w in workers:
+        w.conn.close()
+    if stuck:
+        import sys
 
-            print(f"plimsoll-ci squeeze: worker(s) {', '.join(stuck)} did not stop within "
-                  f"{STOP_WAIT_S:g} s and were killed; a sandbox of theirs may be left running",
-                  file=sys.stderr)
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        print(f"plimsoll-ci squeeze: worker(s) {', '.join(stuck)} did not stop within "
+              f"{STOP_WAIT_S:g} s and were killed; a sandbox of theirs may be left running",
+              file=sys.stderr)

@@ -148,3 +148,29 @@ def test_even_the_key_holder_cannot_mix_runs_drop_or_repeat_a_grading(tmp_path):
     predicate["result"]["sha256"] = result_digest(result)
     problems = _reseal(swapped, [a[0], (result, predicate)], signer)
     assert any("flight 17 (fresh:1) flew a seed other than the revealed one" in p for p in problems)
+
+
+def test_a_controller_carrying_a_withheld_entry_is_refused_and_the_job_goes_on(tmp_path):
+    from plimsoll_ci.withheld import build_set, dumps
+
+    job = tiny_job(tmp_path / "job")
+    leaky = job.parent / "rebuilds" / "leaky.py"
+    leaky.write_text((REPO / "sim/controllers/hover.py").read_text()
+                     + "\nNOTE = 'the grader answer key is blue-falcon-7781'\n")
+    doc, _ = build_set(values=[("keys.txt:1", "the grader answer key is blue-falcon-7781")],
+                       key=b"k" * 32)
+    (tmp_path / "withheld.json").write_text(dumps(doc))
+    (tmp_path / "wkey").write_bytes(b"k" * 32)
+    out = tmp_path / "out"
+    r = squeeze("run", str(job), "--out", str(out), "--provider", "process", "--withheld",
+                str(tmp_path / "withheld.json"), "--withheld-key-file", str(tmp_path / "wkey"))
+    assert r.returncode == 0, r.stderr
+    assert "rebuilds/leaky.py: practice 0/16, fresh 0/4 (not landed: refused 20)" in r.stderr
+    evidence = json.loads((out / "evidence.json").read_text())
+    leaky_rec = next(x for x in evidence["records"] if x["controller"] == "rebuilds/leaky.py")
+    assert leaky_rec["not_landed"] == {"refused": 20} and leaky_rec["tier"] == "process"
+    assert json.loads((out / "result.json").read_text())["loops"][0]["rebuilds"]["count"] == 2
+    assert squeeze("verify", str(out), "--pub", str(out / "harness.pub")).returncode == 0
+    for p in out.iterdir():
+        assert b"blue-falcon" not in p.read_bytes(), p.name
+    assert "blue-falcon" not in r.stdout + r.stderr

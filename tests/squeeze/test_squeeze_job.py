@@ -103,6 +103,16 @@ def test_a_job_file_mistake_names_the_file_and_line(tmp_path, edit, line, words)
     assert e.value.exit_code == 2
 
 
+def test_a_bad_practice_seed_file_names_its_own_line(tmp_path):
+    job_path = folder(tmp_path, GOOD.replace("practice: practice", "practice: seeds.txt"))
+    (tmp_path / "seeds.txt").write_text("5000000001\n\n50000x0002\n")
+    with pytest.raises(ConfigError, match=r"^seeds.txt line 3: not a seed"):
+        job_mod.load(job_path)
+    (tmp_path / "seeds.txt").write_text("5000000001\n5000000001\n")
+    with pytest.raises(ConfigError, match="line 2: practice seeds.txt: a seed appears twice"):
+        job_mod.load(job_path)
+
+
 def test_an_empty_or_missing_job_file_is_bad_input(tmp_path):
     empty = tmp_path / "squeeze.yaml"
     empty.write_text("")
