@@ -69,9 +69,11 @@ def grade(task: Task, setup: Setup) -> Graded:
     seeds = [Seed(f"practice:{n}", s, False) for n, s in enumerate(task.practice, 1)]
     seeds += [Seed(f"fresh:{n}", s, True) for n, s in enumerate(task.fresh.seeds, 1)]
     started = dt.datetime.now(dt.UTC)
+    # All flights in one sandbox when the grader allows it (it caps a sandbox at its MAX_BATCH:
+    # today 64, so 16 + 64 flights fly as 64 and 16, one sandbox after the other).
     graded = run_grade(Request(task.controller, task.course, seeds, setup.provider,
                                setup.min_tier, "controller", list(setup.withheld), setup.budget,
-                               setup.limits, practice=task.practice))
+                               setup.limits, batch_size=len(seeds), practice=task.practice))
     finished = dt.datetime.now(dt.UTC)
     if graded.refused:
         result = _refused(task, setup, seeds, graded)

@@ -24,6 +24,7 @@ import datetime as dt
 import os
 import platform
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -48,6 +49,8 @@ class Options(NamedTuple):
     setup: Setup = Setup()
     key_file: str | None = None  # a kept signing key; default: ephemeral
     key_env: str | None = None
+    # How one grading happens (default `grader.grade`); a module-level function, run in workers.
+    grade_fn: Callable[[Task, Setup], Graded] | None = None
 
 
 class Outcome(NamedTuple):
@@ -216,7 +219,7 @@ def run(job: Job, options: Options, progress: Progress,
     status, code, error = "done", 0, None
     progress.start(len(tasks))
     try:
-        pool.run(tasks, options.setup, jobs, on_start, on_done)
+        pool.run(tasks, options.setup, jobs, on_start, on_done, options.grade_fn)
     except pool.Interrupted as e:
         status, code = "interrupted", 128 + e.signum
     except pool.GradingFailed as e:
