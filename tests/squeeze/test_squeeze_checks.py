@@ -43,8 +43,8 @@ def test_a_renamed_reformatted_copy_of_the_generator_is_its_source():
     text = text.replace("mix64", "scramble").replace("Stream", "Draws").replace("    ", "  ")
     text = text.replace("MAGIC = 0x5EEDD20EC0A57E4B", "MAGIC = int('5eedd20e' 'c0a57e4b', 16)")
     text = text.replace("0x5EED_D20E_C0A5_7E4B = 6840354369849097803", "(split below)")
-    found = checks.check({"helpers/gen.py": text.encode()}, scanner())
-    assert found["source"] and found["source"][0].startswith("helpers/gen.py (overlap ")
+    found = checks.check({"tools/gen.py": text.encode()}, scanner())
+    assert found["source"] and found["source"][0].startswith("tools/gen.py (overlap ")
     assert not found["generator"]  # the constant is split, the source is still recognised
 
 
