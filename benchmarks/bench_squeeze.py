@@ -4,9 +4,7 @@ Baselines, measured in the same run on the same fresh set:
 - `grade` one call at a time: for every controller, `plimsoll-ci grade` on the practice seeds and
   then on the fresh seeds (a seed file), each call a new process and new sandboxes: what a user
   does today without the squeeze (52 calls);
-- the squeeze's own gradings one at a time (`--jobs 1`), to show what the parallel workers add;
-- a what-if: the grader's per-sandbox cap (64 flights) raised to 80, so each controller flies in
-  one sandbox instead of two in a row (a setting of `plimsoll_ci.grading`, not of the squeeze).
+- the squeeze's own gradings one at a time (`--jobs 1`), to show what the parallel workers add.
 
 Targets (issue 12): the whole job in under 90 s on 2 cores, at least 3x faster than one `grade`
 call at a time. The machine may be shared: the 1-minute load average is printed before and after
@@ -29,8 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from plimsoll_ci import sandbox  # noqa: E402
 from plimsoll_ci.grading import fresh  # noqa: E402
+from plimsoll_ci.sandbox import all_providers  # noqa: E402
 from plimsoll_ci.squeeze import job as job_mod  # noqa: E402
 from plimsoll_ci.squeeze import plan, pool, progress  # noqa: E402
 from plimsoll_ci.squeeze import run as run_mod  # noqa: E402
@@ -42,24 +40,14 @@ TARGET_RATIO = 3.0
 REFERENCE_S = 44.3  # the write-up's median for one 64-flight gVisor sandbox
 
 
-def grade_in_one_sandbox(task, setup):
-    """What-if: the grader's per-sandbox cap raised to 80, so each controller flies its 16 + 64
-    flights in one sandbox (today: 64, then 16 in a second one). Runs in the squeeze's workers."""
-    import plimsoll_ci.grading.run as grading_run
-    from plimsoll_ci.squeeze.grader import grade
-
-    grading_run.MAX_BATCH = max(grading_run.MAX_BATCH, len(task.practice) + len(task.fresh.seeds))
-    return grade(task, setup)
-
-
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def squeeze(job, jobs: int, drawn, where: Path, grade_fn=None) -> tuple[float, str]:
-    out = where / f"out-{jobs}-{'one' if grade_fn else 'cap'}"
+def squeeze(job, jobs: int, drawn, where: Path) -> tuple[float, str]:
+    out = where / f"out-{jobs}"
     t = time.perf_counter()
-    options = run_mod.Options(out, jobs, Setup("gvisor", "kernel"), grade_fn=grade_fn)
+    options = run_mod.Options(out, jobs, Setup("gvisor", "kernel"))
     outcome = run_mod.run(job, options, progress.Plain(io.StringIO()), fresh_set=drawn)
     wall = time.perf_counter() - t
     assert outcome.status == "done", outcome
@@ -86,7 +74,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=0, help="workers (default: usable cores)")
     parser.add_argument("--skip-cli", action="store_true", help="skip the 52-call baseline")
     args = parser.parse_args()
-    ok, why = sandbox.available("gvisor")
+    ok, why = all_providers.get("gvisor").available()
     if not ok:
         print(f"gvisor unavailable: {why}")
         return 2
@@ -107,10 +95,6 @@ def main() -> int:
         serial, result1 = squeeze(job, 1, drawn, where)
         rows.append(("squeeze --jobs 1", serial, before, load()))
         assert result1 == result, "--jobs changed result.json"
-        before = load()
-        one, result_one = squeeze(job, jobs, drawn, where, grade_in_one_sandbox)
-        rows.append(("what-if: 1 sandbox each", one, before, load()))
-        assert result_one == result, "one sandbox per controller changed result.json"
         cli = None
         if not args.skip_cli:
             before = load()
@@ -131,9 +115,6 @@ def main() -> int:
         print(f"target: >= {TARGET_RATIO:.0f}x one grade call at a time: "
               f"{'met' if ratio >= TARGET_RATIO else 'MISSED'} ({ratio:.2f}x)")
     print(f"parallel workers alone: {serial / wall:.2f}x over --jobs 1")
-    if cli is not None:
-        print(f"what-if, one sandbox per controller (grading's cap raised to 80): {one:.1f} s, "
-              f"{cli / one:.2f}x one grade call at a time")
     return 0
 
 

@@ -12,6 +12,26 @@ import argparse
 import sys
 
 
+class _Lazy:
+    """Choices read from a sandbox table when argparse first needs them, so `squeeze verify`
+    imports nothing of the sandboxes (it starts none)."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def _names(self) -> list[str]:
+        import importlib
+
+        return list(getattr(importlib.import_module(f"plimsoll_ci.sandbox.{self.module}"),
+                            self.name))
+
+    def __iter__(self):  # noqa: ANN204 - argparse's protocol
+        return iter(self._names())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._names()
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`run` and `verify`."""
     sub = parser.add_subparsers(dest="squeeze_command", metavar="run|verify")
@@ -24,10 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="a new or empty folder for the artifacts")
     run.add_argument("--jobs", type=int, default=0, metavar="N",
                      help="gradings at once (default: the cores this process may use)")
-    run.add_argument("--provider", choices=["gvisor", "docker", "process"], default="gvisor",
-                     help="sandbox provider (default gvisor); never falls back to another")
-    run.add_argument("--min-tier", choices=["process", "container", "kernel", "vm"],
-                     help="refuse to grade below this tier")
+    run.add_argument("--provider", choices=_Lazy("all_providers", "PROVIDERS"), default="gvisor",
+                     metavar="PROVIDER",
+                     help="sandbox provider: gvisor (default), docker (runtime runsc) or process; "
+                          "never falls back to another")
+    run.add_argument("--min-tier", choices=_Lazy("tiers", "TIERS"), metavar="TIER",
+                     help="refuse to grade below this tier: process, container, kernel or vm")
     run.add_argument("--withheld", action="append", default=[], metavar="SET",
                      help="a withheld set whose entries must not be in any controller (that "
                           "controller is refused: nothing flies, nothing lands); repeatable")
@@ -48,8 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="sandbox memory limit (default 1024)")
     keys = run.add_argument_group("signing (default: an ephemeral key; only its public half, "
                                   "harness.pub, is written)").add_mutually_exclusive_group()
-    keys.add_argument("--key", metavar="FILE", help="a kept private key file (PKCS#8 PEM, 0600)")
-    keys.add_argument("--key-env", metavar="VAR",
+    keys.add_argument("--signing-key-file", metavar="FILE",
+                      help="a kept private key file (PKCS#8 PEM, 0600)")
+    keys.add_argument("--signing-key-env", metavar="VAR",
                       help="environment variable holding a kept private key's PEM text")
     verify = sub.add_parser("verify", help="recompute a squeeze from its signed records",
                             description="Check the bundle's signatures and chain, the committed "
@@ -91,9 +114,10 @@ def _run(args: argparse.Namespace) -> int:
         raise BadInput(f"--jobs {args.jobs}: give 1 or more (0 or none: the usable cores)")
     job = job_mod.load(args.job)
     if args.min_tier is not None:
-        from plimsoll_ci.sandbox import configured_tier, tiers
+        from plimsoll_ci.sandbox import all_providers, tiers
 
-        tiers.require(configured_tier(args.provider), args.min_tier, f"provider {args.provider}")
+        tiers.require(all_providers.get(args.provider).configured_tier(), args.min_tier,
+                      f"provider {args.provider}")
     limits = Limits()
     if args.memory_mb is not None:
         if args.memory_mb < 64:
@@ -102,7 +126,8 @@ def _run(args: argparse.Namespace) -> int:
     key = key_from(args.withheld_key_env, args.withheld_key_file)
     withheld = tuple(load(p, key=key) for p in args.withheld)
     setup = Setup(args.provider, args.min_tier, _budget(args), limits, withheld)
-    options = run_mod.Options(Path(args.out), args.jobs, setup, args.key, args.key_env)
+    options = run_mod.Options(Path(args.out), args.jobs, setup, args.signing_key_file,
+                              args.signing_key_env)
     outcome = run_mod.run(job, options, progress.make())
     if outcome.result is not None:
         from plimsoll_ci.squeeze.report_md import verdict_lines

@@ -3,10 +3,9 @@
     graded = grade(Task(...), Setup(...))      # -> Graded(result, predicate), ready to sign
 
 Everything else in `plimsoll_ci.squeeze` works from what this returns (and, after the run, from
-the signed records alone), never from how a grading happened. Today this is an adapter over
-`plimsoll_ci.grading.run.grade` and `plimsoll_ci.attest.record.make_predicate`; a grading library
-call with the same inputs replaces its body without touching anything else here. What the
-squeeze needs of it:
+the signed records alone), never from how a grading happened. It calls the grading library
+(`plimsoll_ci.grading.run.grade` with a `GradeRequest`) and builds the grading-run predicate over
+the result with the squeeze's context added. What the squeeze needs of it:
 
 - the result document keeps `flights` (each with `id`, `landed`, `reason`, `detail`, and `seed`
   for a shown seed), `landed`, `total`, `provider`, `tier`;
@@ -22,7 +21,6 @@ It runs in a worker process (`pool.py`); the signing key never comes here.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
@@ -63,32 +61,31 @@ def grade(task: Task, setup: Setup) -> Graded:
     grading itself cannot happen: those stop the job, a failing controller does not)."""
     from plimsoll_ci.attest import record
     from plimsoll_ci.grading import fresh as fresh_mod
-    from plimsoll_ci.grading.run import Request, Seed
+    from plimsoll_ci.grading.request import GradeRequest
     from plimsoll_ci.grading.run import grade as run_grade
+    from plimsoll_ci.grading.seeds import Seed
 
     seeds = [Seed(f"practice:{n}", s, False) for n, s in enumerate(task.practice, 1)]
     seeds += [Seed(f"fresh:{n}", s, True) for n, s in enumerate(task.fresh.seeds, 1)]
-    started = dt.datetime.now(dt.UTC)
-    # All flights in one sandbox when the grader allows it (it caps a sandbox at its MAX_BATCH:
-    # today 64, so 16 + 64 flights fly as 64 and 16, one sandbox after the other).
-    graded = run_grade(Request(task.controller, task.course, seeds, setup.provider,
-                               setup.min_tier, "controller", list(setup.withheld), setup.budget,
-                               setup.limits, batch_size=len(seeds), practice=task.practice))
-    finished = dt.datetime.now(dt.UTC)
+    # All flights in one sandbox (the grader caps a sandbox at its MAX_BATCH).
+    graded = run_grade(GradeRequest(
+        task.controller, task.course, seeds, setup.provider, setup.min_tier, "controller",
+        tuple(setup.withheld), setup.budget, setup.limits, batch_size=len(seeds),
+        practice=task.practice))
+    files = dict(sorted(graded.controller_files.items()))
     if graded.refused:
         result = _refused(task, setup, seeds, graded)
     else:
-        assert graded.result is not None
-        result = graded.result
+        result = graded.document()
     expected = task.context.get("code_checks", {}).get("files")
-    if expected is not None and expected != dict(sorted(graded.files.items())):
+    if expected is not None and expected != files:
         raise BadInput(f"controller {task.controller}: its files changed between the code checks "
                        "and the grading; leave the job's folder alone while it runs")
     result["squeeze"] = task.context
     predicate = record.make_predicate(
-        result_doc=result, controller_files=graded.files, course=task.course,
+        result_doc=result, controller_files=files, course=task.course,
         provider=result["provider"], tier=result["tier"], evidence=result["evidence"],
-        cpu_budget=setup.budget.record(), started=started, finished=finished,
+        cpu_budget=setup.budget.record(), started=graded.started, finished=graded.finished,
         practice_set_digest=record.practice_set_digest(task.practice),
         fresh_commitment=fresh_mod.commit(task.fresh), fresh_reveal=fresh_mod.reveal(task.fresh))
     return Graded(result, predicate)

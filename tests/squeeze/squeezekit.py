@@ -72,9 +72,9 @@ def chromium() -> str:
 
 def need_gvisor() -> None:
     """What the `gvisor` fixture does, for module-scoped fixtures (skip here, fail in CI)."""
-    from plimsoll_ci import sandbox
+    from plimsoll_ci.sandbox import all_providers
 
-    ok, why = sandbox.available("gvisor")
+    ok, why = all_providers.get("gvisor").available()
     if ok:
         return
     if os.environ.get("CI") == "true":

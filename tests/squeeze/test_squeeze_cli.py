@@ -52,7 +52,7 @@ def test_a_kept_key_signs_and_its_public_half_is_harness_pub(tmp_path):
     job = tiny_job(tmp_path / "job")
     signer = keys.write_keypair(tmp_path / "ci")
     out = tmp_path / "out"
-    r = squeeze("run", str(job), "--out", str(out), "--provider", "process", "--key",
+    r = squeeze("run", str(job), "--out", str(out), "--provider", "process", "--signing-key-file",
                 str(tmp_path / "ci.key"), "--jobs", "2")
     assert r.returncode == 0, r.stderr
     assert (out / "harness.pub").read_bytes() == (tmp_path / "ci.pub").read_bytes()
@@ -121,7 +121,7 @@ def test_even_the_key_holder_cannot_mix_runs_drop_or_repeat_a_grading(tmp_path):
     outs = []
     for name in ("a", "b"):
         out = tmp_path / name
-        r = squeeze("run", str(job), "--out", str(out), "--provider", "process", "--key",
+        r = squeeze("run", str(job), "--out", str(out), "--provider", "process", "--signing-key-file",
                     str(tmp_path / "ci.key"))
         assert r.returncode == 0, r.stderr
         outs.append(out)
