@@ -20,9 +20,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import sim  # noqa: E402
-from plimsoll_ci import sandbox  # noqa: E402
 from plimsoll_ci.commands.fly import load_controller  # noqa: E402
-from plimsoll_ci.grading.run import Request, Seed, grade  # noqa: E402
+from plimsoll_ci.grading.request import GradeRequest  # noqa: E402
+from plimsoll_ci.grading.run import grade  # noqa: E402
+from plimsoll_ci.grading.seeds import Seed  # noqa: E402
+from plimsoll_ci.sandbox.all_providers import PROVIDERS  # noqa: E402
 
 HONEST = str(REPO / "sim" / "controllers" / "honest.py")
 TARGET_GVISOR_S = 5.0
@@ -34,7 +36,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flights", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--providers", default="gvisor,docker,process")
+    parser.add_argument("--providers", default=",".join(PROVIDERS))
     args = parser.parse_args()
     seeds = [7000000000 + 7919 * k for k in range(args.flights)]
     course = sim.course("hard")
@@ -59,17 +61,17 @@ def main() -> int:
         if provider == "gvisor":
             rows.append((provider, True))
     for provider, halves in rows:
-        ok, why = sandbox.available(provider)
+        ok, why = PROVIDERS[provider].available()
         if not ok:
             print(f"{provider:<9} unavailable: {why}")
             continue
         runs = []
         for _ in range(args.repeat):
             t = time.perf_counter()
-            r = grade(Request(HONEST, "hard", [Seed(f"seeds:{n}", s, True)
+            r = grade(GradeRequest(HONEST, "hard", [Seed(f"seeds:{n}", s, True)
                                                for n, s in enumerate(seeds, 1)], provider,
                               pipeline=halves))
-            runs.append((time.perf_counter() - t, r.result))
+            runs.append((time.perf_counter() - t, r.document()))
         runs.sort(key=lambda x: x[0])
         wall, doc = runs[len(runs) // 2]
         assert doc is not None

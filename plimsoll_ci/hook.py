@@ -11,6 +11,7 @@
   A first push that includes the root commit comes without FROM: then every commit of
   `PRE_COMMIT_LOCAL_BRANCH` that no ref of `PRE_COMMIT_REMOTE_NAME` has.
 - `scan_commits(repo, commits, config_path, set_name, key)` is the same walk for the action.
+Every scan goes through the one front end (`scan.ShipScan`, via `scan_files`).
 
 `withheld_guard(filenames, cwd)` (hook `plimsoll-withheld-guard`) refuses:
 - a withheld set that is unkeyed and holds value entries (a guessable seed hashed with plain SHA-256
@@ -18,9 +19,10 @@
 - a file whose lines are the values a withheld set was built from (the seeds file itself).
 
 Warm runs are fast because content and names already judged clean are remembered under the git
-folder (`plimsoll/clean-*`), keyed by git blob id (or SHA-256 for builder output; the shipped
-path for a name) and by the withheld set's digest, the limits and the scanner's version; a
-finding or a note is never cached, so a cached run reports exactly what a fresh run would.
+folder (`plimsoll/clean-*`, a `scan.VerdictCache`), keyed by git blob id (computed for builder
+output; the shipped path for a name) with the content's size, in a file named by the withheld
+set's digest, the limits and the engine's version; a finding or a note is never cached, so a
+cached run reports exactly what a fresh run would, bytes scanned included.
 """
 
 from __future__ import annotations
@@ -28,43 +30,46 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 import os
-import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
-from plimsoll_ci import ship
-from plimsoll_ci.errors import BadInput, ConfigError
-
-ZERO = "0" * 40
-
+from plimsoll_ci import __version__, git, report, scan, ship, withheld
+from plimsoll_ci.errors import BadInput
+from plimsoll_ci.scan import Limits, ScanResult, ShipScan, Verdict, decide_mode, make_limits
+from plimsoll_ci.withheld import GUESSABLE_BITS, shape_bits
 
 # --------------------------------------------------------------------------- clean-content cache
 
 
 class CleanCache:
-    """Content keys already scanned clean under one (withheld set, limits, scanner) combination."""
+    """A `scan.VerdictCache` that keeps clean verdicts only (key and size, one a line), for one
+    (withheld set, limits, engine) combination; a finding or a note is never remembered."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.keys: set[str] = set()
-        self.new: set[str] = set()
+        self.sizes: dict[str, int] = {}
+        self.new = False
         if path is not None:
             try:
-                self.keys = set(path.read_text(encoding="ascii").split())
-            except (OSError, UnicodeDecodeError):
-                self.keys = set()
+                for line in path.read_text(encoding="ascii").splitlines():
+                    key, _, size = line.partition(" ")
+                    self.sizes[key] = int(size)
+            except (OSError, UnicodeDecodeError, ValueError):
+                self.sizes = {}
 
-    def __contains__(self, key: str) -> bool:
-        return key in self.keys
+    def get(self, key: str) -> Verdict | None:
+        """A clean verdict of the content's size when `key` was judged clean."""
+        size = self.sizes.get(key)
+        return Verdict((), (), size) if size is not None else None
 
-    def add(self, key: str) -> None:
-        if key not in self.keys:
-            self.keys.add(key)
-            self.new.add(key)
+    def put(self, key: str, verdict: Verdict) -> None:
+        """Remember `key` when its verdict is clean."""
+        if verdict.clean and not verdict.tokens and key not in self.sizes:
+            self.sizes[key] = verdict.size
+            self.new = True
 
     def save(self) -> None:
         """Write the cache atomically; a failure to write only costs speed next time."""
@@ -73,7 +78,8 @@ class CleanCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text("\n".join(sorted(self.keys)) + "\n", encoding="ascii")
+            tmp.write_text("".join(f"{k} {n}\n" for k, n in sorted(self.sizes.items())),
+                           encoding="ascii")
             os.replace(tmp, self.path)
             _prune(self.path.parent, "clean-*", keep=4)
         except OSError:
@@ -92,15 +98,8 @@ def _prune(folder: Path, pattern: str, keep: int) -> None:
 
 def _scanner_version() -> str:
     """Changes whenever the scanning code does, so an upgrade never trusts an old verdict."""
-    import plimsoll_ci
-    from plimsoll_ci import scan
-
-    parts = [plimsoll_ci.__version__]
-    roots = [Path(scan.__file__)]
-    match_dir = Path(scan.__file__).parent / "match"
-    if match_dir.is_dir():
-        roots += sorted(match_dir.glob("*.py"))
-    for p in roots:
+    parts = [__version__]
+    for p in scan.engine_files():
         try:
             st = p.stat()
             parts.append(f"{p.name}:{st.st_size}:{st.st_mtime_ns}")
@@ -112,21 +111,16 @@ def _scanner_version() -> str:
 @functools.lru_cache(maxsize=8)
 def git_dir(repo: Path) -> Path | None:
     """The repository's (common) git folder, where the hook keeps its caches."""
-    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--git-common-dir"],
-                          capture_output=True)
-    if proc.returncode != 0:
-        return None
-    d = Path(os.fsdecode(proc.stdout.strip()))
-    return d if d.is_absolute() else repo / d
+    return git.common_dir(repo)
 
 
-def open_cache(repo: Path | None, wset: Any, limits: dict[str, float]) -> CleanCache:
-    """The clean-content cache for this withheld set under the repository's git folder."""
+def open_cache(repo: Path | None, wset: Any, limits: Limits) -> CleanCache:
+    """The clean-content cache for this withheld set and these limits under the git folder."""
     gd = git_dir(repo) if repo is not None else None
     if gd is None:
         return CleanCache(None)
-    tag = hashlib.sha256(json.dumps([str(getattr(wset, "digest", "")),
-                                     sorted(limits.items()), _scanner_version()]).encode())
+    tag = hashlib.sha256(json.dumps([str(getattr(wset, "digest", "")), list(limits),
+                                     _scanner_version()]).encode())
     return CleanCache(gd / "plimsoll" / f"clean-{tag.hexdigest()[:32]}")
 
 
@@ -163,12 +157,11 @@ def staged_config(repo: Path, path: Path) -> ship.Config:
         gd = None
     if gd is None:
         return ship.config_at(repo, path, ":")
-    proc = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f":{rel}"],
-                          capture_output=True)
-    if proc.returncode != 0:
+    staged = git.show_blob(repo, f":{rel}")
+    if staged is None:
         return ship.config_at(repo, path, ":")
     st = Path(ship.__file__).stat()
-    tag = hashlib.sha256(b"\0".join([proc.stdout, str(path.resolve()).encode(),
+    tag = hashlib.sha256(b"\0".join([staged, str(path.resolve()).encode(),
                                       f"{st.st_size}:{st.st_mtime_ns}".encode()])).hexdigest()
     memo = gd / "plimsoll" / f"config-{tag[:32]}.json"
     try:
@@ -190,132 +183,38 @@ def staged_config(repo: Path, path: Path) -> ship.Config:
 # --------------------------------------------------------------------------- scanning
 
 
-def make_limits(config: ship.Config) -> Any:
-    """`scan.Limits` from the config's `limits:`; an unknown name is a config error."""
-    from plimsoll_ci import scan
-
-    try:
-        return scan.Limits(**config.limits) if config.limits else scan.Limits()
-    except TypeError:
-        known = ", ".join(getattr(scan.Limits, "_fields", ()))
-        raise ConfigError(f"{config.path}: unknown name in limits: "
-                          f"{', '.join(config.limits)}; known: {known}") from None
-
-
-def _content_key(f: ship.ShippedFile) -> str:
-    if f.blob is not None:
-        return "git:" + f.blob
-    return "sha256:" + hashlib.sha256(f.data).hexdigest()
-
-
-def scan_shipped(files: Sequence[ship.ShippedFile], wset: Any, limits: Any = None,
-                 cache: CleanCache | None = None, repo: Path | None = None) -> Any:
-    """Scan shipped files (contents and shipped names) -> `scan.ScanResult`.
-
-    Findings name each file by `ship.label` (the repository path, or `SET:path` for builder
-    output). Files read from git with `read=False` (empty data, a blob id) are read here, only
-    when `cache` does not already know their content is clean.
-    """
-    from plimsoll_ci import scan
-
-    cache = cache if cache is not None else CleanCache(None)
-    need = [f.blob for f in files if f.blob is not None and not f.data
-            and "git:" + f.blob not in cache]
-    blobs = ship.read_blobs(repo, need) if (need and repo is not None) else {}
-    scanner = scan.Scanner(wset, limits)
-    findings: list[Any] = []
-    notes: list[str] = []
-    seen_content: set[str] = set()
-    seen_names: set[tuple[str, str]] = set()
-    nbytes = 0
-    max_bytes = getattr(limits or scan.Limits(), "max_file_bytes", None)
-    for f in files:
-        lbl = ship.label(f)
-        if (lbl, f.path) not in seen_names:
-            seen_names.add((lbl, f.path))
-            name_key = "name:" + hashlib.sha1(f"{lbl}\0{f.path}".encode(
-                "utf-8", "surrogateescape")).hexdigest()
-            if name_key not in cache:
-                found_names = [_name_finding(x, f, lbl) for x in scanner.scan_name(f.path)]
-                findings += found_names
-                if not found_names:
-                    cache.add(name_key)
-        key = _content_key(f)
-        if key in seen_content or key in cache:
-            continue
-        seen_content.add(key)
-        data = blobs.get(f.blob, f.data) if f.blob is not None else f.data
-        nbytes += len(data)
-        more: list[str] = []
-        if max_bytes is not None and len(data) > max_bytes:
-            more.append(f"{lbl}: {len(data)} bytes, over the {max_bytes}-byte file bound: "
-                        "scanned up to the bound")
-            data = data[:max_bytes]
-        found, decode_notes = scanner.scan_content(data, lbl)
-        more += decode_notes
-        findings += found
-        notes += more
-        if not found and not more:
-            cache.add(key)
-    findings = list(dict.fromkeys(findings))
-    if scanner.redact_tokens:  # a name that carries a value is never printed as it is
-        findings = [x._replace(path=scanner.redact(x.path), chain=scanner.redact(x.chain))
-                    for x in findings]
-        notes = [scanner.redact(n) for n in notes]
-    return scan.ScanResult(findings, notes, len({ship.label(f) for f in files}), nbytes)
-
-
-def _name_finding(x: Any, f: ship.ShippedFile, lbl: str) -> Any:
-    """A name finding placed in the repository: the file itself, or one of its folders."""
-    if x.path == f.path or not x.path.endswith("/"):
-        return x._replace(path=lbl)
-    if f.source is not None and f.source.endswith(f.path):
-        return x._replace(path=f.source[: len(f.source) - len(f.path)] + x.path)
-    return x._replace(path=f"{f.set_name}:{x.path}")
-
-
-def render(result: Any, fmt: str = "text") -> str:
-    """The lead's report renderer (text, json, sarif, markdown)."""
-    from plimsoll_ci import report
-
-    return report.render(result, fmt)
+def scan_files(repo: Path, files: Sequence[ship.ShippedFile], config: ship.Config, wset: Any,
+               cache: CleanCache | None = None) -> ScanResult:
+    """Ship-scan what a config's sets ship (`ship.from_index`/`from_rev`, read or not) through
+    the one front end: the config's limits and mode, blobs read from `repo` only when `cache`
+    does not already know them clean."""
+    session = ShipScan(wset, make_limits(config.limits, str(config.path)), cache,
+                       decide_mode(config.mode, wset.mode),
+                       read=functools.partial(git.read_blobs, repo))
+    return session.scan(ship.items(files))
 
 
 # --------------------------------------------------------------------------- ship-scan hook
-
-
-class Verdict(NamedTuple):
-    """What a hook run decided: exit code and what it scanned."""
-
-    code: int
-    findings: int
-    files: int
 
 
 def _relevant(filenames: Sequence[str], config: ship.Config, repo: Path) -> bool:
     """Whether any changed file can change what ships (or what counts as withheld)."""
     if not filenames:
         return True  # by hand or an empty --all-files list: scan everything
-    prefix = ship._prefix(config, repo)
+    prefix = ship.config_prefix(config, repo)
     watched = {config.path.resolve()}
     if config.withheld is not None:
         watched.add(config.withheld.resolve())
     rels = []
     for name in filenames:
-        p = (repo / name).resolve()
-        if p in watched:
+        if (repo / name).resolve() in watched:
             return True
-        rel = Path(name).as_posix()
-        if rel.startswith(prefix):
-            rels.append(rel[len(prefix):])
+        rels.append(Path(name).as_posix())
     for s in config.ship.values():
         if s.command is not None:
-            if not s.inputs or ship.select(rels, s._replace(include=s.inputs, exclude=())):
+            if not s.inputs or ship.select_repo_paths(rels, ship.inputs_set(s), prefix):
                 return True
-            continue
-        root = s.root + "/" if s.root else ""
-        under = [r[len(root):] for r in rels if r.startswith(root)]
-        if ship.select(under, s):
+        elif ship.select_repo_paths(rels, s, prefix):
             return True
     return False
 
@@ -350,33 +249,14 @@ def push_range(env: dict[str, str] | None = None) -> tuple[str | None, str | Non
     frm = env.get("PRE_COMMIT_FROM_REF") or env.get("PRE_COMMIT_ORIGIN")
     if not to:
         return None, None
-    return (frm if frm and frm != ZERO else None), to
-
-
-def commits_between(repo: Path, frm: str | None, to: str) -> list[str]:
-    """Every commit in `frm..to`, oldest first, merges included (just `to` when `frm` is None)."""
-    to_id = ship.resolve_rev(repo, to)
-    if frm is None:
-        return [to_id]
-    frm_id = ship.resolve_rev(repo, frm)
-    proc = subprocess.run(["git", "-C", str(repo), "rev-list", "--reverse", "--topo-order",
-                           f"{frm_id}..{to_id}"], capture_output=True)
-    if proc.returncode != 0:
-        raise BadInput(f"{repo}: cannot list commits {frm}..{to}: "
-                       f"{proc.stderr.decode('utf-8', 'replace').strip()}")
-    return proc.stdout.decode().split()
-
-
-def _subject(repo: Path, commit: str) -> str:
-    proc = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%s", commit],
-                          capture_output=True)
-    return proc.stdout.decode("utf-8", "replace").strip()
+    return (frm if frm and frm != git.ZERO_OID else None), to
 
 
 def scan_commits(repo: Path, commits: Sequence[str], config_path: str | None,
                  set_name: str | None = None, key: bytes | None = None,
-                 ) -> list[tuple[str, Any, Any]]:
-    """Scan the ship sets of each commit -> [(commit, config, ScanResult)], sharing one cache."""
+                 ) -> list[tuple[str, ScanResult]]:
+    """Scan the ship sets of each commit, each by its own config -> [(commit, ScanResult)],
+    sharing one clean-content cache per withheld set."""
     results = []
     wsets: dict[tuple, tuple[Any, CleanCache]] = {}
     for commit in commits:
@@ -387,10 +267,10 @@ def scan_commits(repo: Path, commits: Sequence[str], config_path: str | None,
                  tuple(sorted(config.limits.items())))
         if which not in wsets:
             wset = ship.load_withheld(config, key=key)
-            wsets[which] = (wset, open_cache(repo, wset, config.limits))
+            limits = make_limits(config.limits, str(config.path))
+            wsets[which] = (wset, open_cache(repo, wset, limits))
         wset, cache = wsets[which]
-        results.append((commit, _effective(config, wset),
-                        scan_shipped(files, wset, make_limits(config), cache, repo)))
+        results.append((commit, scan_files(repo, files, config, wset, cache)))
     for _, cache in wsets.values():
         cache.save()
     return results
@@ -400,10 +280,10 @@ def ship_scan(filenames: Sequence[str], cwd: Path, config_path: str | None = Non
               out: IO[str] | None = None, env: dict[str, str] | None = None) -> int:
     """The `plimsoll-ship-scan` hook; returns the exit code (0 pass, 1 refused, 2 bad input)."""
     out = out or sys.stdout
-    repo = ship.repo_root(Path(cwd))
+    repo = git.repo_root(Path(cwd))
     frm, to = push_range(env)
     if to is not None:
-        return _push(repo, commits_between(repo, frm, to), config_path, out)
+        return _push(repo, git.commits_between(repo, frm, to), config_path, out)
     first_push = new_commits(repo, env)
     if first_push is not None:
         return _push(repo, first_push, config_path, out)
@@ -413,28 +293,20 @@ def ship_scan(filenames: Sequence[str], cwd: Path, config_path: str | None = Non
     files = ship.from_index(repo, config, read=False)
     _check_not_empty(config, files, "the index")
     wset = ship.load_withheld(config)
-    cache = open_cache(repo, wset, config.limits)
-    result = scan_shipped(files, wset, make_limits(config), cache, repo)
+    cache = open_cache(repo, wset, make_limits(config.limits, str(config.path)))
+    result = scan_files(repo, files, config, wset, cache)
     cache.save()
-    return _report(result, _effective(config, wset), "staged", out)
+    return _report(result, "staged", out)
 
 
-def _effective(config: ship.Config, wset: Any) -> ship.Config:
-    """Warn mode when either the config or the withheld set asks for it (as `scan` does)."""
-    if getattr(wset, "mode", "refuse") == "warn":
-        return config._replace(mode="warn")
-    return config
-
-
-def _report(result: Any, config: ship.Config, where: str, out: IO[str]) -> int:
-    n = len(result.findings)
-    if n or result.notes:
-        out.write(render(result, "text").rstrip("\n") + "\n")
-    if n:
-        verdict = "refused" if config.mode == "refuse" else "allowed: mode is warn in the config"
+def _report(result: ScanResult, where: str, out: IO[str]) -> int:
+    """Print a hook run's report and verdict; the exit code (1 refused, else 0)."""
+    if result.findings or result.notes:
+        out.write(report.render(result, "text").rstrip("\n") + "\n")
+    if result.findings:
+        verdict = "refused" if result.refused else "allowed: mode is warn in the config"
         out.write(f"plimsoll ship scan ({where}): {verdict}.\n")
-        return 1 if config.mode == "refuse" else 0
-    return 0
+    return 1 if result.refused else 0
 
 
 def new_commits(repo: Path, env: dict[str, str] | None = None) -> list[str] | None:
@@ -446,20 +318,15 @@ def new_commits(repo: Path, env: dict[str, str] | None = None) -> list[str] | No
     local, remote = env.get("PRE_COMMIT_LOCAL_BRANCH"), env.get("PRE_COMMIT_REMOTE_NAME")
     if not local or not remote or local.startswith("-") or remote.startswith("-"):
         return None
-    proc = subprocess.run(["git", "-C", str(repo), "rev-list", "--reverse", "--topo-order",
-                           local, "--not", f"--remotes={remote}"], capture_output=True)
-    if proc.returncode != 0:
-        raise BadInput(f"{repo}: cannot list the commits of {local} not on {remote}: "
-                       f"{proc.stderr.decode('utf-8', 'replace').strip()}")
-    return proc.stdout.decode().split()
+    return git.commits_not_on(repo, local, remote)
 
 
 def _push(repo: Path, commits: Sequence[str], config_path: str | None, out: IO[str]) -> int:
     code = 0
-    for commit, config, result in scan_commits(repo, commits, config_path):
+    for commit, result in scan_commits(repo, commits, config_path):
         if result.findings or result.notes:
-            out.write(f"commit {commit[:12]} {_subject(repo, commit)}\n")
-        code = max(code, _report(result, config, f"commit {commit[:12]}", out))
+            out.write(f"commit {commit[:12]} {git.subject(repo, commit)}\n")
+        code = max(code, _report(result, f"commit {commit[:12]}", out))
     return code
 
 
@@ -470,9 +337,9 @@ def staged_contents(repo: Path, names: Sequence[str]) -> dict[str, bytes]:
     """The staged bytes of each named file (one `git ls-files` and one `git cat-file --batch`);
     a file that is not in the index is read from disk, one that is in neither is left out.
     """
-    staged = {e.path: e for e in ship.index_entries(repo) if e.mode != "160000"}
+    staged = {e.path: e for e in git.index_entries(repo) if e.mode != git.MODE_SUBMODULE}
     wanted = [n for n in names if n in staged]
-    blobs = ship.read_blobs(repo, [staged[n].oid for n in wanted])
+    blobs = git.read_blobs(repo, [staged[n].oid for n in wanted])
     out = {n: blobs[staged[n].oid] for n in wanted}
     for n in names:
         if n not in out:
@@ -497,11 +364,8 @@ def _as_withheld_doc(data: bytes) -> dict | None:
 
 
 def _guessable_unkeyed(doc: dict) -> list[str]:
-    """Ids of value entries a brute force can recover: unkeyed, under 64 bits of entropy.
-
-    The set stores each value's shape (digit count, length), which bounds its entropy: a
-    10-digit seed is about 33 bits, minutes of hashing. Text is counted at 36 symbols a character.
-    """
+    """Ids of value entries a brute force can recover: unkeyed, under `GUESSABLE_BITS` by the
+    one entropy estimate (`withheld.shape_bits`, from the shape stored beside each digest)."""
     if doc.get("scheme") != "sha256":
         return []
     ids = []
@@ -510,13 +374,10 @@ def _guessable_unkeyed(doc: dict) -> list[str]:
             continue
         shape = e.get("shape") if isinstance(e.get("shape"), dict) else {}
         try:
-            if e.get("type") == "number":
-                bits = int(shape.get("digits", 0)) * math.log2(10)
-            else:
-                bits = int(shape.get("len", 0)) * math.log2(36)
+            bits = shape_bits(str(e.get("type")), shape)
         except (TypeError, ValueError):
             bits = 0.0
-        if bits < 64:
+        if bits < GUESSABLE_BITS:
             ids.append(str(e.get("id", "?")))
     return ids
 
@@ -525,8 +386,6 @@ def guard_findings(contents: dict[str, bytes], wsets: Iterable[tuple[str, Any]])
     """Problems the guard refuses among `contents` (name -> staged bytes), one message per file,
     never a value.
     """
-    from plimsoll_ci import scan
-
     problems = []
     scanners = [(origin, scan.Scanner(w)) for origin, w in wsets]
     for name, data in contents.items():
@@ -570,7 +429,7 @@ def withheld_guard(filenames: Sequence[str], cwd: Path, config_path: str | None 
                    out: IO[str] | None = None) -> int:
     """The `plimsoll-withheld-guard` hook; 0 pass, 1 refused, 2 bad input."""
     out = out or sys.stdout
-    repo = ship.repo_root(Path(cwd))
+    repo = git.repo_root(Path(cwd))
     wsets: list[tuple[str, Any]] = []
     config = None
     if config_path is not None or ship.find_config(repo) is not None:
@@ -578,11 +437,8 @@ def withheld_guard(filenames: Sequence[str], cwd: Path, config_path: str | None 
     if config is not None and config.withheld is not None and config.withheld.is_file():
         wsets.append((_shown(config.withheld, repo), ship.load_withheld(config)))
     if not filenames:
-        proc = subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], capture_output=True)
-        filenames = [os.fsdecode(n) for n in proc.stdout.split(b"\0") if n]
+        filenames = git.tracked_files(repo)
     # Sets being committed now count too (the seeds file may arrive in the same commit).
-    from plimsoll_ci import withheld
-
     key = ship.load_key(config) if config is not None else None
     configured = config.withheld if config is not None else None
     contents = staged_contents(repo, filenames)

@@ -1,383 +1,449 @@
-"""The ship scan: shipped files x a withheld set -> findings (never values).
+"""The ship scan: shipped files x a withheld set -> a typed `ScanResult` (findings, never values).
 
-A finding names the file, the place (line:column for text; line 0 and the byte offset as column
-for binary content and names), the decode chain and the entry id.
+One front end for every caller (`scan PATH`, `scan --staged/--rev`, the pre-commit hook, the
+GitHub Action, the canary check): a `ShipScan` session takes shipped files (`Item`s) and returns a
+`ScanResult`. The session alone batches files into joined buffers for the engine
+(`plimsoll_ci.engine.Scanner`), consults a pluggable `VerdictCache`, places name findings in the
+shown tree, cuts files at the file bound, de-duplicates, redacts (`Redactor`), counts and sorts;
+`decide_mode` alone decides refuse or warn, and the result carries that mode to the renderers
+(`plimsoll_ci.report`). `make_limits` is the one way to build the scan's `Limits`.
+
+- A path is shown one way everywhere (`shown_path`): `/`-separated, no `./`, no doubled `/`.
+- `files` is the number of distinct shown files; `bytes` ("bytes scanned") is the sum of their
+  sizes, each counted up to the file bound (what the engine read of it), however it was read and
+  whether or not a cache knew it already: the same tree gives the same numbers on every road.
+- A finding names the file, the place (line:column for text; line 0 and the byte offset as column
+  for binary content and names), the decode chain and the entry id.
 """
 
 from __future__ import annotations
 
-import bisect
-import json
+import hashlib
 import os
+import re
 import stat
-import time
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple, Protocol
 
-from plimsoll_ci.errors import BadInput
-from plimsoll_ci.withheld import FORMATS, WithheldSet
+from plimsoll_ci.engine import Finding, Limits, Scanner, dedupe
+from plimsoll_ci.errors import BadInput, ConfigError
+from plimsoll_ci.git import blob_id
+from plimsoll_ci.withheld import WithheldSet
+
+__all__ = ["REDACTED", "Finding", "Item", "Limits", "Redactor", "ScanResult", "Scanner",
+           "ShipScan", "Verdict", "VerdictCache", "combine", "decide_mode", "engine_files",
+           "make_limits", "scan_items", "scan_paths", "shown_path"]
 
 REDACTED = "[withheld]"
-_SEP = b"\x00\n\x00"  # no value spans it; its line break ends a line of escapes too
+MODES = ("refuse", "warn")
 
 
-class Finding(NamedTuple):
-    path: str
-    line: int
-    column: int
-    chain: str
-    entry: str
-    kind: str  # "value" | "file" | "source" | "withheld-set"
-    where: str = "content"  # "content" | "name"
-    detail: str = ""
+def engine_files() -> list[Path]:
+    """The source files whose change changes what a scan finds: a cache keys on them."""
+    here = Path(__file__).resolve().parent
+    return [here / "engine.py", here / "scan.py", *sorted((here / "match").glob("*.py"))]
 
 
 class ScanResult(NamedTuple):
+    """What a ship scan found, what it scanned, and the mode it ran in (refuse or warn)."""
+
     findings: list[Finding]
     notes: list[str]
     files: int
     bytes: int
+    mode: str = "refuse"
+
+    @property
+    def refused(self) -> bool:
+        """True when the scan refuses what ships: a finding in refuse mode (exit 1)."""
+        return bool(self.findings) and self.mode == "refuse"
 
 
-class Limits(NamedTuple):
-    max_file_bytes: int = 256 * 1024 * 1024
-    max_decompressed: int = 64 * 1024 * 1024
-    max_members: int = 1000
-    max_region: int = 4 * 1024 * 1024
-    max_regions: int = 10000
-    max_line: int = 1024 * 1024
-    decode_seconds: float = 30.0
+def decide_mode(*asked: str | None, override: str | None = None) -> str:
+    """The one refuse/warn decision: `override` (the command line's `--mode`) when given, else
+    warn when any of `asked` (the config's mode, the withheld set's mode) is warn, else refuse."""
+    for m in (override, *asked):
+        if m is not None and m not in MODES:
+            raise BadInput(f"mode {m!r}: use refuse or warn")
+    if override is not None:
+        return override
+    return "warn" if "warn" in asked else "refuse"
 
 
-def _place(data: bytes, pos: int, binary: bool) -> tuple[int, int]:
-    if binary:
-        return 0, pos
-    line = data.count(b"\n", 0, pos) + 1
-    return line, pos - data.rfind(b"\n", 0, pos)
+def make_limits(config: Mapping[str, float] | None = None, origin: str = "limits",
+                overrides: Mapping[str, float | None] | None = None) -> Limits:
+    """The one `Limits` builder: a config's `limits:` (an unknown name is a `ConfigError` naming
+    `origin`, the config file), then command-line `overrides` (they win; None is not given)."""
+    values: dict[str, float] = {}
+    for k, v in (config or {}).items():
+        if k not in Limits._fields:
+            raise ConfigError(f"{origin}: limits: unknown bound {k!r}; known: "
+                              f"{', '.join(Limits._fields)}")
+        values[k] = v
+    for k, v in (overrides or {}).items():
+        if v is None:
+            continue
+        if k not in Limits._fields:
+            raise BadInput(f"--{k.replace('_', '-')}: not a bound; known: "
+                           f"{', '.join(Limits._fields)}")
+        if v <= 0:
+            raise BadInput(f"--{k.replace('_', '-')} must be positive, not {v}")
+        values[k] = v
+    return Limits(**values)  # type: ignore[arg-type]
 
 
-def _is_binary(data: bytes) -> bool:
-    return b"\0" in data[:8192]
+def shown_path(path: str) -> str:
+    """A path as every report shows it: no `.` segments, no doubled `/` (`./a//b` -> `a/b`)."""
+    if "/." not in path and "//" not in path and not path.startswith("./"):
+        return path
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    lead = "/" if path.startswith("/") else ""
+    tail = "/" if path.endswith("/") and parts else ""
+    return lead + "/".join(parts) + tail if parts else (lead or ".")
 
 
-class Scanner:
-    """Scans names and contents against one withheld set."""
-
-    def __init__(self, wset: WithheldSet, limits: Limits | None = None) -> None:
-        from plimsoll_ci.match.decode import Bounds
-        from plimsoll_ci.match.index import ValueEntry, ValueIndex
-
-        self.wset = wset
-        self.limits = limits or Limits()
-        self.bounds = Bounds(self.limits.max_decompressed, self.limits.max_members,
-                             self.limits.max_region, self.limits.max_regions,
-                             self.limits.max_line)
-        values = [ValueEntry(e.id, e.vtype, bytes.fromhex(e.digest), e.shape)
-                  for e in wset.entries if e.kind == "value"]
-        self.index = ValueIndex(values, wset.key)
-        for e in wset.entries:
-            if e.kind == "file":
-                self.index.add_file(e.id, bytes.fromhex(e.digest))
-        self.sources = [e for e in wset.entries if e.kind == "source"]
-        self._names: dict[tuple[str, str], list[Finding]] = {}
-        self.redact_tokens: set[str] = set()
-
-    # -- names --------------------------------------------------------------------------------
-
-    def scan_text(self, text: str | bytes, path: str, chain: str = "") -> list[Finding]:
-        """Values in one string (no decoding layers); places are byte offsets."""
-        from plimsoll_ci.match.extract import find_values
-
-        data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
-        return [Finding(path, 0, m.start, chain, eid, "value", "name")
-                for m in find_values(data, self.index) for eid in m.entries]
-
-    def _name(self, name: str, path: str, chain: str) -> list[Finding]:
-        from plimsoll_ci.match.decode import text_regions
-        from plimsoll_ci.match.extract import find_values
-
-        data = name.encode("utf-8", "surrogateescape")
-        out = []
-        for m in find_values(data, self.index):
-            # A name that carries a value would print it wherever the path is shown: remember
-            # the token so every path, chain and note of the report shows it redacted.
-            self.redact_tokens.add(data[m.start : m.end].decode("utf-8", "surrogateescape"))
-            out += [Finding(path, 0, m.start, chain, eid, "value", "name") for eid in m.entries]
-        for layer in text_regions(data, self.bounds).layers:
-            found = self.scan_text(layer.data, path, f"{chain} > {layer.chain}")
-            if found:
-                self.redact_tokens.add(name)  # the encoded form gives the value away too
-            out += found
-        return out
-
-    def redact(self, text: str) -> str:
-        """`text` with every value-carrying name token replaced by `[withheld]`."""
-        for tok in sorted(self.redact_tokens, key=len, reverse=True):
-            if tok in text:
-                text = text.replace(tok, REDACTED)
-        return text
-
-    def prime_names(self, paths: Iterable[str]) -> None:
-        """Scan the not-yet-seen name parts of many paths in one joined pass (then cached)."""
-        from plimsoll_ci.match.decode import text_regions
-        from plimsoll_ci.match.extract import find_values
-
-        parts = sorted({p for path in paths for p in path.replace("\\", "/").split("/")
-                        if p not in ("", ".") and (p, "file name") not in self._names})
-        if len(parts) < 8 or len(self._names) > 100_000:
-            return  # one by one is as quick
-        datas = [p.encode("utf-8", "surrogateescape") for p in parts]
-        joined, starts = _join(datas)
-        hits: list[list[tuple[int, str, str]]] = [[] for _ in parts]
-        for m in find_values(joined, self.index):
-            k = bisect.bisect_right(starts, m.start) - 1
-            rel = m.start - starts[k]
-            self.redact_tokens.add(datas[k][rel : rel + m.end - m.start].decode(
-                "utf-8", "surrogateescape"))
-            hits[k] += [(rel, eid, "") for eid in m.entries]
-        for layer in text_regions(joined, self.bounds).layers:
-            k = bisect.bisect_right(starts, layer.offset) - 1
-            found = [(m.start, eid, f" > {layer.chain}")
-                     for m in find_values(layer.data, self.index) for eid in m.entries]
-            if found:
-                self.redact_tokens.add(parts[k])  # the encoded form gives the value away too
-                hits[k] += found
-        for part, found in zip(parts, hits, strict=True):
-            for kind in ("file name", "folder name"):
-                self._names[(part, kind)] = [Finding("", 0, col, kind + sub, eid, "value", "name")
-                                             for col, eid, sub in found]
-
-    def scan_name(self, path: str) -> list[Finding]:
-        """Every folder name and the file name of a shipped path."""
-        parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
-        out: list[Finding] = []
-        for i, part in enumerate(parts):
-            is_file = i == len(parts) - 1
-            where = path if is_file else "/".join(parts[: i + 1]) + "/"
-            kind = "file name" if is_file else "folder name"
-            hits = self._names.get((part, kind))
-            if hits is None:  # folder names repeat across files: scan each name once
-                hits = self._name(part, "", kind)
-                if len(self._names) < 100_000:
-                    self._names[(part, kind)] = hits
-            out += [f._replace(path=where) for f in hits]
-        return out
-
-    # -- contents -----------------------------------------------------------------------------
-
-    def scan_content(self, data: bytes, path: str) -> tuple[list[Finding], list[str]]:
-        """Contents, one decode layer deep, and archive members (names and contents)."""
-        return self.scan_contents([(path, data)])
-
-    def scan_contents(self, files: list[tuple[str, bytes]]) -> tuple[list[Finding], list[str]]:
-        """Contents of many files at once: small files are scanned as one joined buffer, so the
-        vectorized passes run over megabytes rather than paying their fixed cost per file."""
-        from plimsoll_ci.match.decode import containers, stream_kind
-
-        notes: list[str] = []
-        deadline = time.monotonic() + self.limits.decode_seconds * max(1, len(files))
-        pieces: list[_Piece] = []
-        out: list[Finding] = []
-        for path, data in files:
-            pieces.append(_Piece(path, data, "", _is_binary(data)))
-            if stream_kind(data) is None and data[:2] != b"PK" and not (
-                    len(data) >= 512 and data[257:262] == b"ustar"):
-                continue
-            dec = containers(data, self.bounds)
-            notes += [f"{path}: {n}" for n in dec.notes]
-            for layer in dec.layers:
-                if stream_kind(layer.data) is not None or layer.data[:4] in (
-                        b"PK\x03\x04", b"PK\x05\x06") or (
-                        len(layer.data) >= 512 and layer.data[257:262] == b"ustar"):
-                    notes.append(f"{path}: {layer.chain} is an archive or compressed stream "
-                                 "inside an archive: not opened (one layer of disguise)")
-                if layer.name is not None:
-                    out += [f._replace(path=path, chain=f"{layer.chain} ({f.chain})")
-                            for f in self.scan_name(layer.name)]
-                pieces.append(_Piece(path, layer.data, layer.chain, _is_binary(layer.data)))
-        out += self._pieces(pieces, notes, deadline)
-        return _dedupe(out), notes
-
-    def _pieces(self, pieces: list[_Piece], notes: list[str], deadline: float) -> list[Finding]:
-        from plimsoll_ci.match.decode import text_regions
-        from plimsoll_ci.match.extract import SMALL, byte_classes, find_values
-
-        out: list[Finding] = []
-        for p in pieces:  # whole-piece checks
-            if not p.data:
-                continue
-            if p.data.lstrip()[:1] == b"{" and (b'"plimsoll-withheld/' in p.data
-                                                or b'"plimsoll-sealed/' in p.data):
-                out += self._withheld_file(p.data, p.path, p.chain)
-            for eid in self.index.file_ids(p.data):
-                out.append(Finding(p.path, 0, 0, p.chain, eid, "file"))
-            if self.sources and not p.binary:
-                out += self._source(p.data, p.path, p.chain)
-        joined, starts = _join([p.data for p in pieces])
-        # one pass of byte classes over a large batch, shared by the value and region finders
-        classes = byte_classes(joined) if len(joined) >= SMALL else None
-        for m in find_values(joined, self.index, classes):
-            k = bisect.bisect_right(starts, m.start) - 1
-            p = pieces[k]
-            line, col = _place(p.data, m.start - starts[k], p.binary)
-            out += [Finding(p.path, line, col, p.chain, eid, "value") for eid in m.entries]
-        if time.monotonic() > deadline:
-            notes.append(f"{pieces[0].path}: decode time bound reached: encoded regions not "
-                         "decoded")
-            if classes is not None:
-                classes.release()
-            return out
-        regions = text_regions(joined, self.bounds, classes)
-        if classes is not None:
-            classes.release()
-        notes += [f"{pieces[0].path if len(pieces) == 1 else 'scan'}: {n}" for n in regions.notes]
-        placed = []
-        for layer in regions.layers:
-            k = bisect.bisect_right(starts, layer.offset) - 1
-            p = pieces[k]
-            if p.binary and not p.chain:
-                continue  # encodings are looked for in text, and in archive members
-            placed.append((p, layer, layer.offset - starts[k]))
-        if not placed:
-            return out
-        # One pass over all decoded regions, joined by a separator no value can span.
-        dec_joined, dec_starts = _join([layer.data for _, layer, _ in placed])
-        for m in find_values(dec_joined, self.index):
-            p, layer, off = placed[bisect.bisect_right(dec_starts, m.start) - 1]
-            line, col = _place(p.data, off, p.binary)
-            sub = f"{p.chain} > {layer.chain}" if p.chain else layer.chain
-            out += [Finding(p.path, line, col, sub, eid, "value") for eid in m.entries]
-        if self.index.files:
-            for p, layer, off in placed:
-                sub = f"{p.chain} > {layer.chain}" if p.chain else layer.chain
-                for eid in self.index.file_ids(layer.data):
-                    line, col = _place(p.data, off, p.binary)
-                    out.append(Finding(p.path, line, col, sub, eid, "file"))
-        return out
-
-    def _withheld_file(self, data: bytes, path: str, chain: str) -> list[Finding]:
-        try:
-            doc = json.loads(data)
-        except (ValueError, UnicodeDecodeError):
-            return []
-        if isinstance(doc, dict) and doc.get("format") in FORMATS:
-            return [Finding(path, 1, 1, chain, doc["format"], "withheld-set",
-                            detail="a withheld or sealed set must never ship")]
-        return []
-
-    def _source(self, data: bytes, path: str, chain: str) -> list[Finding]:
-        from plimsoll_ci.match.fingerprint import fingerprints, overlap
-
-        prints = fingerprints(data, self.wset.key)
-        out = []
-        for e in self.sources:
-            share = overlap(set(e.fingerprints), prints)
-            if share >= e.threshold:
-                out.append(Finding(path, 0, 0, chain, e.id, "source",
-                                   detail=f"overlap {share * 100:.0f}%"))
-        return out
-
-    def scan_file(self, data: bytes, path: str) -> tuple[list[Finding], list[str]]:
-        """Name and contents of one shipped file."""
-        found, notes = self.scan_content(data, path)
-        return self.scan_name(path) + found, notes
+# --------------------------------------------------------------------------- the session
 
 
-class _Piece(NamedTuple):
-    path: str
-    data: bytes
-    chain: str
-    binary: bool
+class Item(NamedTuple):
+    """One shipped file handed to a `ShipScan`.
+
+    `label` is how findings name it (a repository path, `SET:path` for builder output, a path on
+    disk); `shipped` is its path as it ships, on which names are checked (None: the label; ""
+    checks no name). `data` None means "read it by `blob`" through the session's reader. `blob`
+    is the git blob id when known, the content's cache key (else computed from `data`).
+    """
+
+    label: str
+    data: bytes | None
+    shipped: str | None = None
+    blob: str | None = None
 
 
-def _join(datas: list[bytes]) -> tuple[bytes, list[int]]:
-    starts, pos = [], 0
-    for d in datas:
-        starts.append(pos)
-        pos += len(d) + len(_SEP)
-    return _SEP.join(datas), starts
+class Verdict(NamedTuple):
+    """What scanning one content (or one shipped path's names) found, placed nowhere yet.
+
+    Content findings have an empty path; name findings carry the shipped path (or folder).
+    Notes have no `path: ` prefix. `size` is the content's full length (0 for names).
+    `tokens` are texts a report must show redacted (a member name that carries a value).
+    """
+
+    findings: tuple[Finding, ...]
+    notes: tuple[str, ...]
+    size: int
+    tokens: tuple[str, ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        """Nothing found and nothing to note."""
+        return not self.findings and not self.notes
 
 
-def _dedupe(findings: list[Finding]) -> list[Finding]:
-    seen = set()
-    out = []
-    for f in findings:
-        k = (f.path, f.line, f.column, f.chain, f.entry, f.kind, f.where)
-        if k not in seen:
-            seen.add(k)
-            out.append(f)
-    return out
+class VerdictCache(Protocol):
+    """A store of verdicts under one (withheld set, limits, engine) combination.
+
+    Keys are `blob:<git blob id>` for contents and `name:<sha256 of the shipped path>` for names.
+    An implementation may keep only some verdicts (the hook's keeps clean ones only); a verdict it
+    returns must be what a fresh scan would give, so a cached run reports what a fresh run would.
+    """
+
+    def get(self, key: str) -> Verdict | None:
+        """The verdict stored under `key`, or None."""
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        """Remember `verdict` under `key` (or decline to)."""
+
+
+def content_key(item: Item) -> str:
+    """The cache key of an item's content: its git blob id (computed when not given)."""
+    return "blob:" + (item.blob or blob_id(item.data or b""))
+
+
+def name_key(shipped: str) -> str:
+    """The cache key of a shipped path's name verdict."""
+    return "name:" + hashlib.sha256(shipped.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 BATCH_BYTES = 4 * 1024 * 1024  # files are scanned in joined batches of about this size
+_BATCH_FILES = 20_000
+_BATCH_UNREAD = 2_000  # blobs read from git per batch
 
 
-def scan_items(items: Iterable[tuple[str, bytes] | tuple[str, str, bytes]], wset: WithheldSet,
-               limits: Limits | None = None, walk_notes: list[str] | None = None) -> ScanResult:
-    """Scan (path, bytes) pairs: what a ship set, the index or a commit ships.
+class ShipScan:
+    """One ship scan: `add` shipped files (or `scan` them all), then `finish` -> `ScanResult`.
 
-    An item may also be (label, shipped path, bytes): findings name the file by its label (its
-    repository path, say) while names are checked as they ship. `walk_notes` are notes the caller
-    gathers while producing `items` (reported first, redacted like the rest)."""
-    scanner = Scanner(wset, limits)
+    `cache` (a `VerdictCache`) skips contents and names judged before; `read` reads blobs by id
+    for items that come without data (`git.read_blobs` bound to a repository); `mode` is what
+    `decide_mode` decided (default: the withheld set's own mode).
+    """
+
+    def __init__(self, wset: WithheldSet, limits: Limits | None = None,
+                 cache: VerdictCache | None = None, mode: str | None = None,
+                 read: Callable[[list[str]], Mapping[str, bytes]] | None = None) -> None:
+        self.wset = wset
+        self.limits = limits or Limits()
+        self.cache = cache
+        self.mode = mode if mode is not None else decide_mode(wset.mode)
+        self.read = read
+        self._scanner: Scanner | None = None
+        self._order: dict[str, int] = {}  # shown label -> position (sorting, file count)
+        self._sizes: dict[str, int] = {}  # shown label -> bytes scanned
+        self._pending: list[tuple[str, str, Item]] = []  # (label, content key, item)
+        self._pending_bytes = 0
+        self._unread = 0
+        self._names: list[tuple[str, str]] = []  # (label, shipped) still to check
+        self._same: dict[str, list[str]] = {}  # content key -> labels sharing one scan
+        self._tokens: set[str] = set()
+        self._folders: set[tuple[str, str]] = set()
+        self._folder_order: dict[str, int] = {}
+        self.findings: list[Finding] = []
+        self.notes: list[str] = []
+        self._caller_notes: list[str] = []
+
+    @property
+    def scanner(self) -> Scanner:
+        """The engine, built on first use (a warm cached run may never need it)."""
+        if self._scanner is None:
+            self._scanner = Scanner(self.wset, self.limits)
+        return self._scanner
+
+    def note(self, text: str) -> None:
+        """A note of the caller's (a folder it could not list, say); reported first, redacted."""
+        self._caller_notes.append(text)
+
+    def scan(self, items: Iterable[Item]) -> ScanResult:
+        """`add` every item, then `finish`."""
+        for item in items:
+            self.add(item)
+        return self.finish()
+
+    def add(self, item: Item) -> None:
+        """Queue one shipped file; a label already added is skipped (each shown file once)."""
+        label = shown_path(item.label)
+        if label in self._order:
+            return
+        self._order[label] = len(self._order)
+        shipped = shown_path(item.shipped) if item.shipped is not None else label
+        if shipped:
+            self._names.append((label, shipped))
+        if item.data is None and (item.blob is None or self.read is None):
+            raise ValueError(f"{label}: no data and no way to read blob {item.blob}")
+        key = content_key(item) if (self.cache is not None or item.blob) else ""
+        if key:
+            cached = self.cache.get(key) if self.cache is not None else None
+            if cached is not None:
+                self._place(label, cached)
+                self._flush_if_full()
+                return
+            if key in self._same:  # the same content under another label: one scan
+                self._same[key].append(label)
+                return
+            self._same[key] = [label]
+        self._pending.append((label, key, item))
+        if item.data is None:
+            self._unread += 1
+        else:
+            self._pending_bytes += min(len(item.data), self.limits.max_file_bytes)
+        self._flush_if_full()
+
+    def _flush_if_full(self) -> None:
+        if (self._pending_bytes >= BATCH_BYTES or self._unread >= _BATCH_UNREAD
+                or len(self._pending) + len(self._names) >= _BATCH_FILES):
+            self._flush()
+
+    def _flush(self) -> None:
+        self._check_names()
+        pending, self._pending = self._pending, []
+        self._pending_bytes = self._unread = 0
+        if not pending:
+            return
+        need = [it.blob for _, _, it in pending if it.data is None]
+        blobs = self.read(need) if need and self.read is not None else {}
+        bound = self.limits.max_file_bytes
+        batch: list[tuple[str, bytes]] = []
+        sizes: dict[str, int] = {}
+        cut: dict[str, str] = {}
+        for label, _key, it in pending:
+            data = it.data if it.data is not None else blobs[it.blob]  # type: ignore[index]
+            sizes[label] = len(data)
+            if len(data) > bound:
+                cut[label] = (f"{len(data)} bytes, over the {bound}-byte file bound: scanned up "
+                              "to the bound")
+                data = data[:bound]
+            batch.append((label, data))
+        scanner = self.scanner
+        found, notes = scanner.scan_contents(batch)
+        by_label: dict[str, list[Finding]] = {}
+        for f in found:
+            by_label.setdefault(f.path, []).append(f._replace(path=""))
+        notes_of: dict[str, list[str]] = {}
+        for n in notes:  # every engine note starts with its file's label
+            owner = max((lb for lb, _ in batch if n.startswith(lb + ": ")), key=len,
+                        default="")
+            if owner:
+                notes_of.setdefault(owner, []).append(n[len(owner) + 2:])
+            else:
+                self.notes.append(n)
+        for label, key, _it in pending:
+            rel = by_label.get(label, [])
+            # an archive member's name that carries a value is shown redacted in its chain
+            tokens = tuple(sorted(t for t in scanner.redact_tokens
+                                  if any(f.where == "name" and t in f.chain for f in rel)))
+            verdict = Verdict(tuple(rel), tuple(([cut[label]] if label in cut else [])
+                                                + notes_of.get(label, [])), sizes[label], tokens)
+            if key and self.cache is not None:
+                self.cache.put(key, verdict)
+            for same in self._same.pop(key, [label]) if key else [label]:
+                self._place(same, verdict)
+
+    def _check_names(self) -> None:
+        names, self._names = self._names, []
+        todo: list[tuple[str, str, str]] = []
+        for label, shipped in names:
+            key = name_key(shipped)
+            cached = self.cache.get(key) if self.cache is not None else None
+            if cached is not None:
+                self._place_names(label, shipped, cached)
+            else:
+                todo.append((label, shipped, key))
+        if not todo:
+            return
+        scanner = self.scanner
+        scanner.prime_names(shipped for _, shipped, _ in todo)
+        for label, shipped, key in todo:
+            found = tuple(scanner.scan_name(shipped))
+            tokens = tuple(sorted(t for t in scanner.redact_tokens if t in shipped)) \
+                if found else ()
+            verdict = Verdict(found, (), 0, tokens)
+            if self.cache is not None:
+                self.cache.put(key, verdict)
+            self._place_names(label, shipped, verdict)
+
+    def _place(self, label: str, verdict: Verdict) -> None:
+        self._sizes[label] = min(verdict.size, self.limits.max_file_bytes)
+        self.findings += [f._replace(path=label) for f in verdict.findings]
+        self.notes += [f"{label}: {n}" for n in verdict.notes]
+        self._tokens.update(verdict.tokens)
+
+    def _place_names(self, label: str, shipped: str, verdict: Verdict) -> None:
+        """A name finding placed in the shown tree: the file itself, or one of its folders."""
+        self._tokens.update(verdict.tokens)
+        for f in verdict.findings:
+            if not f.path.endswith("/"):
+                self.findings.append(f._replace(path=label))
+                continue
+            folder = label[: len(label) - len(shipped)] + f.path if label.endswith(shipped) \
+                else f.path
+            if (folder, f.entry) in self._folders:
+                continue  # a folder is reported once, not once per file in it
+            self._folders.add((folder, f.entry))
+            self._folder_order.setdefault(folder, self._order[label])
+            self.findings.append(f._replace(path=folder))
+
+    def finish(self) -> ScanResult:
+        """Scan what is queued and return the result: de-duplicated, sorted, redacted."""
+        self._flush()
+        order = self._order
+
+        def rank(f: Finding) -> tuple:
+            return (order.get(f.path, self._folder_order.get(f.path, -1)), f.where != "name",
+                    f.line, f.column, f.chain, f.entry)
+
+        findings = sorted(dedupe(self.findings), key=rank)
+        notes = list(dict.fromkeys(self._caller_notes + self.notes))
+        result = ScanResult(findings, notes, len(order), sum(self._sizes.values()), self.mode)
+        if findings or notes:
+            redactor = Redactor(self.scanner)
+            redactor.add(self._tokens)
+            result = redactor.result(result)
+        return result
+
+
+def combine(parts: Sequence[tuple[str, ScanResult]]) -> ScanResult:
+    """One result from several scans (the commits of a push or a pull request): a finding is
+    kept once, its detail naming where it was first seen when there are several parts; files and
+    bytes add up; the mode is `decide_mode` over the parts' modes."""
+    seen: set[tuple] = set()
     findings: list[Finding] = []
     notes: list[str] = []
-    files = nbytes = 0
-    folders_seen: set[tuple[str, str]] = set()
-    order: dict[str, int] = {}
-    batch: list[tuple[str, bytes]] = []
-    names: list[tuple[str, str]] = []  # (label, shipped path) of the batch
-    batch_bytes = 0
+    for where, r in parts:
+        for f in r.findings:
+            k = (f.path, f.line, f.column, f.chain, f.entry, f.kind, f.where)
+            if k in seen:
+                continue
+            seen.add(k)
+            if where and not f.detail:
+                f = f._replace(detail=f"first seen in {where}")
+            findings.append(f)
+        notes += [n for n in r.notes if n not in notes]
+    return ScanResult(findings, notes, sum(r.files for _, r in parts),
+                      sum(r.bytes for _, r in parts), decide_mode(*(r.mode for _, r in parts)))
 
-    def flush() -> None:
-        nonlocal batch, names, batch_bytes
-        scanner.prime_names(shipped for _, shipped in names)
-        for path, shipped in names:
-            for f in scanner.scan_name(shipped):
-                if shipped != path:  # place the finding in the labelled tree: file or folder
-                    if not f.path.endswith("/"):
-                        f = f._replace(path=path)
-                    elif path.endswith(shipped):
-                        f = f._replace(path=path[: len(path) - len(shipped)] + f.path)
-                if f.path.endswith("/"):
-                    if (f.path, f.entry) in folders_seen:
-                        continue
-                    folders_seen.add((f.path, f.entry))
-                findings.append(f)
-        if batch:
-            found, n = scanner.scan_contents(batch)
-            findings.extend(found)
-            notes.extend(n)
-        batch, names, batch_bytes = [], [], 0
 
-    for item in items:
-        if len(item) == 3:
-            path, shipped, data = item  # type: ignore[misc]
+def scan_items(items: Iterable[Item | tuple[str, bytes] | tuple[str, str, bytes]],
+               wset: WithheldSet, limits: Limits | None = None, mode: str | None = None
+               ) -> ScanResult:
+    """Scan (path, bytes) pairs, (label, shipped path, bytes) triples or `Item`s in one session."""
+    session = ShipScan(wset, limits, mode=mode)
+    for it in items:
+        if isinstance(it, Item):
+            session.add(it)
+        elif len(it) == 3:
+            session.add(Item(it[0], it[2], it[1]))  # type: ignore[misc]
         else:
-            path, data = item  # type: ignore[misc]
-            shipped = path
-        files += 1
-        nbytes += len(data)
-        order.setdefault(path, len(order))
-        if len(data) > scanner.limits.max_file_bytes:
-            notes.append(f"{path}: {len(data)} bytes, over the {scanner.limits.max_file_bytes}-byte "
-                         "file bound: scanned up to the bound")
-            data = data[: scanner.limits.max_file_bytes]
-        names.append((path, shipped))
-        batch.append((path, data))
-        batch_bytes += len(data)
-        if batch_bytes >= BATCH_BYTES or len(names) >= 20_000:
-            flush()
-    flush()
-    findings = _dedupe(findings)
-    findings.sort(key=lambda f: (order.get(f.path, -1), f.where != "name", f.line, f.column,
-                                 f.chain, f.entry))
-    notes = list(walk_notes or []) + notes
-    if scanner.redact_tokens:
-        findings = [f._replace(path=scanner.redact(f.path), chain=scanner.redact(f.chain))
-                    for f in findings]
-        notes = [scanner.redact(n) for n in notes]
-    return ScanResult(findings, notes, files, nbytes)
+            session.add(Item(it[0], it[1]))  # type: ignore[arg-type]
+    return session.finish()
+
+
+# --------------------------------------------------------------------------- the redactor
+
+# What separates the parts of a printed path, decode chain or note.
+_PRINTED_SEPARATORS = re.compile(r"(/| > |: | \(|\))")
+
+
+class Redactor:
+    """Shows printed text (a path, a decode chain, a note) with what carries a value redacted.
+
+    Two passes: the tokens the scan found in names (`seed-[withheld].json`), then every part of
+    the text between separators (`/`, ` > `, `: `, ` (`, `)`) that still carries a value, whole.
+    """
+
+    def __init__(self, scanner: Scanner) -> None:
+        self.scanner = scanner
+        self.tokens: set[str] = set()
+        self._clean: dict[str, bool] = {}
+
+    def add(self, tokens: Iterable[str]) -> None:
+        """Texts to show redacted wherever they appear."""
+        self.tokens.update(t for t in tokens if t)
+
+    def text(self, text: str) -> str:
+        """`text` with every value-carrying token and part replaced by `[withheld]`."""
+        for tok in sorted(self.tokens | self.scanner.redact_tokens, key=len, reverse=True):
+            if tok in text:
+                text = text.replace(tok, REDACTED)
+        parts = _PRINTED_SEPARATORS.split(text)
+        return "".join(p if i % 2 or self._is_clean(p) else REDACTED for i, p in enumerate(parts))
+
+    def _is_clean(self, part: str) -> bool:
+        if part not in self._clean:
+            # scan_name undoes one layer of encoding as well: an encoded value is redacted too
+            self._clean[part] = not part.strip() or not self.scanner.scan_name(part)
+        return self._clean[part]
+
+    def result(self, result: ScanResult) -> ScanResult:
+        """`result` with every path, chain and note redacted."""
+        texts = [f.path for f in result.findings] + [f.chain for f in result.findings] \
+            + list(result.notes)
+        self.scanner.prime_names(p for t in texts for p in _PRINTED_SEPARATORS.split(t))
+        return result._replace(
+            findings=[f._replace(path=self.text(f.path), chain=self.text(f.chain))
+                      for f in result.findings],
+            notes=[self.text(n) for n in result.notes])
+
+
+# --------------------------------------------------------------------------- folders on disk
 
 
 def _walk(root: str, label: str, notes: list[str]) -> Iterable[tuple[str, str, bool]]:
@@ -425,37 +491,39 @@ def _walk(root: str, label: str, notes: list[str]) -> Iterable[tuple[str, str, b
         stack.extend(reversed(subfolders))
 
 
-def scan_paths(paths: list[str], wset: WithheldSet, limits: Limits | None = None) -> ScanResult:
+def _read_shown(shown: str, full: str, regular: bool, cap: int, notes: list[str]) -> bytes:
+    """A file's bytes up to `cap` (+1, so the bound still notes it); b"" with a note when it is
+    not a regular file or cannot be read (its name is scanned all the same)."""
+    if not full:
+        return b""
+    try:
+        if not regular and not stat.S_ISREG(os.stat(full).st_mode):
+            notes.append(f"{shown}: not a regular file (a pipe, socket or device): its name was "
+                         "scanned, its contents not read")
+            return b""
+        with open(full, "rb") as fh:
+            return fh.read(cap + 1)
+    except OSError as e:
+        notes.append(f"{shown}: cannot read ({e.strerror}): its contents were not scanned")
+        return b""
+
+
+def scan_paths(paths: list[str], wset: WithheldSet, limits: Limits | None = None,
+               mode: str | None = None) -> ScanResult:
     """Scan folders and files on disk. Missing paths are bad input (exit 2) before any scan."""
     missing = [p for p in paths if not os.path.lexists(p)]
     if missing:
         raise BadInput("; ".join(f"path {p}: no such file or folder" for p in missing))
-    lim = limits or Limits()
+    session = ShipScan(wset, limits, mode=mode)
     notes: list[str] = []
-
-    def items() -> Iterable[tuple[str, bytes]]:
-        for p in paths:
-            if os.path.isdir(p):  # (a link to a folder named on the command line is followed)
-                entries = _walk(p, p.rstrip("/") or "/", notes)
-            else:
-                entries = iter([(p, p, False)])
-            for shown, full, regular in entries:
-                if not full:
-                    yield shown, b""
-                    continue
-                try:
-                    if not regular and not stat.S_ISREG(os.stat(full).st_mode):
-                        notes.append(f"{shown}: not a regular file (a pipe, socket or device): "
-                                     "its name was scanned, its contents not read")
-                        yield shown, b""
-                        continue
-                    with open(full, "rb") as fh:
-                        data = fh.read(lim.max_file_bytes + 1)
-                except OSError as e:
-                    notes.append(f"{shown}: cannot read ({e.strerror}): its contents were not "
-                                 "scanned")
-                    yield shown, b""
-                    continue
-                yield shown, data
-
-    return scan_items(items(), wset, lim, walk_notes=notes)
+    for p in paths:
+        if os.path.isdir(p):  # (a link to a folder named on the command line is followed)
+            entries = _walk(p, p.rstrip("/") or "/", notes)
+        else:
+            entries = iter([(p, p, False)])
+        for shown, full, regular in entries:
+            data = _read_shown(shown, full, regular, session.limits.max_file_bytes, notes)
+            session.add(Item(shown, data))
+    for n in notes:
+        session.note(n)
+    return session.finish()

@@ -23,6 +23,10 @@ Ship sets
     repository files the builder reads (the hook re-runs it only when one of them changes;
     default: any file).
     `select(paths, ship_set) -> list[str]`         the paths a glob set ships, input order kept.
+    `select_repo_paths(paths, ship_set, prefix)`   (repository path, shipped path) pairs of a glob
+                                                   set, from the config's folder `prefix`
+                                                   (`config_prefix(config, repo)`) and its root.
+    `inputs_set(ship_set) -> ShipSet`              a command set's `inputs:` as a glob set.
 
 Sources (each returns `list[ShippedFile]`, sorted by set then path)
     `from_worktree(root, config, set_name=None)`   files on disk under `root` (default
@@ -31,13 +35,13 @@ Sources (each returns `list[ShippedFile]`, sorted by set then path)
                                                    `git cat-file --batch`), never the working tree.
     `from_rev(repo_root, rev, config, set_name=None)` the tree of a commit.
     A command set at the index or a commit runs its builder in a temporary checkout of that tree
-    (`git checkout-index --prefix` from the index or from a temporary index filled by
-    `git read-tree`), never in the user's working tree.
+    (`git.checkout`: the blobs written as committed, no filter run), never in the user's working
+    tree.
     `build_command_set(ship_set, tree_dir, env=None) -> list[(path, bytes)]` runs one builder with
     cwd `tree_dir` (the config's folder inside a checkout); reusable by history. A builder that
     fails raises `BuilderFailed` carrying its exit code and output; the CLI exits with that code.
     With `read=False`, `from_index`/`from_rev` leave glob-set data empty and carry blob ids (the
-    hook reads only blobs it has not judged clean); `read_blobs(repo, oids)` reads them.
+    hook reads only blobs it has not judged clean); `git.read_blobs(repo, oids)` reads them.
     `config_at(repo, config_path, rev)` reads the config as staged (`rev=":"`) or committed.
     `collect(config_path, set_name, staged, rev, cwd) -> (Config, list[ShippedFile])` is the one
     call behind `scan --config` and `ship list`; without `config_path` it uses the repository
@@ -65,7 +69,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from plimsoll_ci import git, withheld
 from plimsoll_ci.errors import BadInput, ConfigError, PlimsollError
+from plimsoll_ci.scan import Item
 
 CONFIG_NAME = "plimsoll.yaml"
 DEFAULT_TIMEOUT = 600.0
@@ -251,7 +257,7 @@ def parse_config(text: str, origin: str, base: Path) -> Config:
             key_env = value
         else:
             key_file = (base / os.path.expanduser(value)).resolve()
-            repo = _git_root(base)
+            repo = git.toplevel(base)
             if repo is not None and key_file.is_relative_to(repo):
                 raise ConfigError(f"{origin} line {_line_of(k, kind)}: key.file {value} is inside "
                                   f"the repository {repo}; keep the key outside it "
@@ -366,7 +372,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
 def find_config(start: Path) -> Path | None:
     """`plimsoll.yaml` at the git repository root containing `start` (else `start` or a parent)."""
     start = Path(start).resolve()
-    repo = _git_root(start)
+    repo = git.toplevel(start)
     if repo is not None:
         p = repo / CONFIG_NAME
         return p if p.is_file() else None
@@ -381,18 +387,14 @@ def load_key(config: Config) -> bytes | None:
     """The HMAC key named by the config (`key: {env|file}`), or None when none is configured."""
     if config.key_env is None and config.key_file is None:
         return None
-    from plimsoll_ci import withheld
-
     return withheld.key_from(env=config.key_env,
                              file=str(config.key_file) if config.key_file else None)
 
 
-def load_withheld(config: Config, key: bytes | None = None) -> Any:
+def load_withheld(config: Config, key: bytes | None = None) -> withheld.WithheldSet:
     """Load the config's withheld set (with `key`, or the configured key when `key` is None)."""
     if config.withheld is None:
         raise ConfigError(f"{config.path}: no `withheld:` path; add `withheld: withheld.json`")
-    from plimsoll_ci import withheld
-
     return withheld.load(config.withheld, key=key if key is not None else load_key(config))
 
 
@@ -481,126 +483,48 @@ def select(paths: Iterable[str], ship_set: ShipSet) -> list[str]:
     return out
 
 
+def config_prefix(config: Config, repo: Path) -> str:
+    """The config's folder relative to the repository root, with a trailing `/` ('' for the root,
+    or for an external config outside the repository): where its globs apply from.
+    """
+    try:
+        rel = config.base.relative_to(Path(repo).resolve())
+    except ValueError:
+        return ""
+    s = rel.as_posix()
+    return "" if s == "." else s + "/"
+
+
+
+
+def select_repo_paths(paths: Iterable[str], ship_set: ShipSet,
+                      prefix: str = "") -> list[tuple[str, str]]:
+    """(repository path, shipped path) of each of `paths` that glob set `ship_set` ships, order
+    kept. `prefix` is the config's folder in the repository (`config_prefix`); the set's `root`
+    is below it, and a shipped path is relative to the two.
+    """
+    start = prefix + (ship_set.root + "/" if ship_set.root else "")
+    by_rel = {p[len(start):]: p for p in paths if p.startswith(start)}
+    return [(by_rel[rel], rel) for rel in select(by_rel, ship_set)]
+
+
+def inputs_set(ship_set: ShipSet) -> ShipSet:
+    """A command set's `inputs:` globs as a glob set over repository paths (what its builder
+    reads; a change to one of them can change what it builds).
+    """
+    return ship_set._replace(include=ship_set.inputs, exclude=(), root="", command=None)
+
+
 def label(f: ShippedFile) -> str:
     """How a finding names a shipped file: its repository path, or `SET:path` for builder output."""
     return f.source if f.source is not None else f"{f.set_name}:{f.path}"
 
 
-def items(files: Iterable[ShippedFile]) -> list[tuple[str, bytes]]:
-    """(label, bytes) pairs for `scan.scan_items`, one per distinct label."""
-    seen: dict[str, bytes] = {}
-    for f in files:
-        seen.setdefault(label(f), f.data)
-    return list(seen.items())
-
-
-# --------------------------------------------------------------------------- git plumbing
-
-
-def _git_env() -> dict[str, str]:
-    return dict(os.environ)
-
-
-def _git(repo: Path, *args: str, env: dict[str, str] | None = None,
-         input: bytes | None = None) -> bytes:
-    proc = subprocess.run(["git", "-C", str(repo), *args], input=input, capture_output=True,
-                          env=env)
-    if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").strip()
-        raise BadInput(f"git {' '.join(args[:2])} in {repo} failed: {err}")
-    return proc.stdout
-
-
-def _git_root(path: Path) -> Path | None:
-    path = Path(path)
-    folder = path if path.is_dir() else path.parent
-    try:
-        proc = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"],
-                              capture_output=True)
-    except OSError:
-        return None
-    if proc.returncode != 0:
-        return None
-    return Path(os.fsdecode(proc.stdout.strip())).resolve()
-
-
-def repo_root(path: Path) -> Path:
-    """The top folder of the git working tree containing `path`; `BadInput` outside git."""
-    root = _git_root(path)
-    if root is None:
-        raise BadInput(f"{path}: not inside a git repository; --staged and --rev need git")
-    return root
-
-
-class TreeEntry(NamedTuple):
-    """A file in the index or a commit: mode (octal text), object id, repository path."""
-
-    mode: str
-    oid: str
-    path: str
-
-
-def index_entries(repo: Path) -> list[TreeEntry]:
-    """Every staged file (`git ls-files -s`); honours GIT_INDEX_FILE as git's own hooks set it."""
-    out = _git(repo, "ls-files", "-s", "-z")
-    entries: dict[str, TreeEntry] = {}
-    for rec in out.split(b"\0"):
-        if not rec:
-            continue
-        meta, _, path = rec.partition(b"\t")
-        mode, oid, stage = meta.decode().split()
-        p = os.fsdecode(path)
-        # An unmerged path has stages 1-3; judge "ours" (2) as what the commit would carry.
-        if stage in ("0", "2") or p not in entries:
-            entries[p] = TreeEntry(mode, oid, p)
-    return list(entries.values())
-
-
-def rev_entries(repo: Path, rev: str) -> list[TreeEntry]:
-    """Every file in the tree of `rev` (`git ls-tree -r`)."""
-    commit = resolve_rev(repo, rev)
-    out = _git(repo, "ls-tree", "-r", "-z", "--full-tree", commit)
-    entries = []
-    for rec in out.split(b"\0"):
-        if not rec:
-            continue
-        meta, _, path = rec.partition(b"\t")
-        mode, _kind, oid = meta.decode().split()
-        entries.append(TreeEntry(mode, oid, os.fsdecode(path)))
-    return entries
-
-
-def resolve_rev(repo: Path, rev: str) -> str:
-    """The commit id `rev` names; `BadInput` when it names none."""
-    if not rev or rev.startswith("-"):
-        raise BadInput(f"{rev!r} is not a revision; name a commit (e.g. HEAD or a commit id)")
-    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet",
-                           f"{rev}^{{commit}}"], capture_output=True)
-    if proc.returncode != 0:
-        raise BadInput(f"{repo}: {rev!r} is not a commit in this repository; "
-                       "check the name (a shallow clone may need `git fetch --unshallow`)")
-    return proc.stdout.decode().strip()
-
-
-def read_blobs(repo: Path, oids: Iterable[str]) -> dict[str, bytes]:
-    """Contents of many blobs through one `git cat-file --batch`."""
-    want = list(dict.fromkeys(oids))
-    if not want:
-        return {}
-    out = _git(repo, "cat-file", "--batch", input="".join(o + "\n" for o in want).encode())
-    blobs: dict[str, bytes] = {}
-    pos = 0
-    for oid in want:
-        nl = out.index(b"\n", pos)
-        header = out[pos:nl].decode().split()
-        pos = nl + 1
-        if len(header) < 3 or header[1] == "missing":
-            raise BadInput(f"{repo}: git object {oid} is missing; the repository is incomplete "
-                           "(a partial or shallow clone?)")
-        size = int(header[2])
-        blobs[oid] = out[pos:pos + size]
-        pos += size + 1
-    return blobs
+def items(files: Iterable[ShippedFile]) -> list[Item]:
+    """What `scan.ShipScan` takes: each file named by its `label`, its name checked as it ships,
+    its content given or (read with `read=False`: empty data and a blob id) read by blob id."""
+    return [Item(label(f), None if (f.blob not in (None, git.EMPTY_BLOB) and not f.data)
+                 else f.data, f.path, f.blob) for f in files]
 
 
 # --------------------------------------------------------------------------- sources
@@ -616,16 +540,6 @@ def _sets(config: Config, set_name: str | None) -> list[ShipSet]:
         raise ConfigError(f"{config.path}: no ship sets; add a `ship:` mapping "
                           "(name: {include: [globs]} or name: {command: ... {out}})")
     return list(config.ship.values())
-
-
-def _prefix(config: Config, repo: Path) -> str:
-    """The config's folder relative to the repository root ('' for the root or an external config)."""
-    try:
-        rel = config.base.relative_to(repo.resolve())
-    except ValueError:
-        return ""
-    s = rel.as_posix()
-    return "" if s == "." else s + "/"
 
 
 def _walk(folder: Path) -> list[tuple[str, Path]]:
@@ -678,8 +592,8 @@ def _read(p: Path, cap: int = MAX_READ) -> bytes:
 def from_worktree(root: Path | None, config: Config, set_name: str | None = None) -> list[ShippedFile]:
     """What each ship set ships from the files on disk under `root` (default: the config's folder)."""
     root = Path(root or config.base).resolve()
-    repo = _git_root(root) or root
-    shown_prefix = _prefix(config._replace(base=root), repo)
+    repo = git.toplevel(root) or root
+    shown_prefix = config_prefix(config._replace(base=root), repo)
     files: list[ShippedFile] = []
     walked: list[tuple[str, Path]] | None = None
     for s in _sets(config, set_name):
@@ -689,38 +603,32 @@ def from_worktree(root: Path | None, config: Config, set_name: str | None = None
             continue
         if walked is None:
             walked = _walk(root)
-        rootp = s.root + "/" if s.root else ""
-        candidates = {rel[len(rootp):]: p for rel, p in walked if rel.startswith(rootp)}
-        for rel in select(candidates, s):
-            files.append(ShippedFile(s.name, rel, _read(candidates[rel]),
-                                     source=shown_prefix + rootp + rel))
+        on_disk = dict(walked)
+        for path, rel in select_repo_paths(on_disk, s):
+            files.append(ShippedFile(s.name, rel, _read(on_disk[path]), source=shown_prefix + path))
     return files
 
 
-def _from_entries(repo: Path, entries: list[TreeEntry], config: Config, set_name: str | None,
-                  checkout: Any, what: str, read: bool = True) -> list[ShippedFile]:
-    prefix = _prefix(config, repo)
+def _from_entries(repo: Path, entries: list[git.FileEntry], config: Config,
+                  set_name: str | None, what: str, read: bool = True) -> list[ShippedFile]:
+    prefix = config_prefix(config, repo)
     files: list[ShippedFile] = []
-    wanted: list[tuple[ShipSet, str, TreeEntry]] = []
+    wanted: list[tuple[ShipSet, str, git.FileEntry]] = []
     for s in _sets(config, set_name):
         if s.command is not None:
             with tempfile.TemporaryDirectory(prefix="plimsoll-tree-") as tmp:
-                checkout(Path(tmp))
+                git.checkout(repo, entries, Path(tmp))
                 tree_dir = Path(tmp) / prefix if prefix else Path(tmp)
                 tree_dir.mkdir(parents=True, exist_ok=True)
                 for path, data in build_command_set(s, tree_dir, env=_builder_env(config),
                                                     where=f" at {what}"):
                     files.append(ShippedFile(s.name, path, data))
             continue
-        start = prefix + (s.root + "/" if s.root else "")
-        by_rel = {}
-        for e in entries:
-            if e.mode == "160000" or not e.path.startswith(start):
-                continue  # submodules are not part of this repository's content
-            by_rel[e.path[len(start):]] = e
-        for rel in select(by_rel, s):
-            wanted.append((s, rel, by_rel[rel]))
-    blobs = read_blobs(repo, [e.oid for _, _, e in wanted]) if read else {}
+        # submodules are not part of this repository's content
+        by_path = {e.path: e for e in entries if e.mode != "160000"}
+        for path, rel in select_repo_paths(by_path, s, prefix):
+            wanted.append((s, rel, by_path[path]))
+    blobs = git.read_blobs(repo, [e.oid for _, _, e in wanted]) if read else {}
     for s, rel, e in wanted:
         files.append(ShippedFile(s.name, rel, blobs.get(e.oid, b""), source=e.path, blob=e.oid))
     files.sort(key=lambda f: (list(config.ship).index(f.set_name), f.path))
@@ -735,30 +643,16 @@ def from_index(repo_root: Path, config: Config, set_name: str | None = None,
     blobs it has not already judged clean).
     """
     repo = Path(repo_root).resolve()
-    entries = index_entries(repo)
-
-    def checkout(dest: Path) -> None:
-        _git(repo, "checkout-index", "-a", "-f", f"--prefix={dest}/")
-
-    return _from_entries(repo, entries, config, set_name, checkout, "the index", read)
+    return _from_entries(repo, git.index_entries(repo), config, set_name, "the index", read)
 
 
 def from_rev(repo_root: Path, rev: str, config: Config, set_name: str | None = None,
              read: bool = True) -> list[ShippedFile]:
     """What each ship set ships from the tree of commit `rev`."""
     repo = Path(repo_root).resolve()
-    commit = resolve_rev(repo, rev)
-    entries = rev_entries(repo, commit)
-
-    def checkout(dest: Path) -> None:
-        # A throwaway index: the user's index and working tree are never touched.
-        with tempfile.TemporaryDirectory(prefix="plimsoll-index-") as idx:
-            env = _git_env()
-            env["GIT_INDEX_FILE"] = str(Path(idx) / "index")
-            _git(repo, "read-tree", commit, env=env)
-            _git(repo, "checkout-index", "-a", "-f", f"--prefix={dest}/", env=env)
-
-    return _from_entries(repo, entries, config, set_name, checkout, f"commit {commit[:12]}", read)
+    commit = git.resolve_rev(repo, rev)
+    return _from_entries(repo, git.rev_entries(repo, commit), config, set_name,
+                         f"commit {commit[:12]}", read)
 
 
 def _builder_env(config: Config | None) -> dict[str, str]:
@@ -830,15 +724,15 @@ def config_at(repo: Path, config_path: Path, rev: str | None) -> Config:
         rel = config_path.relative_to(repo).as_posix()
     except ValueError:
         return load_config(config_path)  # an external config: the same for every version
-    spec = f":{rel}" if rev == ":" else f"{resolve_rev(repo, rev)}:{rel}" if rev else None
+    spec = f":{rel}" if rev == ":" else f"{git.resolve_rev(repo, rev)}:{rel}" if rev else None
     if spec is None:
         return load_config(config_path)
-    proc = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", spec], capture_output=True)
-    if proc.returncode != 0:
+    data = git.show_blob(repo, spec)
+    if data is None:
         return load_config(config_path)
     where = "staged" if rev == ":" else f"at {rev}"
     try:
-        text = proc.stdout.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{rel} ({where}): not UTF-8 text; save the config as UTF-8") from None
     cfg = parse_config(text, f"{rel} ({where})", config_path.parent)
@@ -864,7 +758,7 @@ def collect(config_path: str | None, set_name: str | None, staged: bool, rev: st
             raise BadInput(f"{cwd}: no {CONFIG_NAME} at the repository root; create one "
                            "or pass --config FILE")
         if staged or rev:
-            repo = repo_root(cwd)
+            repo = git.repo_root(cwd)
             config = config_at(repo, found, ":" if staged else rev)
         else:
             config = load_config(found)
@@ -873,7 +767,7 @@ def collect(config_path: str | None, set_name: str | None, staged: bool, rev: st
         config = load_config(p if p.is_absolute() else cwd / p)
     if not (staged or rev):
         return config, from_worktree(None, config, set_name)
-    repo = repo_root(config.base if _git_root(config.base) else cwd)
+    repo = git.repo_root(config.base if git.toplevel(config.base) else cwd)
     if staged:
         return config, from_index(repo, config, set_name)
     return config, from_rev(repo, rev, config, set_name)

@@ -16,6 +16,7 @@ the scan's prefilter needs it, and it tells no more than a value's length.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -24,6 +25,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput, WithheldSetError
+from plimsoll_ci.match.canonical import classify, digest, file_digest, key_id
+from plimsoll_ci.match.fingerprint import fingerprints
+from plimsoll_ci.match.index import number_shape, text_shape_dict
 
 FORMAT = "plimsoll-withheld/1"
 SEALED_FORMAT = "plimsoll-sealed/1"
@@ -78,25 +82,25 @@ def key_from(env: str | None = None, file: str | None = None) -> bytes | None:
     return None
 
 
-def entropy_bits(value: str) -> float:
-    """A generous estimate of the guessable entropy of a value, in bits."""
-    from plimsoll_ci.match.canonical import classify
+GUESSABLE_BITS = 64  # below this, a plain SHA-256 digest of a value is worth brute-forcing
 
-    vtype, canon = classify(value)
+
+def shape_bits(vtype: str, shape: dict) -> float:
+    """The one estimate of a value's guessable entropy, in bits, from the shape its set stores.
+
+    Digests are of canonical forms, so a brute force covers those: a number costs log2(10) a
+    digit, text log2(36) a character (lower-case letters and digits; case and white space are
+    canonicalized away). A 10-digit seed is about 33 bits: minutes of hashing.
+    """
     if vtype == "number":
-        digits = sum(c.isdigit() for c in canon.decode())
-        return digits * math.log2(10)
-    s = value.strip()
-    pool = 0
-    if any(c.islower() for c in s):
-        pool += 26
-    if any(c.isupper() for c in s):
-        pool += 26
-    if any(c.isdigit() for c in s):
-        pool += 10
-    if any(not c.isalnum() for c in s):
-        pool += 33
-    return len(s) * math.log2(max(pool, 2))
+        return int(shape.get("digits", 0)) * math.log2(10)
+    return int(shape.get("len", 0)) * math.log2(36)
+
+
+def entropy_bits(value: str) -> float:
+    """`shape_bits` of a value as `build_set` would store it."""
+    vtype, canon = classify(value)
+    return shape_bits(vtype, number_shape(canon) if vtype == "number" else {"len": len(canon)})
 
 
 def _duration(seconds: float) -> str:
@@ -135,10 +139,6 @@ def build_set(
     threshold: float = DEFAULT_SOURCE_THRESHOLD,
 ) -> tuple[dict, list[str]]:
     """The set document for these entries, and warnings for stderr. Neither holds a value."""
-    from plimsoll_ci.match.canonical import classify, digest, file_digest, key_id
-    from plimsoll_ci.match.fingerprint import fingerprints
-    from plimsoll_ci.match.index import number_shape, text_shape_dict
-
     if mode not in ("refuse", "warn"):
         raise BadInput(f"mode must be refuse or warn, not {mode!r}")
     entries: list[dict] = []
@@ -156,7 +156,7 @@ def build_set(
         entries.append({"id": eid, "kind": "value", "type": vtype, "digest": d, "shape": shape})
         if key is None:
             bits = entropy_bits(value)
-            if bits < 64:
+            if bits < GUESSABLE_BITS:
                 secs = 2**bits / HASH_RATE
                 warnings.append(
                     f"{eid}: about {bits:.0f} bits of guessable entropy; plain SHA-256 of it "
@@ -217,10 +217,6 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
     A keyed set needs its key unless `need_key` is False (listing ids and kinds needs none; such
     a set has `key` None and cannot be matched against).
     """
-    import hashlib
-
-    from plimsoll_ci.match.canonical import key_id
-
     problems: list[str] = []
     if not isinstance(doc, dict):
         raise WithheldSetError(f"withheld set {origin}: not a JSON object")

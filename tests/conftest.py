@@ -21,9 +21,9 @@ from scankit import LeakGuard  # noqa: E402
 
 
 def _need(provider: str) -> None:
-    from plimsoll_ci import sandbox
+    from plimsoll_ci.sandbox.all_providers import PROVIDERS
 
-    ok, why = sandbox.available(provider)
+    ok, why = PROVIDERS[provider].available()
     if ok:
         return
     if os.environ.get("CI") == "true":

@@ -19,7 +19,7 @@ if [ -n "${PLIMSOLL_SIGNING_KEY:-}" ]; then
     echo "::error::signing-key is set but public-key is not: the bundle could not be verified"
     exit 2
   fi
-  args+=(--key-env PLIMSOLL_SIGNING_KEY)
+  args+=(--signing-key-env PLIMSOLL_SIGNING_KEY)
   PUB="$PUBLIC_KEY"
 else
   PUB="$RUNNER_TEMP/plimsoll-grade-$$.pub"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -64,7 +63,7 @@ def main() -> int:
     if key_text:
         print(f"::add-mask::{key_text}")
 
-    from plimsoll_ci import hook, ship
+    from plimsoll_ci import git, hook
     from plimsoll_ci.errors import PlimsollError
 
     inputs = {k: os.environ.get(f"INPUT_{k}", "").strip()
@@ -83,9 +82,9 @@ def main() -> int:
             raise PlimsollError(f"input fail-on: {fail_on!r}; use auto, findings, notes or never")
         if mode not in ("tip", "each-commit"):
             raise PlimsollError(f"input mode: {mode!r}; use tip or each-commit")
-        repo = ship.repo_root(workspace)
+        repo = git.repo_root(workspace)
         if mode == "tip":
-            commits = [ship.resolve_rev(repo, inputs["HEAD"] or "HEAD")]
+            commits = [git.resolve_rev(repo, inputs["HEAD"] or "HEAD")]
         else:
             base, head = _event_range()
             base = inputs["BASE"] or base
@@ -95,7 +94,7 @@ def main() -> int:
                     "mode each-commit: no range start (not a pull_request or push event); pass "
                     "the base input, or use mode: tip")
             _fetchable(repo, base)
-            commits = hook.commits_between(repo, base, head)
+            commits = git.commits_between(repo, base, head)
         key = key_text.encode("utf-8") if key_text else None
         results = hook.scan_commits(repo, commits, inputs["CONFIG"] or None,
                                     inputs["SHIP_SET"] or None, key=key)
@@ -108,71 +107,56 @@ def main() -> int:
         _summary(f"## plimsoll ship scan\n\n:x: error: {first}\n")
         return e.exit_code
 
-    from plimsoll_ci import scan
+    from plimsoll_ci import report, scan
 
-    findings: list = []
-    notes: list[str] = []
-    seen: set = set()
-    files = nbytes = 0
-    per_commit = []
-    for commit, _config, result in results:
-        per_commit.append((commit, len(result.findings), len(result.notes)))
-        files = max(files, result.files)
-        nbytes += result.bytes
-        for f in result.findings:
-            k = (f.path, f.line, f.column, f.chain, f.entry, f.kind, f.where)
-            if k in seen:
-                continue
-            seen.add(k)
-            if mode == "each-commit" and not f.detail:
-                f = f._replace(detail=f"first seen in commit {commit[:12]}")
-            findings.append(f)
-        notes += [n for n in result.notes if n not in notes]
-    combined = scan.ScanResult(findings, notes, files, nbytes)
-
-    print(hook.render(combined, fmt))
+    # One result for the run: each commit's findings once, named by the commit that first shipped
+    # them; the mode (hence SARIF levels, annotations and `fail-on: auto`) is the scans' own.
+    combined = scan.combine([(f"commit {c[:12]}" if mode == "each-commit" else "", r)
+                             for c, r in results])
+    print(report.render(combined, fmt))
     sarif_path.parent.mkdir(parents=True, exist_ok=True)
-    sarif_path.write_text(hook.render(combined, "sarif"), encoding="utf-8")
-    for f in findings:
+    sarif_path.write_text(report.render(combined, "sarif"), encoding="utf-8")
+    annotation = report.level(combined)
+    for f in combined.findings:
         if ":" in f.path.split("/")[0]:
             continue  # builder output: no file in the repository to annotate
         line = f",line={f.line}" if f.line else ""
-        print(f"::error file={_prop(f.path)}{line},title=withheld value ships::"
+        print(f"::{annotation} file={_prop(f.path)}{line},title=withheld value ships::"
               f"{_data(f'entry {f.entry} ({f.kind}, {f.where})')}")
 
-    _out("findings", str(len(findings)))
+    _out("findings", str(len(combined.findings)))
     _out("sarif", str(sarif_path))
     _out("commits", str(len(commits)))
+    per_commit = [(c, len(r.findings), len(r.notes)) for c, r in results]
     _summary(_markdown(combined, per_commit, mode, repo))
-    if fail_on == "auto":  # the config's (or the set's) mode: refuse fails on a finding
-        fail_on = "never" if any(c.mode == "warn" for _, c, _ in results) else "findings"
+    if fail_on == "auto":  # the scans' mode: refuse fails on a finding, warn never fails
+        fail_on = "findings" if combined.mode == "refuse" else "never"
     if fail_on == "never":
         return 0
-    if findings or (fail_on == "notes" and notes):
+    if combined.findings or (fail_on == "notes" and combined.notes):
         return 1
     return 0
 
 
 def _fetchable(repo: Path, base: str) -> None:
+    from plimsoll_ci import git
     from plimsoll_ci.errors import BadInput
 
-    proc = subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{base}^{{commit}}"],
-                          capture_output=True)
-    if proc.returncode != 0:
+    if not git.has_commit(repo, base):
         raise BadInput(f"mode each-commit: the range start {base[:12]} is not in this clone; "
                        "check out with `fetch-depth: 0` (actions/checkout)")
 
 
 def _markdown(result: object, per_commit: list[tuple[str, int, int]], mode: str,
               repo: Path) -> str:
-    from plimsoll_ci import hook, report
+    from plimsoll_ci import git, report
 
     text = report.to_markdown(result, title="plimsoll ship scan").rstrip("\n")
     lines = [text, "", f"Mode `{mode}`: {len(per_commit)} commit(s) scanned.", ""]
     if len(per_commit) > 1:
         lines += ["| commit | subject | findings | notes |", "| --- | --- | --- | --- |"]
         for commit, nf, nn in per_commit:
-            subject = hook._subject(repo, commit).replace("|", "\\|").replace("`", "'")
+            subject = git.subject(repo, commit).replace("|", "\\|").replace("`", "'")
             lines.append(f"| `{commit[:12]}` | {subject} | {nf} | {nn} |")
         lines.append("")
     if result.findings:  # type: ignore[attr-defined]

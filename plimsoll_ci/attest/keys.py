@@ -173,7 +173,8 @@ def load_signer(
     given = [x is not None for x in (key_file, key_env, ephemeral_pub_out)]
     if sum(given) != 1:
         raise BadInput(
-            "signing key: give exactly one of --key FILE, --key-env VAR or --ephemeral-key PUB_OUT"
+            "signing key: give exactly one of --signing-key-file FILE, --signing-key-env VAR or "
+            "--ephemeral-key PUB_OUT"
         )
     if key_file is not None:
         path = Path(key_file)

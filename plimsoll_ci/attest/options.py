@@ -1,48 +1,40 @@
-"""Signing options for commands that write run records (`grade --bundle FILE --key ...`).
+"""Signing options of a run that writes records: which bundle, and which one key signs it.
 
-Imports nothing heavy, so a command's `add_arguments` can call `add_signing_arguments` at parse
-time without slowing the CLI's cold start.
+A plain record, so a command's flags, a squeeze job file or an eval harness's config all name a
+signing key the same way; the argparse flags that fill it live in `commands/_signing.py`.
 """
 
 from __future__ import annotations
 
-import argparse
+from typing import TYPE_CHECKING, NamedTuple
+
+from plimsoll_ci.errors import BadInput
+
+if TYPE_CHECKING:
+    from plimsoll_ci.attest.keys import Signer
 
 
-def add_signing_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add `--bundle`, and `--key` / `--key-env` / `--ephemeral-key` (one of them with a bundle)."""
-    group = parser.add_argument_group("signed run records")
-    group.add_argument(
-        "--bundle", metavar="FILE",
-        help="append a signed run record to this bundle (.intoto.jsonl; created if missing)",
-    )
-    keys = group.add_mutually_exclusive_group()
-    keys.add_argument(
-        "--key", metavar="FILE", help="private signing key file (PKCS#8 PEM, mode 0600)"
-    )
-    keys.add_argument(
-        "--key-env", metavar="VAR",
-        help="name of an environment variable holding the private key's PEM text",
-    )
-    keys.add_argument(
-        "--ephemeral-key", metavar="PUB_OUT",
-        help="sign with a key made for this run; write only its public half to PUB_OUT",
-    )
+class SigningOptions(NamedTuple):
+    """A bundle and at most one key source (never the key itself)."""
+
+    bundle: str | None = None  # append a signed run record to this bundle
+    key_file: str | None = None  # private key file (PKCS#8 PEM, mode 0600)
+    key_env: str | None = None  # name of an environment variable holding the key's PEM text
+    ephemeral_pub_out: str | None = None  # sign with a one-run key; write its public half here
 
 
-def signer_from_args(args: argparse.Namespace):  # -> plimsoll_ci.attest.keys.Signer | None
-    """The signer the options ask for, or None without `--bundle` (BadInput when inconsistent)."""
-    from plimsoll_ci.errors import BadInput
-
-    chosen = [args.key, args.key_env, args.ephemeral_key]
-    if args.bundle is None:
+def signer_for(options: SigningOptions) -> Signer | None:
+    """The signer the options ask for, or None without a bundle (BadInput when inconsistent)."""
+    chosen = [options.key_file, options.key_env, options.ephemeral_pub_out]
+    if options.bundle is None:
         if any(x is not None for x in chosen):
-            raise BadInput("a signing key was given without --bundle FILE; add --bundle or drop the key")
+            raise BadInput("a signing key was given without --bundle FILE; add --bundle or drop "
+                           "the key")
         return None
     if all(x is None for x in chosen):
-        raise BadInput(
-            f"--bundle {args.bundle}: needs a key: --key FILE, --key-env VAR or --ephemeral-key PUB_OUT"
-        )
+        raise BadInput(f"--bundle {options.bundle}: needs a key: --signing-key-file FILE, "
+                       "--signing-key-env VAR or --ephemeral-key PUB_OUT")
     from plimsoll_ci.attest.keys import load_signer
 
-    return load_signer(key_file=args.key, key_env=args.key_env, ephemeral_pub_out=args.ephemeral_key)
+    return load_signer(key_file=options.key_file, key_env=options.key_env,
+                       ephemeral_pub_out=options.ephemeral_pub_out)

@@ -32,6 +32,7 @@ from typing import Any
 from plimsoll_ci.attest import canonical
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import fresh
+from plimsoll_ci.sandbox.tiers import TIERS  # weakest first
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 # v2 records are written in RFC 8785 canonical JSON (digests any JCS library recomputes); v1
@@ -44,7 +45,6 @@ FORM_OF_TYPE = {PREDICATE_TYPE: canonical.JCS, CHECKPOINT_TYPE: canonical.JCS,
                 PREDICATE_TYPE_V1: canonical.V1, CHECKPOINT_TYPE_V1: canonical.V1}
 RESULT_NAME = "grading-result.json"
 CHECKPOINT_SUBJECT = "bundle-head"
-TIERS = ("process", "container", "kernel", "vm")  # weakest first
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 _SHA256_HEX = re.compile("[0-9a-f]{64}")
 _TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")

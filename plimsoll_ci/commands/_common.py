@@ -30,23 +30,12 @@ def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
                    help="bytes of one line decoded for escapes and HTML entities")
 
 
-def limits_from(args: argparse.Namespace, extra: dict | None = None):  # -> scan.Limits
-    """scan.Limits from the config's `limits:` and the command line (the command line wins)."""
-    from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.scan import Limits
+LIMIT_FLAGS = ("max_file_bytes", "max_decompressed", "max_members", "max_region", "max_line")
 
-    values: dict = {}
-    for k, v in (extra or {}).items():
-        if k not in Limits._fields:
-            raise BadInput(f"limits: unknown bound {k!r}; known: {', '.join(Limits._fields)}")
-        values[k] = v
-    for k in ("max_file_bytes", "max_decompressed", "max_members", "max_region", "max_line"):
-        v = getattr(args, k, None)
-        if v is not None:
-            if v <= 0:
-                raise BadInput(f"--{k.replace('_', '-')} must be positive, not {v}")
-            values[k] = v
-    return Limits(**values)
+
+def limit_overrides(args: argparse.Namespace) -> dict[str, int | None]:
+    """The bounds given on the command line, for `scan.make_limits` (None: not given)."""
+    return {k: getattr(args, k, None) for k in LIMIT_FLAGS}
 
 
 def write_output(text: str, output: str | None) -> None:

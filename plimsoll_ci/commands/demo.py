@@ -14,6 +14,7 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--example DIR`, `--no-grade`, `--flights N`."""
     parser.add_argument("--example", metavar="DIR",
                         help="the example harness (default: examples/argon of this checkout)")
     parser.add_argument("--no-grade", action="store_true", help="only the ship scan")
@@ -34,6 +35,7 @@ def _example_dir(given: str | None) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Scan the example harness, grade the reference controllers; 0 when the leak was found."""
     from plimsoll_ci import report, ship
     from plimsoll_ci.scan import scan_items
 
@@ -48,13 +50,54 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(report.render(result, "text"))
     leaked = bool(result.findings)
     if not args.no_grade:
-        try:
-            from plimsoll_ci.grading import demo as grading_demo
-        except ImportError:
-            print("== 2. grading: not available in this build")
-        else:
-            print("== 2. grading the reference controllers in the strongest sandbox available")
-            grading_demo.run(flights=args.flights)
+        print("== 2. grading the reference controllers in the strongest sandbox available")
+        _grade(args.flights)
     print("== done: the ship scan found the planted leak" if leaked
           else "== done: the ship scan found NOTHING (the planted leak should have been found)")
     return 0 if leaked else 1
+
+
+def _grade(flights: int, course: str = "easy") -> dict[str, tuple[int, int]]:
+    """Grade honest and cheater in the strongest sandbox here; one line per grading.
+
+    The honest controller flies fresh flights; the cheater (which carries the generator and the
+    practice seeds) flies the practice set and the same fresh flights. Its practice score minus its
+    fresh score exposes the memorizing. No seed value is printed: the fresh set is shown by its
+    commitment only.
+    """
+    import sim
+    from plimsoll_ci.grading import fresh, seeds
+    from plimsoll_ci.grading.request import GradeRequest
+    from plimsoll_ci.grading.run import grade
+    from plimsoll_ci.sandbox import all_providers
+
+    provider, skipped = all_providers.strongest_available()
+    for s in skipped:
+        print(f"   (not using {s})")
+    tier = all_providers.get(provider).configured_tier()
+    print(f"   sandbox: {provider} (configured tier {tier}); the simulator and every seed stay "
+          "outside it")
+    fs = fresh.draw(max(1, flights))
+    print(f"   fresh set: {len(fs.seeds)} seeds drawn now, commitment {fresh.commit(fs)[:16]}… "
+          "(committed before any flight; seeds never printed)")
+    controllers = Path(sim.__file__).parent / "controllers"
+    scores: dict[str, tuple[int, int]] = {}
+    plan = (("honest", "fresh", seeds.fresh(fs)), ("cheater", "practice", seeds.practice()),
+            ("cheater", "fresh", seeds.fresh(fs)))
+    for name, label, flown in plan:
+        r = grade(GradeRequest(str(controllers / f"{name}.py"), course, flown, provider))
+        if r.refused:
+            print(f"   {name:8s} on {label:8s}: refused ({len(r.refused)} sealed findings)")
+            continue
+        scores[f"{name}/{label}"] = (r.landed, r.total)
+        checks = ("code checks: " + "; ".join(x.split(" (")[0] for x in r.code_check_summary)
+                  if r.code_check_summary else "no code check fired")
+        assert r.timing is not None
+        print(f"   {name:8s} on {label:8s}: landed {r.landed:2d}/{r.total:<2d} "
+              f"tier {r.tier}, {r.timing.wall_s:.1f} s. {checks}")
+    if "cheater/practice" in scores and "cheater/fresh" in scores:
+        (lp, tp), (lf, tf) = scores["cheater/practice"], scores["cheater/fresh"]
+        gap = lp / tp - lf / tf
+        print(f"   practice vs fresh: the cheater lands {lp}/{tp} on practice and {lf}/{tf} on "
+              f"fresh flights; a gap of {gap:.0%} says it memorized the practice set")
+    return scores

@@ -10,7 +10,6 @@ import argparse
 import sys
 from pathlib import Path
 
-MAX_SEEDS = 10_000
 NOTICE = (
     "plimsoll-ci fly: running {path} in-process: for trusted code only "
     "(grade untrusted code in a sandbox with `plimsoll-ci grade`)"
@@ -29,52 +28,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", metavar="OUT", help="write a plot of one flight (.png or .svg)")
     parser.add_argument("--plot-seed", type=int, metavar="SEED",
                         help="which flight to plot (default: the first seed)")
-
-
-def parse_seeds(text: str, where: str = "--seeds") -> list[int]:
-    """`1,2,5-9` -> [1, 2, 5, 6, 7, 8, 9]; a bad item raises BadInput naming it."""
-    from plimsoll_ci.errors import BadInput
-
-    seeds: list[int] = []
-    for pos, item in enumerate(text.split(","), 1):
-        item = item.strip()
-        low, dash, high = item.partition("-")
-        try:
-            a = int(low.strip(), 10)
-            b = int(high.strip(), 10) if dash else a
-        except ValueError:
-            raise BadInput(
-                f"{where}: item {pos} {item[:40]!r} is not a seed or a range like 5-9;"
-                " write seeds as decimal integers separated by commas"
-            ) from None
-        if not (0 <= a <= b < 2**64):
-            raise BadInput(f"{where}: item {pos} {item[:40]!r}: seeds are 0..2**64-1 and a range"
-                           " goes low-high")
-        if len(seeds) + (b - a + 1) > MAX_SEEDS:
-            raise BadInput(f"{where}: more than {MAX_SEEDS} seeds; fly fewer at a time")
-        seeds.extend(range(a, b + 1))
-    return seeds
-
-
-def read_seed_file(path: str) -> list[int]:
-    """Seeds from a file, one per line; blank lines and `#` comments are skipped."""
-    from plimsoll_ci.errors import BadInput
-
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInput(f"seed file {path}: cannot read it ({e.__class__.__name__}); "
-                       "pass a text file with one seed per line") from None
-    seeds: list[int] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if line:
-            seeds.extend(parse_seeds(line, f"seed file {path} line {number}"))
-        if len(seeds) > MAX_SEEDS:
-            raise BadInput(f"seed file {path}: more than {MAX_SEEDS} seeds; fly fewer at a time")
-    if not seeds:
-        raise BadInput(f"seed file {path}: no seeds in it; write one seed per line")
-    return seeds
 
 
 def load_controller(path: str):
@@ -115,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
     import sim
     from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.grading.seeds import parse_seeds, read_seed_file
 
     seeds = parse_seeds(args.seeds) if args.seeds is not None else read_seed_file(args.seed_file)
     plot_seed = args.plot_seed if args.plot_seed is not None else seeds[0]

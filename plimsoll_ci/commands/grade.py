@@ -12,7 +12,9 @@ import sys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
-    from plimsoll_ci.attest.options import add_signing_arguments
+    from plimsoll_ci.commands._signing import add_signing_arguments
+    from plimsoll_ci.sandbox.all_providers import PROVIDERS
+    from plimsoll_ci.sandbox.tiers import TIERS
 
     parser.add_argument("--controller", required=True, metavar="PATH",
                         help="a .py file defining class Controller, or a folder with ENTRY.py")
@@ -28,9 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     seeds.add_argument("--fresh", type=int, metavar="N",
                        help="draw N fresh ten-digit seeds; their commitment is printed before "
                             "any flight and the reveal after")
-    parser.add_argument("--provider", choices=["gvisor", "docker", "process"], default="gvisor",
+    parser.add_argument("--provider", choices=list(PROVIDERS), default="gvisor",
                         help="sandbox provider (default gvisor); never falls back to another")
-    parser.add_argument("--min-tier", choices=["process", "container", "kernel", "vm"],
+    parser.add_argument("--min-tier", choices=list(TIERS),
                         help="refuse to grade below this tier (configured and seen at start-up)")
     parser.add_argument("--withheld", action="append", default=[], metavar="SET",
                         help="a withheld set whose entries must not be in the controller "
@@ -56,36 +58,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _seeds(args: argparse.Namespace):
-    from plimsoll_ci.commands.fly import parse_seeds, read_seed_file
+    """(seeds, fresh set) the flags ask for."""
     from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.grading.run import Seed
+    from plimsoll_ci.grading import seeds
 
     if args.fresh is not None:
         if not 1 <= args.fresh <= 10_000:
             raise BadInput(f"--fresh {args.fresh}: draw between 1 and 10000 seeds")
         from plimsoll_ci.grading import fresh
 
-        drawn = fresh.draw(args.fresh)
-        return [Seed(f"fresh:{n}", s, True) for n, s in enumerate(drawn.seeds, 1)], drawn
+        return (), fresh.draw(args.fresh)
     if args.seeds is not None:
-        if args.seeds.strip() == "practice":
-            import sim
-
-            return [Seed(f"practice:{n}", s, True)
-                    for n, s in enumerate(sim.PRACTICE_SEEDS, 1)], None
-        return [Seed(f"seeds:{n}", s, True)
-                for n, s in enumerate(parse_seeds(args.seeds), 1)], None
-    values = read_seed_file(args.seed_file)
-    if not values:
-        raise BadInput(f"seed file {args.seed_file}: no seeds")
-    return [Seed(f"seed-file:{n}", s, False) for n, s in enumerate(values, 1)], None
+        return seeds.given(args.seeds), None
+    return seeds.held_out(args.seed_file), None
 
 
 def _budget(args: argparse.Namespace):
     from plimsoll_ci.errors import BadInput
     from plimsoll_ci.grading.lockstep import CpuBudget
 
-    b = CpuBudget()
     changes = {}
     for flag, field in (("cpu_per_tick", "per_tick_s"), ("cpu_per_flight", "per_flight_s"),
                         ("cpu_startup", "startup_s"), ("wall_per_tick", "wall_tick_s")):
@@ -94,89 +85,76 @@ def _budget(args: argparse.Namespace):
             if not v > 0:
                 raise BadInput(f"--{flag.replace('_', '-')} must be positive, not {v}")
             changes[field] = v
-    return b._replace(**changes)
+    return CpuBudget()._replace(**changes)
+
+
+def _limits(args: argparse.Namespace):
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.sandbox.session import Limits
+
+    if args.memory_mb is None:
+        return Limits()
+    if args.memory_mb < 64:
+        raise BadInput(f"--memory-mb {args.memory_mb}: at least 64 (numpy needs it)")
+    return Limits(memory_bytes=args.memory_mb * 1024 * 1024)
+
+
+def _progress(event) -> None:
+    if event.event == "committed":
+        print(f"plimsoll-ci grade: fresh set of {event.total} committed: {event.detail}",
+              file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Stage, scan, grade, report; optionally sign a run record into a bundle."""
-    import datetime as dt
-    import hashlib
+    """Parse the flags into a request, grade (and sign), print the result or the refusal."""
     import json
 
-    from plimsoll_ci.attest.options import signer_from_args
     from plimsoll_ci.commands._common import write_output
-    from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.grading.run import Request, grade
-    from plimsoll_ci.sandbox.session import Limits
+    from plimsoll_ci.commands._interrupt import Interrupted, signals_interrupt, stop_everything
+    from plimsoll_ci.commands._signing import signer_from_args
+    from plimsoll_ci.grading.request import GradeRequest
+    from plimsoll_ci.grading.sign import grade_and_sign
     from plimsoll_ci.withheld import key_from, load
 
-    signer = signer_from_args(args)  # a bad key is bad input before anything runs
-    if args.min_tier is not None:
-        from plimsoll_ci.sandbox import configured_tier, tiers
-
-        tiers.require(configured_tier(args.provider), args.min_tier, f"provider {args.provider}")
+    signer = signer_from_args(args, "plimsoll-ci grade")  # a bad key: exit 2 before anything runs
     seeds, fresh_set = _seeds(args)
-    budget = _budget(args)
-    limits = Limits()
-    if args.memory_mb is not None:
-        if args.memory_mb < 64:
-            raise BadInput(f"--memory-mb {args.memory_mb}: at least 64 (numpy needs it)")
-        limits = limits._replace(memory_bytes=args.memory_mb * 1024 * 1024)
     key = key_from(args.withheld_key_env, args.withheld_key_file)
-    withheld = [load(p, key=key) for p in args.withheld]
-    commitment = None
-    if fresh_set is not None:
-        from plimsoll_ci.grading import fresh
-
-        commitment = fresh.commit(fresh_set)
-        print(f"plimsoll-ci grade: fresh set of {len(fresh_set.seeds)} committed: {commitment}",
-              file=sys.stderr, flush=True)
-    started = dt.datetime.now(dt.UTC)
-    graded = grade(Request(args.controller, args.course, seeds, args.provider, args.min_tier,
-                           args.entry, withheld, budget, limits))
-    finished = dt.datetime.now(dt.UTC)
-    if graded.refused:
-        write_output(_refusal(graded, args.format), args.output)
+    request = GradeRequest(args.controller, args.course, seeds, args.provider,
+                           min_tier=args.min_tier, entry=args.entry,
+                           withheld=tuple(load(p, key=key) for p in args.withheld),
+                           budget=_budget(args), limits=_limits(args), fresh=fresh_set)
+    with signals_interrupt():
+        try:
+            result = grade_and_sign(request, signer, args.bundle, _progress)
+        except Interrupted as e:
+            stop_everything()
+            print(f"plimsoll-ci grade: stopped by {e.name}; every sandbox it started was stopped "
+                  "and its files removed; no result", file=sys.stderr)
+            return 128 + e.signum
+    if result.refused:
+        write_output(_refusal(result, args.format), args.output)
         return 1
-    result = graded.result
-    assert result is not None
-    if fresh_set is not None:
-        from plimsoll_ci.grading import fresh
-
-        result["fresh_set"] = {"commitment": commitment, "reveal": fresh.reveal(fresh_set)}
-    if signer is not None:
-        import sim
-        from plimsoll_ci.attest import bundle, record
-
-        practice = hashlib.sha256(
-            ("\n".join(str(s) for s in sim.PRACTICE_SEEDS) + "\n").encode()).hexdigest()
-        predicate = record.make_predicate(
-            result_doc=result, controller_files=graded.files, course=args.course,
-            provider=result["provider"], tier=result["tier"], evidence=result["evidence"],
-            cpu_budget=budget.record(), started=started, finished=finished,
-            practice_set_digest=practice, fresh_commitment=commitment,
-            fresh_reveal=fresh.reveal(fresh_set) if fresh_set is not None else None)
-        count = bundle.append_run(args.bundle, result, predicate, signer)
-        print(f"plimsoll-ci grade: signed record {count} appended to {args.bundle}",
+    if result.record is not None:
+        print(f"plimsoll-ci grade: signed record {result.record} appended to {result.bundle}",
               file=sys.stderr)
-    text = (json.dumps(result, indent=2, sort_keys=True) + "\n" if args.format == "json"
-            else _text(result))
+    doc = result.document()
+    text = (json.dumps(doc, indent=2, sort_keys=True) + "\n" if args.format == "json"
+            else _text(doc))
     write_output(text, args.output)
     return 0
 
 
-def _refusal(graded, fmt: str) -> str:
+def _refusal(result, fmt: str) -> str:
     import json
 
     if fmt == "json":
-        return json.dumps({"refused": True, "findings": [f._asdict() for f in graded.refused],
-                           "notes": graded.notes}, indent=2, sort_keys=True) + "\n"
+        return json.dumps(result.document(), indent=2, sort_keys=True) + "\n"
     lines = ["REFUSED: the controller carries sealed values; nothing was flown."]
-    for f in graded.refused:
+    for f in result.refused:
         place = f"{f.path}:{f.line}:{f.column}" if f.where == "content" else f"{f.path} (name)"
         chain = f" via {f.chain}" if f.chain else ""
         lines.append(f"  {place}{chain}: sealed entry {f.entry} ({f.kind})")
-    lines += [f"note: {n}" for n in graded.notes]
+    lines += [f"note: {n}" for n in result.notes]
     return "\n".join(lines) + "\n"
 
 

@@ -39,10 +39,11 @@ def _looks_like_set_file(value: str | None) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Scan what ships; print or write the report; 1 when the scan refuses, else 0."""
     from plimsoll_ci import report
-    from plimsoll_ci.commands._common import limits_from, write_output
+    from plimsoll_ci.commands._common import limit_overrides, write_output
     from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.scan import scan_items, scan_paths
+    from plimsoll_ci.scan import ShipScan, decide_mode, make_limits, scan_paths
     from plimsoll_ci.withheld import key_from, load
 
     key = key_from(args.key_env, args.key_file)
@@ -63,27 +64,23 @@ def run(args: argparse.Namespace) -> int:
         if key is None:
             key = ship.load_key(config)
         wset = load(set_file, key=key) if set_file else ship.load_withheld(config, key=key)
-        limits = limits_from(args, config.limits)
-        labelled: dict[str, tuple[str, str, bytes]] = {}
-        for f in files:  # names are checked as they ship; findings name the repository file
-            labelled.setdefault(ship.label(f), (ship.label(f), f.path, f.data))
-        result = scan_items(labelled.values(), wset, limits)
+        session = ShipScan(wset, make_limits(config.limits, str(config.path),
+                                             limit_overrides(args)),
+                           mode=decide_mode(config.mode, wset.mode, override=args.mode))
         if not files:
-            result = result._replace(notes=result.notes + [
-                f"{config.path}: the ship set{'s' if not ship_set else ' ' + ship_set} shipped "
-                "no file: check the include globs"])
-        mode = args.mode or ("warn" if "warn" in (config.mode, wset.mode) else "refuse")
+            session.note(f"{config.path}: the ship set{'s' if not ship_set else ' ' + ship_set} "
+                         "shipped no file: check the include globs")
+        result = session.scan(ship.items(files))
     else:
         set_file = args.withheld or args.set
         if not set_file:
             raise BadInput("which withheld set? give --set withheld.json")
         wset = load(set_file, key=key)
-        limits = limits_from(args)
-        result = scan_paths(args.paths, wset, limits)
-        mode = args.mode or wset.mode
-    write_output(report.render(result, args.format, mode), args.output)
+        result = scan_paths(args.paths, wset, make_limits(overrides=limit_overrides(args)),
+                            decide_mode(wset.mode, override=args.mode))
+    write_output(report.render(result, args.format), args.output)
     if args.output:
         n = len(result.findings)
         print(f"plimsoll-ci: {n} finding{'s' if n != 1 else ''}; report written to {args.output}",
               file=sys.stderr)
-    return 1 if result.findings and mode == "refuse" else 0
+    return 1 if result.refused else 0

@@ -28,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Exit 1 when any sealed value is found in a request, 0 when none, 2 on bad input."""
     from plimsoll_ci.commands._common import write_output
+    from plimsoll_ci.scan import decide_mode
     from plimsoll_ci.tripwire.report import render
     from plimsoll_ci.tripwire.requests import scan_requests
     from plimsoll_ci.tripwire.sealed import load_sealed
@@ -40,8 +41,9 @@ def run(args: argparse.Namespace) -> int:
 
         raise BadInput(f"--jobs {args.jobs}: give 1 or more worker processes")
     result = scan_requests(args.requests, wset, jobs=args.jobs)
-    write_output(render(result, args.format, args.requests, wset.mode), args.output)
-    if result.findings and wset.mode == "warn":
+    result = result._replace(mode=decide_mode(wset.mode))
+    write_output(render(result, args.format, args.requests), args.output)
+    if result.findings and not result.refused:
         print(f"plimsoll-ci tripwire: {len(result.findings)} hit(s) reported; the sealed set's "
               "mode is warn, so the exit code is 0", file=sys.stderr)
         return 0

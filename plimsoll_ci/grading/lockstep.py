@@ -54,9 +54,11 @@ class Flown(NamedTuple):
 _WHY = {
     "cpu": "budget",
     "wall": "timeout_wall",
+    "stalled": "timeout_wall",
     "eof": "crash",
     "size": "protocol",
 }
+END_WALL_S = 1.0  # the end message is a courtesy: the sandbox is stopped right after
 
 
 def _detail_for(why: str, limit: float, wall: float, session: Session) -> str:
@@ -64,6 +66,9 @@ def _detail_for(why: str, limit: float, wall: float, session: Session) -> str:
         return f"the tick used more than {limit:.3g} s of CPU (spin, or too slow)"
     if why == "wall":
         return f"no reply within {wall:.3g} s wall clock while using almost no CPU (hang)"
+    if why == "stalled":
+        return (f"the sandbox stopped reading its input: a line could not be written within "
+                f"{wall:.3g} s wall clock (hang)")
     if why == "size":
         return "a reply line longer than the protocol's bound"
     tail = [x for x in session.stderr_text().splitlines() if x.strip()]
@@ -90,7 +95,7 @@ def fly(session: Session, groups: list, budget: CpuBudget) -> Flown:
     pending: collections.deque = collections.deque()  # (group, live, seq, sent at)
     last_live = [set(range(len(b.seeds))) for b in groups]
 
-    def send_obs(g: int) -> bool:
+    def send_obs(g: int) -> str:
         nonlocal seq, sim_s
         batch = groups[g]
         live = list(batch.live)
@@ -104,7 +109,7 @@ def fly(session: Session, groups: list, budget: CpuBudget) -> Flown:
                            "drop": drop}, separators=(",", ":")).encode() + b"\n"
         pending.append((g, live, seq, time.monotonic()))
         seq += 1
-        return session.send(line)
+        return session.send(line, budget.wall_tick_s)
 
     def end_everything(reason: str, detail: str) -> None:
         for batch in groups:
@@ -113,12 +118,12 @@ def fly(session: Session, groups: list, budget: CpuBudget) -> Flown:
 
     last_cpu = session.cpu()
     last_reply = time.monotonic()
-    alive = True
+    failed = ""
     for g, batch in enumerate(groups):
-        if not batch.done and not send_obs(g):
-            alive = False
-    if not alive:
-        end_everything("crash", _detail_for("eof", 0, budget.wall_tick_s, session))
+        if not batch.done and not failed:
+            failed = send_obs(g)
+    if failed:
+        end_everything(_WHY[failed], _detail_for(failed, 0, budget.wall_tick_s, session))
         pending.clear()
     while pending:
         g, live, sent_seq, sent_at = pending.popleft()
@@ -166,18 +171,14 @@ def fly(session: Session, groups: list, budget: CpuBudget) -> Flown:
                               f"({type(e).__name__})")
             sim_s += time.monotonic() - s0
         ticks[g] += 1
-        if not batch.done and not send_obs(g):
-            end_everything("crash", _detail_for("eof", limit, budget.wall_tick_s, session))
+        failed = "" if batch.done else send_obs(g)
+        if failed:
+            end_everything(_WHY[failed], _detail_for(failed, limit, budget.wall_tick_s, session))
             break
     if not session.closed:
-        session.send(b'{"end":true}\n')
+        session.send(b'{"end":true}\n', END_WALL_S)
     return Flown(flight_cpu, max_tick, total, max(ticks) if ticks else 0, sim_s,
                  time.monotonic() - started, waited)
-
-
-def _end_all(batch, live: list[int], reason: str, detail: str) -> None:
-    for i in live:
-        batch.end(i, reason, detail)
 
 
 def _read_reply(line: bytes, tick: int, seq: int, count: int) -> tuple[list, dict, str]:

@@ -1,149 +1,140 @@
-"""Grade an untrusted controller: stage it, ship-scan it, fly it in a sandbox, write the result.
+"""Grade an untrusted controller: stage it, ship-scan it, fly it in sandboxes; a typed result.
 
-    req = Request(controller="agent/", course="hard", seeds=[Seed("fresh:1", 4023..., True)],
-                  provider="gvisor", min_tier="kernel")
-    graded = grade(req)
-    graded.refused      # sealed findings: the run was refused and nothing was flown
-    graded.result       # the JSON result document (flights, totals, tier, evidence, cpu, checks)
+    request = GradeRequest(controller="agent/", course="hard", seeds=(), provider="gvisor",
+                           min_tier="kernel", fresh=fresh.draw(64))
+    result = grade(request, progress=print)
+    result.refused      # sealed findings: the run was refused and nothing was flown
+    result.flights      # per flight: id, seed (None when sealed), landed, reason, CPU
+    result.document()   # the JSON result document (flights, totals, tier, evidence, cpu, checks)
 
 The simulator, the seeds and any withheld set stay here, on the trusted side; only the staged
-controller files and the runner script enter the sandbox.
+controller files and the runner script enter the sandbox. Nothing here prints: progress goes to
+the optional callback. Signing is `grading.sign`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
+import os
 import time
 from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import checks as checks_mod
-from plimsoll_ci.grading.lockstep import CpuBudget, fly
-from plimsoll_ci.sandbox.session import Limits
-from plimsoll_ci.scan import Finding
-from plimsoll_ci.withheld import WithheldSet
+from plimsoll_ci.grading import fresh as fresh_mod
+from plimsoll_ci.grading.lockstep import fly
+from plimsoll_ci.grading.request import MAX_BATCH, GradeRequest, Progress, ProgressFn
+from plimsoll_ci.grading.result import CpuUse, Flight, GradeResult, Timing
+from plimsoll_ci.grading.seeds import Seed
+from plimsoll_ci.sandbox import all_providers, tiers
+from plimsoll_ci.sandbox import stage as stage_mod
+from plimsoll_ci.sandbox.startup import Startup, StartupFailure, open_sandbox
 
-MAX_BATCH = 64
 PIPELINE_FROM = 16  # from this many flights a sandbox flies two alternating halves
 
 
-class Seed(NamedTuple):
-    """One flight's seed: an id to name it by, and whether its value may be shown in results."""
-
-    id: str  # e.g. "seeds:3", "fresh:2", "seed-file:7", "practice:2"
-    value: int
-    shown: bool  # False for a held-out seed file: results name the id, never the value
-
-
-class Request(NamedTuple):
-    """Everything one grading needs."""
-
-    controller: str
-    course: str
-    seeds: list[Seed]
-    provider: str
-    min_tier: str | None = None
-    entry: str = "controller"
-    withheld: list[WithheldSet] = []
-    budget: CpuBudget = CpuBudget()
-    limits: Limits = Limits()
-    batch_size: int = MAX_BATCH
-    practice: tuple[int, ...] | None = None  # default: sim.PRACTICE_SEEDS
-    # Two alternating halves per sandbox, so the simulator and the sandbox overlap. None = auto:
-    # on when a core is free (1-minute load below cores - 1). On an idle 2-core machine it saves
-    # about 20% under gVisor; on a busy one it measured slower. Scores are the same either way.
-    pipeline: bool | None = None
-
-
-class Graded(NamedTuple):
-    """A grading's outcome: the result document, or the sealed findings that refused it."""
-
-    result: dict | None
-    refused: list[Finding]
-    files: dict[str, str]  # staged path -> SHA-256 (what the run record names)
+class _Flown(NamedTuple):
+    flights: list[Flight]
+    tier: str
+    evidence: dict
+    cpu: CpuUse
+    timing: Timing
     notes: list[str]
 
 
-def grade(req: Request) -> Graded:
-    """Stage, scan, and (unless refused) fly every seed in sandboxes; see the module doc."""
+def grade(request: GradeRequest, progress: ProgressFn | None = None) -> GradeResult:
+    """Stage, scan, and (unless refused) fly every seed in sandboxes; see the module doc.
+
+    Raises BadInput for a request that cannot be graded (no seeds, unknown course or provider,
+    a controller that cannot be staged) and SandboxError when no sandbox starts at the tier asked
+    for; whatever the controller does is a recorded outcome, never an exception.
+    """
     import sim
     import sim.generator
-    from plimsoll_ci import sandbox
-    from plimsoll_ci.sandbox import stage as stage_mod
 
-    if not req.seeds:
-        raise BadInput("no seeds to grade; pass --seeds, --seed-file or --fresh N")
+    def say(event: str, done: int, detail: str = "") -> None:
+        if progress is not None:
+            progress(Progress(event, done, len(flights), detail))
+
+    flights = request.flights()
     try:
-        course = sim.course(req.course)
+        course = sim.course(request.course)
     except ValueError:
-        raise BadInput(f"course {req.course!r}: unknown; use easy or hard") from None
-    sandbox.configured_tier(req.provider)  # unknown provider: bad input before any work
-    if req.min_tier is not None:
-        from plimsoll_ci.sandbox import tiers
-
-        tiers.require(sandbox.configured_tier(req.provider), req.min_tier,
-                      f"provider {req.provider}")
-    practice = tuple(sim.PRACTICE_SEEDS if req.practice is None else req.practice)
-    practice_values = set(practice)
-    st = stage_mod.stage(req.controller, req.entry)
+        raise BadInput(f"course {request.course!r}: unknown; use easy or hard") from None
+    configured = all_providers.get(request.provider).configured_tier()
+    tiers.require(configured, request.min_tier, f"provider {request.provider}")
+    practice = tuple(sim.PRACTICE_SEEDS if request.practice is None else request.practice)
+    started = dt.datetime.now(dt.UTC)
+    if request.fresh is not None:
+        say("committed", 0, fresh_mod.commit(request.fresh))
+    st = stage_mod.stage(request.controller, request.entry)
     try:
         files = {rel: (st.controller / rel).read_bytes() for rel in st.files}
-        sealed_seeds = [(s.id, s.value) for s in req.seeds if s.value not in practice_values]
+        sealed_seeds = [(s.id, s.value) for s in flights if s.value not in set(practice)]
         own, notes = checks_mod.sealed_set(sealed_seeds)
-        sealed_sets = ([own] if own is not None else []) + list(req.withheld)
+        sealed_sets = ([own] if own is not None else []) + list(request.withheld)
         suspicious = checks_mod.suspicious_set(practice, Path(sim.__file__).parent,
                                                sim.generator.MAGIC)
         outcome = checks_mod.scan(files, sealed_sets, suspicious)
         notes += outcome.notes
+        base = GradeResult(course=request.course, provider=request.provider,
+                           configured_tier=configured, controller_files=dict(st.files),
+                           module=st.module, budget=request.budget, practice_set=practice,
+                           started=started, finished=started, fresh=request.fresh)
         if outcome.sealed:
-            return Graded(None, outcome.sealed, st.files, notes)
-        if any(s.value in practice_values for s in req.seeds):
+            say("refused", 0, f"{len(outcome.sealed)} sealed finding(s)")
+            return dataclasses.replace(base, refused=tuple(outcome.sealed), notes=tuple(notes),
+                            finished=dt.datetime.now(dt.UTC))
+        say("scanned", 0)
+        if any(s.value in set(practice) for s in flights):
             notes.append("some flights use practice seeds: a controller may have memorised them; "
                          "judge it on fresh seeds")
-        result = _fly_all(req, st, course, sandbox)
-        result["controller"] = {"files": dict(sorted(st.files.items())), "module": st.module}
-        result["code_checks"] = [c._asdict() for c in outcome.suspicious]
-        result["code_check_summary"] = checks_mod.summary(outcome.suspicious)
-        result["notes"] = notes + result.pop("_notes", [])
-        return Graded(result, [], st.files, notes)
+        flown = _fly_all(request, flights, st, course, say)
+        return dataclasses.replace(base, tier=flown.tier, evidence=flown.evidence,
+                        flights=tuple(flown.flights), cpu=flown.cpu, timing=flown.timing,
+                        notes=tuple(notes + flown.notes),
+                        code_checks=tuple(outcome.suspicious),
+                        code_check_summary=tuple(checks_mod.summary(outcome.suspicious)),
+                        finished=dt.datetime.now(dt.UTC))
     finally:
         stage_mod.cleanup(st)
 
 
-def _fly_all(req: Request, st, course, sandbox) -> dict:
+def _fly_all(request: GradeRequest, flights: list[Seed], st, course, say) -> _Flown:
     import sim
 
-    info = course.info()
-    flights: list[dict] = []
+    out: list[Flight] = []
     evidences: list[dict] = []
     tiers_seen: list[str] = []
-    configured = sandbox.configured_tier(req.provider)
     cpu = {"max_tick_s": 0.0, "total_s": 0.0, "startup_s": 0.0, "max_flight_s": 0.0}
     timing = {"wall_s": 0.0, "start_s": 0.0, "sim_s": 0.0, "round_trip_s": 0.0, "ticks": 0}
-    notes: list[str] = []
     started = time.monotonic()
-    size = max(1, min(req.batch_size, MAX_BATCH))
-    pipelined = _free_core() if req.pipeline is None else req.pipeline
-    for b0 in range(0, len(req.seeds), size):
-        chunk = req.seeds[b0:b0 + size]
+    size = max(1, min(request.batch_size, MAX_BATCH))
+    pipelined = _free_core() if request.pipeline is None else request.pipeline
+    budget = request.budget
+    for b0 in range(0, len(flights), size):
+        chunk = flights[b0:b0 + size]
         half = len(chunk) // 2 if pipelined and len(chunk) >= PIPELINE_FROM else len(chunk)
         groups = [sim.Batch([s.value for s in part], course)
                   for part in (chunk[:half], chunk[half:]) if part]
-        opened = sandbox.open_sandbox(req.provider, st, info, len(chunk), req.limits,
-                                      req.min_tier, req.budget.startup_s,
-                                      req.budget.wall_startup_s)
+        opened = open_sandbox(request.provider, st, Startup(
+            course.info(), len(chunk), request.limits, request.min_tier, budget.startup_s,
+            budget.wall_startup_s))
         cpu["startup_s"] = max(cpu["startup_s"], opened.startup_cpu)
         timing["start_s"] += opened.startup_wall
         evidences.append(opened.evidence)
         tiers_seen.append(opened.tier)
-        if isinstance(opened, sandbox.StartupFailure):
+        say("started", b0, opened.tier)
+        if isinstance(opened, StartupFailure):
             for batch in groups:
                 for i in range(len(batch.seeds)):
                     batch.end(i, opened.reason, opened.detail)
             per_flight = [0.0] * len(chunk)
         else:
             try:
-                flown = fly(opened.session, groups, req.budget)
+                flown = fly(opened.session, groups, budget)
             finally:
                 opened.session.close()
             per_flight = flown.flight_cpu
@@ -154,41 +145,27 @@ def _fly_all(req: Request, st, course, sandbox) -> dict:
             timing["ticks"] += flown.ticks
         results = [r for batch in groups for r in batch.results()]
         for s, r, c in zip(chunk, results, per_flight, strict=True):
-            flights.append({"id": s.id, "seed": s.value if s.shown else None,
-                            "landed": bool(r.landed), "gates": int(r.gates),
-                            "time": round(float(r.time), 6), "reason": r.reason,
-                            "detail": r.detail, "cpu_s": round(c, 6)})
+            out.append(Flight(s.id, s.value if s.shown else None, bool(r.landed), int(r.gates),
+                              round(float(r.time), 6), r.reason, r.detail, round(c, 6)))
             cpu["max_flight_s"] = max(cpu["max_flight_s"], c)
-    timing["wall_s"] = time.monotonic() - started
-    from plimsoll_ci.sandbox.tiers import TIERS
-
-    tier = min(tiers_seen, key=TIERS.index)
-    evidence = evidences[0] if len(evidences) == 1 else {"batches": evidences}
-    for e in evidences:
-        notes += e.get("tier_notes", [])
+        say("flown", b0 + len(chunk))
+    wall = time.monotonic() - started
+    notes = sorted({n for e in evidences for n in e.get("tier_notes", [])})
     ticks = max(1, timing["ticks"])
-    return {
-        "format": "plimsoll-grading/1",
-        "course": req.course,
-        "provider": req.provider,
-        "tier": tier,
-        "configured_tier": configured,
-        "evidence": evidence,
-        "flights": flights,
-        "landed": sum(f["landed"] for f in flights),
-        "total": len(flights),
-        "cpu": {k: round(v, 6) for k, v in cpu.items()} | {"budget": req.budget.record()},
-        "timing": {"wall_s": round(timing["wall_s"], 3), "start_s": round(timing["start_s"], 3),
-                   "ticks": timing["ticks"], "pipelined": pipelined,
-                   "round_trip_ms_per_tick": round(1000 * timing["round_trip_s"] / ticks, 3),
-                   "sim_share": round(timing["sim_s"] / max(timing["wall_s"], 1e-9), 3)},
-        "_notes": sorted(set(notes)),
-    }
+    return _Flown(
+        flights=out,
+        tier=tiers.weakest(tiers_seen),
+        evidence=evidences[0] if len(evidences) == 1 else {"batches": evidences},
+        cpu=CpuUse(**{k: round(v, 6) for k, v in cpu.items()}),
+        timing=Timing(wall_s=round(wall, 3), start_s=round(timing["start_s"], 3),
+                      ticks=timing["ticks"], pipelined=pipelined,
+                      round_trip_ms_per_tick=round(1000 * timing["round_trip_s"] / ticks, 3),
+                      sim_share=round(timing["sim_s"] / max(wall, 1e-9), 3)),
+        notes=notes,
+    )
 
 
 def _free_core() -> bool:
-    import os
-
     try:
         return os.getloadavg()[0] < (os.cpu_count() or 1) - 1
     except OSError:

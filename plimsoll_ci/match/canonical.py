@@ -13,6 +13,8 @@ import hmac
 import re
 from decimal import Decimal, InvalidOperation
 
+from plimsoll_ci.match.ascii import LOWER_A, LOWER_Z, NBSP, NINE, NON_ASCII, UPPER_A, UPPER_Z, ZERO
+
 DOMAIN = b"plimsoll-ci/value/v1\0"
 
 _DEC = rb"[0-9](?:_?[0-9])*(?:\.[0-9](?:_?[0-9])*)?(?:[eE][+-]?[0-9]+)?"
@@ -22,7 +24,7 @@ NUMBER_RE = re.compile(rb"(?:" + _INT_ALT + rb"|" + _DEC + rb")")
 CLOCK_RE = re.compile(rb"([0-9]{1,3}):([0-5][0-9])(?::([0-5][0-9]))?(\.[0-9]+)?")
 _WHOLE_NUMBER = re.compile(rb"[+-]?(?:" + _INT_ALT + rb"|" + _DEC + rb")")
 _WHOLE_CLOCK = re.compile(rb"[0-9]{1,3}:[0-5][0-9](?::[0-5][0-9])?(?:\.[0-9]+)?")
-_WS = re.compile(rb"(?:\s|\xc2\xa0)+")
+_WS = re.compile(rb"(?:\s|" + NBSP + rb")+")
 
 
 def number_canon(token: bytes) -> bytes | None:
@@ -63,7 +65,8 @@ def text_canon(text: bytes) -> bytes:
 
 
 def _is_word(c: int) -> bool:
-    return c >= 0x80 or 48 <= c <= 57 or 97 <= c <= 122 or 65 <= c <= 90
+    return (c >= NON_ASCII or ZERO <= c <= NINE or LOWER_A <= c <= LOWER_Z
+            or UPPER_A <= c <= UPPER_Z)
 
 
 def text_value_canon(text: bytes) -> bytes:

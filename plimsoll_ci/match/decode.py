@@ -21,6 +21,19 @@ import zlib
 from typing import NamedTuple
 from urllib.parse import unquote_to_bytes
 
+from plimsoll_ci.match.ascii import AMPERSAND, BACKSLASH, DEL, EQUALS, PERCENT, SEVEN, SPACE, TWO
+from plimsoll_ci.match.extract import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER, byte_classes
+from plimsoll_ci.match.workspace import work_array
+
+# Headers of the containers undone here (the first bytes of a stream or archive).
+GZIP_MAGIC = b"\x1f\x8b"
+BZ2_MAGIC = b"BZh"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+ZLIB_DEFLATE = 0x78  # the CMF byte of a zlib stream: deflate with a 32 KiB window
+ZLIB_LEVELS = (0x01, 0x5E, 0x9C, 0xDA)  # its FLG byte at each compression level
+ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header; an empty archive's end
+TAR_MAGIC, TAR_MAGIC_AT = b"ustar", 257  # in the first 512-byte header block
+
 
 class Bounds(NamedTuple):
     max_decompressed: int = 64 * 1024 * 1024  # bytes out of one stream or member
@@ -44,8 +57,9 @@ class Decoded(NamedTuple):
 
 # --- encoded text regions ---------------------------------------------------------------------
 
-# Base64: maximal runs of the alphabet (standard or URL-safe) of 16+ characters, or 8+ ending in
-# padding ("MzEuNQ==" is `31.5`): identifiers in code are mostly shorter and unpadded.
+# Base64: maximal runs of the alphabet (standard or URL-safe) of 6+ characters, decoded when they
+# end in padding ("MzEuNQ==" is `31.5`) or, unpadded, when 12+ characters mix both cases
+# (`_looks_base64`): identifiers in code are mostly shorter, unpadded, or of one case.
 _B64_RUN = re.compile(rb"[A-Za-z0-9+/_-]{6,}={0,2}")
 _HEX_RUN = re.compile(rb"[0-9A-Fa-f]{8,}")
 # Escapes and entities: every line that holds one is decoded as a whole.
@@ -55,7 +69,7 @@ _UESC = re.compile(rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})")
 _ENT = re.compile(rb"&#?[A-Za-z0-9]{1,10};")
 _DIGITS = re.compile(rb"[0-9]")
 _SMALL = 64 * 1024  # as extract.SMALL: small inputs never import numpy
-_PRINTABLE = bytes(range(32, 127)) + b"\t\n\r"
+_PRINTABLE = bytes(range(SPACE, DEL)) + b"\t\n\r"
 
 
 def _b64(tok: bytes) -> bytes | None:
@@ -113,15 +127,13 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
         return [(m.start(), m.end()) for m in rx.finditer(buf)]
     import numpy as np
 
-    from plimsoll_ci.match.extract import C_B64, C_HEX, _scratch
-
     n = len(buf)
     cls = classes.padded[1:]  # type: ignore[attr-defined]  # n + 1: the last 0 ends every run
     k = 6 if pad else 8
     # Erode the mask so only runs of k+ bytes remain: e[i] is true when m[i:i+k] all are. Short
     # runs (most words) then never reach the slower run bookkeeping below. The work arrays keep
     # a 0 before the mask, so every run starts and ends inside them.
-    bufs = (_scratch("e0", n + 3, np.uint8), _scratch("e1", n + 3, np.uint8))
+    bufs = (work_array("e0", n + 3, np.uint8), work_array("e1", n + 3, np.uint8))
     cur = bufs[0]
     cur[0] = 0
     np.bitwise_and(cls, C_B64 if pad else C_HEX, out=cur[1 : n + 2])
@@ -138,7 +150,7 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
         np.bitwise_and(cur[1 : 1 + ln - w], cur[1 + w : 1 + ln], out=nxt[1 : 1 + ln - w])
         cur, ln = nxt, ln - w
     cur[1 + ln] = 0
-    d = _scratch("d", ln + 1, bool)
+    d = work_array("d", ln + 1, bool)
     np.not_equal(cur[1 : ln + 2], cur[: ln + 1], out=d)
     t = np.flatnonzero(d)
     starts, ends = t[0::2], t[1::2] + (k - 1)
@@ -153,9 +165,10 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
         idx = np.empty(2 * len(starts), dtype=np.int64)
         idx[0::2], idx[1::2] = starts, ends
         bits = np.bitwise_or.reduceat(cls, idx)[0::2]
-        mixed = (bits & 3) == 3  # both cases: base64 of 12+ characters almost always has them
+        both = C_UPPER | C_LOWER  # base64 of 12+ characters almost always has both cases
+        mixed = (bits & both) == both
         padded = ends < n
-        padded[padded] = a[ends[padded]] == 61
+        padded[padded] = a[ends[padded]] == EQUALS
         keep = ((lens >= 6) & padded) | ((lens >= 12) & mixed)
     else:  # hex: even runs whose high nibbles (every other byte) are mostly '2'..'7'
         # The runs' bytes gathered into one array (hex runs cover a small part of a buffer):
@@ -165,10 +178,10 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
         pos = np.arange(int(off[-1]), dtype=np.int64)
         pos += np.repeat(starts - off[:-1], lens)
         bits = np.bitwise_or.reduceat(cls[pos], off[:-1])
-        digits_only = (bits & 7) == 4  # digits, no letters
+        digits_only = (bits & (C_UPPER | C_LOWER | C_DIGIT)) == C_DIGIT  # no letters
         high = a[pos[0::2]]
-        high -= 50
-        bad = (high > 5).view(np.uint8)
+        high -= TWO
+        bad = (high > SEVEN - TWO).view(np.uint8)
         high_bad = np.add.reduceat(bad, off[:-1] // 2, dtype=np.int64)
         keep = ~digits_only | (lens >= 16)  # short digit strings are ids and numbers
         # digits only: every high nibble must be '2'..'7' (hex-encoded digits are "3x3x...")
@@ -189,7 +202,7 @@ def _esc_hits(buf: bytes):  # noqa: ANN202
     import numpy as np
 
     a8 = np.frombuffer(buf, dtype=np.uint8)
-    pos = np.flatnonzero((a8 == 37) | (a8 == 92) | (a8 == 38))
+    pos = np.flatnonzero((a8 == PERCENT) | (a8 == BACKSLASH) | (a8 == AMPERSAND))
     for p in pos.tolist():
         m = _ESC_HIT.match(buf, p)
         if m is not None:
@@ -210,8 +223,6 @@ def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None) -> D
         return _text_regions(buf, bounds, None)
     if classes is not None:
         return _text_regions(buf, bounds, classes)
-    from plimsoll_ci.match.extract import byte_classes
-
     classes = byte_classes(buf)
     try:
         return _text_regions(buf, bounds, classes)
@@ -297,16 +308,21 @@ def _decompress(kind: str, data: bytes, limit: int) -> tuple[bytes, bool]:
 
 def stream_kind(data: bytes) -> str | None:
     """The compression stream whose header `data` starts with, if any."""
-    if data[:2] == b"\x1f\x8b":
+    if data[:2] == GZIP_MAGIC:
         return "gzip"
-    if data[:3] == b"BZh":
+    if data[:3] == BZ2_MAGIC:
         return "bz2"
-    if data[:6] == b"\xfd7zXZ\x00":
+    if data[:6] == XZ_MAGIC:
         return "xz"
-    if len(data) >= 2 and data[0] == 0x78 and data[1] in (0x01, 0x5E, 0x9C, 0xDA) \
-            and (data[0] * 256 + data[1]) % 31 == 0:
+    if len(data) >= 2 and data[0] == ZLIB_DEFLATE and data[1] in ZLIB_LEVELS \
+            and (data[0] * 256 + data[1]) % 31 == 0:  # the header's own check (RFC 1950)
         return "zlib"
     return None
+
+
+def is_container(data: bytes) -> bool:
+    """Whether `data` starts like a compression stream, a zip or a tar (`containers` opens it)."""
+    return stream_kind(data) is not None or data[:4] in ZIP_MAGICS or _is_tar(data)
 
 
 def containers(data: bytes, bounds: Bounds) -> Decoded:
@@ -325,7 +341,7 @@ def containers(data: bytes, bounds: Bounds) -> Decoded:
             inner = _tar_members(out, bounds, prefix=f"{kind} > ")
             return Decoded(inner.layers, notes + inner.notes)
         return Decoded([Layer(kind, 0, out)], notes)
-    if data[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+    if data[:4] in ZIP_MAGICS:
         return _zip_members(data, bounds)
     if _is_tar(data):
         return _tar_members(data, bounds, prefix="")
@@ -333,7 +349,7 @@ def containers(data: bytes, bounds: Bounds) -> Decoded:
 
 
 def _is_tar(data: bytes) -> bool:
-    return len(data) >= 512 and data[257:262] == b"ustar"
+    return len(data) >= 512 and data[TAR_MAGIC_AT:TAR_MAGIC_AT + len(TAR_MAGIC)] == TAR_MAGIC
 
 
 def _zip_members(data: bytes, bounds: Bounds) -> Decoded:

@@ -13,22 +13,50 @@ A text value must start and end at word boundaries (letters, digits, bytes >= 0x
 from __future__ import annotations
 
 import re
-import threading
 from typing import NamedTuple
 
+from plimsoll_ci.match.ascii import (
+    CASE_BIT,
+    COLON,
+    DOT,
+    LOWER_A,
+    LOWER_E,
+    LOWER_F,
+    LOWER_Z,
+    MINUS,
+    NBSP,
+    NBSP_LEAD,
+    NBSP_TAIL,
+    NINE,
+    NON_ASCII,
+    PLUS,
+    SPACE,
+    UNDERSCORE,
+    UPPER_A,
+    UPPER_E,
+    UPPER_F,
+    UPPER_Z,
+    ZERO,
+)
 from plimsoll_ci.match.canonical import CLOCK_RE, NUMBER_RE, clock_canon, number_canon
 from plimsoll_ci.match.index import TAG_BITS, ValueIndex, word_tag
+from plimsoll_ci.match.workspace import give_back, pooled, work_array
 
 SMALL = 64 * 1024  # below this many bytes the pure-Python path costs less than importing numpy
-_WS = re.compile(rb"(?:\s|\xc2\xa0)+")
+_WS = re.compile(rb"(?:\s|" + NBSP + rb")+")
 _DIGIT_RUN = re.compile(rb"[0-9]+")
 _ODD_WS = re.compile(rb"[\t\n\r\x0b\x0c]|  ")  # white space that is not one plain space
 _WORD_RUN = re.compile(rb"[0-9A-Za-z\x80-\xff]+")
-_LOWER = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
-_DOT, _COLON, _UNDER, _ZERO = 46, 58, 95, 48
-_IS_DIGIT = bytes(1 if 48 <= c <= 57 else 0 for c in range(256))
-_IS_WORD = bytes(1 if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122 or c >= 128) else 0
-                 for c in range(256))
+_LOWER = bytes.maketrans(bytes(range(UPPER_A, UPPER_Z + 1)), bytes(range(LOWER_A, LOWER_Z + 1)))
+_IS_DIGIT = bytes(1 if ZERO <= c <= NINE else 0 for c in range(256))
+_IS_WORD = bytes(1 if (ZERO <= c <= NINE or UPPER_A <= c <= UPPER_Z or LOWER_A <= c <= LOWER_Z
+                       or c >= NON_ASCII) else 0 for c in range(256))
+_EXPONENT = (LOWER_E, UPPER_E)
+_SIGNS = (PLUS, MINUS)
+# Four bytes at once (the first-word tag): bit 6 is set in letters, CASE_BIT in lower case,
+# NON_ASCII in bytes past ASCII.
+_EACH4 = 0x01010101
+_BIT6_4, _CASE_4, _HIGH_4 = 0x40 * _EACH4, CASE_BIT * _EACH4, NON_ASCII * _EACH4
 _CONT = bytes(1 if c in b"eE_xXoObB" else 0 for c in range(256))  # continue a number token
 _HEXPFX = bytes(1 if c in b"xXoObB" else 0 for c in range(256))
 
@@ -52,9 +80,9 @@ def find_values(buf: bytes, index: ValueIndex, classes=None) -> list[Match]:  # 
     given = classes
     small = len(buf) < SMALL
     if small:
-        if b"\xc2\xa0" in buf:  # a no-break space is white space; two spaces keep every offset
-            buf = buf.replace(b"\xc2\xa0", b"  ")
-    elif b"\xc2" in buf:  # (a one-byte search is many times quicker than a two-byte one)
+        if NBSP in buf:  # a no-break space is white space; two spaces keep every offset
+            buf = buf.replace(NBSP, b"  ")
+    elif bytes([NBSP_LEAD]) in buf:  # (a one-byte search is many times quicker than a two-byte one)
         buf, classes = _no_nbsp(buf, classes)
     if not small and classes is None and (index.has_numbers or index.has_texts):
         classes = byte_classes(buf)
@@ -72,7 +100,7 @@ def find_values(buf: bytes, index: ValueIndex, classes=None) -> list[Match]:  # 
 
 def _plain(buf: bytes, s: int, e: int, index: ValueIndex, out: list[Match]) -> None:
     tok = buf[s:e]
-    canon = number_canon(tok) if tok[0] == _ZERO else tok
+    canon = number_canon(tok) if tok[0] == ZERO else tok
     if canon is not None:
         ids = index.number_ids(canon)
         if ids:
@@ -106,7 +134,7 @@ def _text(buf: bytes, s: int, ln: int, index: ValueIndex,
             cand, end = buf[s : s + ln].lower(), s + ln
         else:
             w = buf[s : s + total + 1].lower()
-            if _ODD_WS.search(w) is None and b"\xc2" not in w:
+            if _ODD_WS.search(w) is None and NBSP_LEAD not in w:
                 flat = w  # nothing to collapse: the canonical window is the bytes themselves
             else:
                 flat = _WS.sub(b" ", buf[s : s + 4 * total + 64].lower())
@@ -158,26 +186,27 @@ def _numbers_small(buf: bytes, index: ValueIndex) -> list[Match]:
     runs = [(m.start(), m.end()) for m in _DIGIT_RUN.finditer(buf)]
     for i, (s, e) in enumerate(runs):
         ln = e - s
-        p = buf[s - 1] if s > 0 else 32
-        p2 = buf[s - 2] if s > 1 else 32
-        if _IS_DIGIT[p2] and (p == _DOT or (p == _UNDER and ln <= 4) or (p == _COLON and ln == 2)):
+        p = buf[s - 1] if s > 0 else SPACE
+        p2 = buf[s - 2] if s > 1 else SPACE
+        if _IS_DIGIT[p2] and (p == DOT or (p == UNDERSCORE and ln <= 4)
+                              or (p == COLON and ln == 2)):
             continue  # continues an earlier token
-        nx = buf[e] if e < n else 32
+        nx = buf[e] if e < n else SPACE
         nx2d = e + 1 < n and _IS_DIGIT[buf[e + 1]]
-        dot_cont = nx == _DOT and nx2d
+        dot_cont = nx == DOT and nx2d
         cont = dot_cont or (_CONT[nx] and (nx2d or _HEXPFX[nx])) or (
-            nx in (101, 69) and e + 2 < n and buf[e + 1] in (43, 45) and _IS_DIGIT[buf[e + 2]])
-        clock = nx == _COLON and nx2d
+            nx in _EXPONENT and e + 2 < n and buf[e + 1] in _SIGNS and _IS_DIGIT[buf[e + 2]])
+        clock = nx == COLON and nx2d
         if not cont and not clock:
-            if index.has_ints and (ln in index.int_lengths or (buf[s] == _ZERO and ln > 1)):
+            if index.has_ints and (ln in index.int_lengths or (buf[s] == ZERO and ln > 1)):
                 _plain(buf, s, e, index, out)
             continue
         if cont:
             total = ln
             if dot_cont and i + 1 < len(runs) and runs[i + 1][0] == e + 1:
                 total += runs[i + 1][1] - runs[i + 1][0]
-            if index.has_ints and ((ln == 1 and buf[s] == _ZERO and _HEXPFX[nx])
-                                   or (nx == _UNDER and nx2d)):
+            if index.has_ints and ((ln == 1 and buf[s] == ZERO and _HEXPFX[nx])
+                                   or (nx == UNDERSCORE and nx2d)):
                 _token(buf, s, index, out)
             elif total >= index.min_sig and _sig_ok(buf, s, s + total + dot_cont, index):
                 _token(buf, s, index, out)
@@ -247,8 +276,6 @@ def _runs(mask):  # noqa: ANN001, ANN202
 # Byte classes, one gather per buffer shared by the number, word and encoded-region finders.
 C_UPPER, C_LOWER, C_DIGIT, C_HEX, C_B64P, C_WORD, C_B64 = 1, 2, 4, 8, 16, 32, 64
 _CLS_LUT = None
-_SCRATCH = threading.local()
-_KEEP = 16 * 1024 * 1024  # work arrays up to this many items are kept for the next buffer
 
 
 def _cls_lut():  # noqa: ANN202
@@ -261,15 +288,15 @@ def _cls_lut():  # noqa: ANN202
         table = bytearray(256)
         for c in range(256):
             v = 0
-            if 65 <= c <= 90:
-                v |= C_UPPER | C_WORD | C_B64 | (C_HEX if c <= 70 else 0)
-            elif 97 <= c <= 122:
-                v |= C_LOWER | C_WORD | C_B64 | (C_HEX if c <= 102 else 0)
-            elif 48 <= c <= 57:
+            if UPPER_A <= c <= UPPER_Z:
+                v |= C_UPPER | C_WORD | C_B64 | (C_HEX if c <= UPPER_F else 0)
+            elif LOWER_A <= c <= LOWER_Z:
+                v |= C_LOWER | C_WORD | C_B64 | (C_HEX if c <= LOWER_F else 0)
+            elif ZERO <= c <= NINE:
                 v |= C_DIGIT | C_WORD | C_B64 | C_HEX
             elif c in b"+/_-":
                 v |= C_B64P | C_B64
-            elif c >= 128:
+            elif c >= NON_ASCII:
                 v |= C_WORD
             table[c] = v
         _CLS_LUT = np.frombuffer(bytes(table), dtype=np.uint8)
@@ -303,7 +330,7 @@ class ByteClasses:
         n = self.n = len(a)
         # Gathered two bytes at a time from a table of byte pairs (twice as fast as one byte at
         # a time): the classes sit at offset 2 of an even-sized array, 0 before and after.
-        arr = _pooled(n + 4 + n % 2)
+        arr = pooled(n + 4 + n % 2)
         arr[:2] = 0
         arr[2 + n - n % 2 :] = 0
         half = n // 2
@@ -318,9 +345,7 @@ class ByteClasses:
         """Hand the array back for the next buffer's classes (fresh memory costs page faults);
         the owner calls this when nothing reads these classes any more."""
         if self.padded is not None:
-            pool = _SCRATCH.__dict__.setdefault("pool", [])
-            if len(pool) < 2 and self.n <= _KEEP:
-                pool.append(self.padded.base if self.padded.base is not None else self.padded)
+            give_back(self.padded, self.n)
             self.padded = None
 
     def copy(self) -> ByteClasses:
@@ -336,9 +361,9 @@ class ByteClasses:
         """(starts, ends) of the maximal runs of bytes that have class `bit` (one bit)."""
         import numpy as np
 
-        m = _scratch("m", self.n + 2, np.uint8)
+        m = work_array("m", self.n + 2, np.uint8)
         np.bitwise_and(self.padded, bit, out=m)
-        d = _scratch("d", self.n + 1, bool)
+        d = work_array("d", self.n + 1, bool)
         np.not_equal(m[1:], m[:-1], out=d)
         t = np.flatnonzero(d)
         return t[0::2], t[1::2]
@@ -349,14 +374,14 @@ def _no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasse
     import numpy as np
 
     a = np.frombuffer(buf, dtype=np.uint8)
-    p = np.flatnonzero(a[:-1] == 0xC2)
-    p = p[a[p + 1] == 0xA0]
+    p = np.flatnonzero(a[:-1] == NBSP_LEAD)
+    p = p[a[p + 1] == NBSP_TAIL]
     if not len(p):
         return buf, classes
     ba = bytearray(buf)
     arr = np.frombuffer(ba, dtype=np.uint8)
-    arr[p] = 32
-    arr[p + 1] = 32
+    arr[p] = SPACE
+    arr[p + 1] = SPACE
     if classes is not None:  # a space is in no class
         classes = classes.copy()
         classes.padded[p + 1] = 0
@@ -366,31 +391,6 @@ def _no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasse
 
 def byte_classes(buf: bytes) -> ByteClasses:
     return ByteClasses(buf)
-
-
-def _pooled(n: int):  # noqa: ANN202
-    """A uint8 array of `n` bytes: a released classes array when one is big enough."""
-    import numpy as np
-
-    pool = _SCRATCH.__dict__.setdefault("pool", [])
-    for i, arr in enumerate(pool):
-        if arr.dtype == np.uint8 and arr.ndim == 1 and len(arr) >= n and arr.flags.c_contiguous:
-            del pool[i]
-            return arr[:n]
-    return np.empty(n, dtype=np.uint8)
-
-
-def _scratch(name: str, n: int, dtype):  # noqa: ANN001, ANN202
-    """A reused work array of `n` items (fresh memory costs page faults on every pass)."""
-    import numpy as np
-
-    if n > _KEEP:  # a huge buffer: its work arrays are not kept after it
-        return np.empty(n, dtype=dtype)
-    arr = getattr(_SCRATCH, name, None)
-    if arr is None or len(arr) < n or arr.dtype != dtype:
-        arr = np.empty(max(n, 1 << 20), dtype=dtype)
-        setattr(_SCRATCH, name, arr)
-    return arr[:n]
 
 
 _NEXT_LUT = None
@@ -403,7 +403,7 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
     digit, _, contl, hexpfx = _luts()
     if _NEXT_LUT is None:  # a byte after a run that can continue its token ("." ":" e E _ x ...)
         _NEXT_LUT = contl.copy()
-        _NEXT_LUT[[_DOT, _COLON]] = True
+        _NEXT_LUT[[DOT, COLON]] = True
     a = np.frombuffer(buf, dtype=np.uint8)
     if classes is None:
         classes = byte_classes(buf)
@@ -411,10 +411,10 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
     nr = len(r_starts)
     if not nr:
         return []
-    ap = _scratch("ap", len(a) + 5, np.uint8)
-    ap[:2] = 32
+    ap = work_array("ap", len(a) + 5, np.uint8)
+    ap[:2] = SPACE
     ap[2:-3] = a
-    ap[-3:] = 32
+    ap[-3:] = SPACE
     r_lens = r_ends - r_starts
     r_nxt = ap[r_ends + 2]
     # Candidates: a run can be picked only when the byte after it continues a token, or (plain
@@ -426,24 +426,24 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
         len_lut[list(index.int_lengths)] = True
         lens_ok_all = len_lut[np.minimum(r_lens, top)]
         cand |= lens_ok_all
-        cand |= (ap[r_starts + 2] == _ZERO) & (r_lens > 1)
+        cand |= (ap[r_starts + 2] == ZERO) & (r_lens > 1)
     c = np.flatnonzero(cand)
     if not len(c):
         return []
     starts, ends, lens, nxt = r_starts[c], r_ends[c], r_lens[c], r_nxt[c]
     prev, prev2 = ap[starts + 1], ap[starts]
     nxt2 = ap[ends + 3]
-    inner = ((prev == _DOT) | ((prev == _UNDER) & (lens <= 4)) | ((prev == _COLON) & (lens == 2))) \
-        & digit[prev2]
+    inner = ((prev == DOT) | ((prev == UNDERSCORE) & (lens <= 4))
+             | ((prev == COLON) & (lens == 2))) & digit[prev2]
     nxt2d = digit[nxt2]
-    dot_cont = (nxt == _DOT) & nxt2d
+    dot_cont = (nxt == DOT) & nxt2d
     cont = dot_cont | (contl[nxt] & (nxt2d | hexpfx[nxt]))
     # "315e-1": an exponent with a sign continues the token too
-    cont |= ((nxt == 101) | (nxt == 69)) & ((nxt2 == 43) | (nxt2 == 45)) & digit[ap[ends + 4]]
-    clock = (nxt == _COLON) & nxt2d
+    cont |= np.isin(nxt, _EXPONENT) & np.isin(nxt2, _SIGNS) & digit[ap[ends + 4]]
+    clock = (nxt == COLON) & nxt2d
     live = ~inner
     none = np.zeros(len(lens), dtype=bool)
-    first0 = ap[starts + 2] == _ZERO
+    first0 = ap[starts + 2] == ZERO
     if index.has_ints:
         lens_ok = lens_ok_all[c]
         lead0 = first0 & (lens > 1)
@@ -460,7 +460,7 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
     pick_sep = np.zeros(len(lens), dtype=bool)
     if index.has_ints:
         pick_sep = live & (((lens == 1) & first0 & hexpfx[nxt])
-                           | ((nxt == _UNDER) & nxt2d))
+                           | ((nxt == UNDERSCORE) & nxt2d))
         pick_cont &= ~pick_sep
     if pick_cont.any() and not index.has_decimals:
         # Integers only: a token with a fraction equals one only when it has an exponent
@@ -468,9 +468,9 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
         # neither, and a fraction that starts with a nonzero digit is never all zeros.
         frac_end = ends + np.where(dot_cont, next_len + 1, 0)
         after = ap[frac_end + 2]
-        exp = (after == 101) | (after == 69)
+        exp = np.isin(after, _EXPONENT)
         # an all-zero fraction starts and ends with "0" (the exact test follows, per token)
-        frac0 = (ap[ends + 3] == _ZERO) & (ap[ends + next_len + 2] == _ZERO)
+        frac0 = (ap[ends + 3] == ZERO) & (ap[ends + next_len + 2] == ZERO)
         pick_cont &= ~dot_cont | exp | frac0
     n_cont = int(pick_cont.sum())
     if 0 < n_cont <= 4096:  # few: exact per-token check beats a pass over the buffer
@@ -507,7 +507,7 @@ def _sig_digits(a, starts, ends, lens, dot_cont, pick):  # noqa: ANN001, ANN202
     """
     import numpy as np
 
-    zs, ze = _runs(a == _ZERO)
+    zs, ze = _runs(a == ZERO)
     idx = np.flatnonzero(pick)
     nxt = np.minimum(idx + 1, len(starts) - 1)
 
@@ -567,7 +567,7 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None)
         wanted[len(r) - 1].add(key)
     # Lengths clipped to 255 as bytes, then the first one or two of a key looked up in tables
     # (a byte and a byte pair index them); a third length is checked on the survivors only.
-    lc = _scratch("lc", nl + 2, np.uint16)
+    lc = work_array("lc", nl + 2, np.uint16)
     np.minimum(lens, 255, out=lc[:nl], casting="unsafe")
     lc[nl:] = 0  # past the last run: no run (as a length of 0 never is)
     one = np.zeros(256, dtype=bool)
@@ -576,7 +576,7 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None)
     two[list(wanted[1])] = True
     pre3 = np.zeros(65536, dtype=bool)
     pre3[[k >> 8 for k in wanted[2]]] = True
-    pair = _scratch("pair", nl, np.uint16)
+    pair = work_array("pair", nl, np.uint16)
     np.left_shift(lc[:nl], 8, out=pair)
     np.bitwise_or(pair, lc[1 : nl + 1], out=pair)
     sel = two[pair]
@@ -593,16 +593,16 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None)
     if not index.untagged and len(cand):
         # the tag of the first word: its first four bytes lowercased, and its length
         cs, cl = starts[cand], lens[cand]
-        tp = _scratch("tp", len(a) + 4, np.uint8)
+        tp = work_array("tp", len(a) + 4, np.uint8)
         tp[: len(a)] = a
         tp[len(a) :] = 0
         w4 = np.ndarray(shape=(len(a),), dtype="<u4", buffer=tp, strides=(1,))[cs]
         nb = np.minimum(cl, 4).astype(np.uint64)
         key = w4.astype(np.uint64) & ((np.uint64(1) << (np.uint64(8) * nb)) - np.uint64(1))
-        # within a word, bytes 0x40-0x5f are the upper-case letters: set their 0x20 bit
-        b6 = key & np.uint64(0x40404040)
-        up = b6 & ~((key & np.uint64(0x20202020)) << np.uint64(1)) \
-            & ~((key & np.uint64(0x80808080)) >> np.uint64(1))
+        # within a word, bytes 0x40-0x5f are the upper-case letters: set their CASE_BIT
+        b6 = key & np.uint64(_BIT6_4)
+        up = b6 & ~((key & np.uint64(_CASE_4)) << np.uint64(1)) \
+            & ~((key & np.uint64(_HIGH_4)) >> np.uint64(1))
         key |= up >> np.uint64(1)
         key |= np.minimum(cl, 255).astype(np.uint64) << np.uint64(32)
         with np.errstate(over="ignore"):

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from typing import NamedTuple
 
-from plimsoll_ci.match.canonical import digest, file_digest
+from plimsoll_ci.match.canonical import digest, file_digest, text_shape
 
 TAG_BITS = 12
 _MULT = 0x9E3779B97F4A7C15  # Fibonacci hashing constant; keyed sets derive theirs from the key
@@ -134,10 +135,6 @@ def text_shape_dict(canon: bytes, key: bytes | None = None) -> dict:
 
     Lengths only: they say no more about a value than its length does.
     """
-    import re
-
-    from plimsoll_ci.match.canonical import text_shape
-
     first, total = text_shape(canon)
     words = re.findall(rb"[0-9a-z\x80-\xff]+", canon)
     return {"first": first, "len": total, "runs": [len(w) for w in words],

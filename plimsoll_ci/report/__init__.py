@@ -1,6 +1,8 @@
 """Reports of a ship scan: text, JSON, SARIF 2.1.0, Markdown. Safe to publish: no values.
 
-Everything here works from findings, which carry entry ids and places, never values.
+Everything here works from a `ScanResult`: findings carry entry ids and places, never values, and
+the result carries its mode (refuse: SARIF level `error`; warn: `warning`), so every caller's
+report says the same for the same scan.
 """
 
 from __future__ import annotations
@@ -83,17 +85,22 @@ def artifact_uri(path: str) -> str:
     return raw or "."
 
 
-def to_sarif(result: ScanResult, mode: str = "refuse", tripwire: bool = False) -> dict:
+def level(result: ScanResult) -> str:
+    """The SARIF level (and GitHub annotation) of the result's findings: its mode says."""
+    return "error" if result.mode == "refuse" else "warning"
+
+
+def to_sarif(result: ScanResult, tripwire: bool = False) -> dict:
     """A SARIF 2.1.0 log with one run (in the tripwire's words when `tripwire`)."""
     rules_table = TRIPWIRE_RULES if tripwire else RULES
     noun = "Sealed" if tripwire else "Withheld"
-    level = "error" if mode == "refuse" else "warning"
+    severity = level(result)
     rules = [{
         "id": rid,
         "name": name.title().replace(" ", ""),
         "shortDescription": {"text": name},
         "help": {"text": help_text},
-        "defaultConfiguration": {"level": level},
+        "defaultConfiguration": {"level": severity},
     } for rid, name, help_text in rules_table.values()]
     results = []
     for f in result.findings:
@@ -114,7 +121,7 @@ def to_sarif(result: ScanResult, mode: str = "refuse", tripwire: bool = False) -
         results.append({
             "ruleId": rid,
             "ruleIndex": [r[0] for r in rules_table.values()].index(rid),
-            "level": level,
+            "level": severity,
             "message": {"text": msg + "."},
             "locations": [{"physicalLocation": loc}],
             "partialFingerprints": {"plimsollFinding/v1": fingerprint(f)},
@@ -159,7 +166,8 @@ def _md(s: str) -> str:
 def to_markdown(result: ScanResult, title: str = "plimsoll-ci ship scan") -> str:
     """A Markdown job summary (GitHub `$GITHUB_STEP_SUMMARY`)."""
     n = len(result.findings)
-    head = "✅ no withheld entry ships" if not n else f"❌ {n} finding{'s' if n != 1 else ''}"
+    head = "✅ no withheld entry ships" if not n else f"❌ {n} finding{'s' if n != 1 else ''}" \
+        if result.mode == "refuse" else f"⚠️ {n} finding{'s' if n != 1 else ''} (mode warn)"
     out = [f"## {title}", "", f"{head} — {result.files} files, {result.bytes:,} bytes scanned.", ""]
     if n:
         out += ["| file | place | entry | kind | decode chain |", "|---|---|---|---|---|"]
@@ -174,12 +182,12 @@ def to_markdown(result: ScanResult, title: str = "plimsoll-ci ship scan") -> str
     return "\n".join(out)
 
 
-def render(result: ScanResult, fmt: str, mode: str = "refuse", tripwire: bool = False) -> str:
-    """The report in `fmt` (text, json, sarif, markdown)."""
+def render(result: ScanResult, fmt: str, tripwire: bool = False) -> str:
+    """The report in `fmt` (text, json, sarif, markdown), in the result's own mode."""
     if fmt == "json":
         return json.dumps(to_json(result), indent=2) + "\n"
     if fmt == "sarif":
-        return json.dumps(to_sarif(result, mode, tripwire), indent=2) + "\n"
+        return json.dumps(to_sarif(result, tripwire), indent=2) + "\n"
     if fmt == "markdown":
         return to_markdown(result)
     return to_text(result)

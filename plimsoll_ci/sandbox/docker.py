@@ -15,15 +15,30 @@ import time
 
 from plimsoll_ci.errors import SandboxError
 from plimsoll_ci.sandbox import cpu as cpumod
-from plimsoll_ci.sandbox.session import Limits, Session, Stream
+from plimsoll_ci.sandbox.session import Channel, Limits, Session, Stream
 from plimsoll_ci.sandbox.stage import Stage
 
 RUNTIME_ENV = "PLIMSOLL_DOCKER_RUNTIME"
 
 
+def runtime_name() -> str:
+    """The docker runtime sandboxes start under ($PLIMSOLL_DOCKER_RUNTIME, default runsc)."""
+    return os.environ.get(RUNTIME_ENV) or "runsc"
+
+
 def tier_of(runtime: str) -> str:
     """The configured tier of a docker runtime: gVisor's runsc is `kernel`, anything else `container`."""
     return "kernel" if runtime == "runsc" else "container"
+
+
+def configured_tier() -> str:
+    """`kernel` under the runsc runtime, `container` under any other."""
+    return tier_of(runtime_name())
+
+
+def retry_start(stderr: str) -> bool:
+    """Docker has no start-up retry: a failed start is the grading's outcome."""
+    return False
 
 
 def _client():
@@ -33,7 +48,7 @@ def _client():
 
 
 def available() -> tuple[bool, str]:
-    """Whether dockerd answers (and has the runsc runtime)."""
+    """Whether dockerd answers and has the runtime sandboxes start under (runsc by default)."""
     try:
         import docker  # noqa: F401
     except ImportError:
@@ -42,8 +57,9 @@ def available() -> tuple[bool, str]:
         info = _client().info()
     except Exception as e:  # noqa: BLE001 - any failure means "not here"
         return False, f"dockerd does not answer ({type(e).__name__}); start it (.ci/sandbox-setup)"
-    if "runsc" not in (info.get("Runtimes") or {}):
-        return False, "dockerd has no runsc runtime; register it in /etc/docker/daemon.json"
+    if runtime_name() not in (info.get("Runtimes") or {}):
+        return False, (f"dockerd has no {runtime_name()} runtime; register it in "
+                       "/etc/docker/daemon.json")
     return True, ""
 
 
@@ -66,12 +82,11 @@ class _Demux:
         return bytes(out), bytes(err)
 
 
-def start(stage: Stage, limits: Limits, runtime: str | None = None,
-          start_timeout: float = 60.0) -> Session:
+def start(stage: Stage, limits: Limits) -> Session:
     """Create, attach and start one grading container."""
     from plimsoll_ci.sandbox import rootfs as rootfs_mod
 
-    runtime = runtime or os.environ.get(RUNTIME_ENV) or "runsc"
+    runtime = runtime_name()
     try:
         import docker
     except ImportError as e:
@@ -98,65 +113,72 @@ def start(stage: Stage, limits: Limits, runtime: str | None = None,
             user="65534:65534", working_dir="/",
             mem_limit=limits.memory_bytes, memswap_limit=limits.memory_bytes,
             pids_limit=limits.pids, nano_cpus=int(limits.cpus * 1e9),
-            tmpfs={"/tmp": f"size={limits.tmpfs_bytes},noexec,nosuid,nodev"},
+            # /dev/shm read-only: the only writable place is the sized /tmp
+            tmpfs={"/tmp": f"size={limits.tmpfs_bytes},noexec,nosuid,nodev",
+                   "/dev/shm": "ro,noexec,nosuid,nodev"},
             volumes={str(stage.controller): {"bind": "/controller", "mode": "ro"},
                      str(stage.runner): {"bind": "/plimsoll", "mode": "ro"}},
             environment={"PATH": "/usr/local/bin", "HOME": "/tmp", "OPENBLAS_NUM_THREADS": "1"},
-            labels={"plimsoll-ci": "grading"},
+            # the stage names the grading that owns the container (and what to sweep after it)
+            labels={"plimsoll-ci": "grading", "plimsoll-ci.stage": str(stage.root)},
         )
     except docker.errors.DockerException as e:
         raise SandboxError(f"provider docker: cannot create the container ({e})") from None
-    sock = client.api.attach_socket(container.id, params={"stdin": 1, "stdout": 1, "stderr": 1,
-                                                          "stream": 1})
-    raw: socket.socket = getattr(sock, "_sock", sock)
-    try:
-        container.start()
-    except docker.errors.DockerException as e:
-        container.remove(force=True)
-        raise SandboxError(f"provider docker: cannot start the container ({e})") from None
-    fd = os.dup(raw.fileno())
-
-    def write(data: bytes) -> None:
-        raw.sendall(data)
-
-    container.reload()
-    pid = int(container.attrs.get("State", {}).get("Pid") or 0)
-    if not pid:
-        container.remove(force=True)
-        raise SandboxError("provider docker: the container has no host process to account CPU to")
-    meter = cpumod.meter_for(pid)
+    raws: list[socket.socket] = []
 
     def kill() -> None:
         try:
             container.remove(force=True)
-        except docker.errors.DockerException:
+        except Exception:  # noqa: BLE001 - gone already, or dockerd slow: nothing more to do
             pass
-        try:
-            raw.close()
-        except OSError:
-            pass
+        for raw in raws:
+            try:
+                raw.close()
+            except OSError:
+                pass
 
-    version = info.get("ServerVersion", "")
+    try:
+        sock = client.api.attach_socket(container.id, params={"stdin": 1, "stdout": 1,
+                                                              "stderr": 1, "stream": 1})
+        raws.append(getattr(sock, "_sock", sock))
+        try:
+            container.start()
+        except docker.errors.DockerException as e:
+            raise SandboxError(f"provider docker: cannot start the container ({e})") from None
+        container.reload()
+        pid = int(container.attrs.get("State", {}).get("Pid") or 0)
+        if not pid:
+            raise SandboxError("provider docker: the container has no host process to account "
+                               "CPU to")
+        meter = cpumod.meter_for(pid)
+        evidence = _evidence(runtime, info, image, container.id, limits, meter.source)
+        fd = os.dup(raws[0].fileno())  # one socket carries both directions
+        return Session("docker", Channel(fd, Stream(fd, _Demux())), meter, kill, evidence,
+                       started)
+    except BaseException:
+        kill()  # a failed or interrupted start leaves no container behind
+        raise
+
+
+def _evidence(runtime: str, info: dict, image: str, container_id: str, limits: Limits,
+              accounting: str) -> dict:
     runtime_path = (info.get("Runtimes") or {}).get(runtime, {}).get("path", runtime)
-    evidence = {
+    return {
         "provider": "docker",
         "runtime": runtime,
         "runtime_path": runtime_path,
         "runtime_version": _runtime_version(runtime_path) if runtime == "runsc" else runtime,
-        "docker_version": version,
+        "docker_version": info.get("ServerVersion", ""),
         "image": image,
-        "container": container.id[:12],
+        "container": container_id[:12],
         "platform": "ptrace" if runtime == "runsc" else "native",
         "network": "none",
-        "root": "read-only (docker read_only)",
+        "root": "read-only (docker read_only), /dev/shm read-only",
         "limits": {"memory_bytes": limits.memory_bytes, "pids": limits.pids,
                    "cpus": limits.cpus, "tmpfs_bytes": limits.tmpfs_bytes},
         "user": "65534:65534, cap_drop ALL, no-new-privileges",
-        "cpu_accounting": meter.source,
+        "cpu_accounting": accounting,
     }
-    session = Session("docker", tier_of(runtime), write, Stream(fd, _Demux()), meter, kill,
-                      evidence, started)
-    return session
 
 
 def _runtime_version(path: str) -> str:

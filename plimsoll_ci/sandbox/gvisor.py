@@ -20,7 +20,7 @@ from pathlib import Path
 
 from plimsoll_ci.errors import SandboxError
 from plimsoll_ci.sandbox import cpu as cpumod
-from plimsoll_ci.sandbox.session import Limits, Session, pipe_up
+from plimsoll_ci.sandbox.session import Limits, Session, kill_group, pipe_up
 from plimsoll_ci.sandbox.stage import Stage
 
 TIER = "kernel"
@@ -31,11 +31,19 @@ PLATFORM_ENV = "PLIMSOLL_RUNSC_PLATFORM"
 _NO_CGROUPS: list[str] = []
 
 
-def disable_cgroups(why: str) -> bool:
-    """Remember that runsc cannot make cgroups here; False if that was already known."""
-    if _NO_CGROUPS:
+def configured_tier() -> str:
+    """gVisor's user-space kernel: `kernel`."""
+    return TIER
+
+
+def retry_start(stderr: str) -> bool:
+    """A sandbox that died on runsc's cgroup setup (some nested hosts refuse it) is started once
+    more without cgroups; False when that was already tried."""
+    if _NO_CGROUPS or "cgroup" not in stderr.lower():
         return False
-    _NO_CGROUPS.append(why[:300])
+    lines = [x for x in stderr.splitlines() if x.strip()]
+    last = lines[-1] if lines else ""
+    _NO_CGROUPS.append("".join(c if c.isprintable() else "?" for c in last[:300]))
     return True
 
 
@@ -105,8 +113,7 @@ def spec(stage: Stage, rootfs: Path, python: str, limits: Limits, cgroup: str) -
     }
 
 
-def start(stage: Stage, limits: Limits, platform: str | None = None,
-          start_timeout: float = 60.0) -> Session:
+def start(stage: Stage, limits: Limits) -> Session:
     """Start the runner in a fresh gVisor sandbox; returns once the process is running."""
     from plimsoll_ci.sandbox import rootfs as rootfs_mod
 
@@ -115,7 +122,7 @@ def start(stage: Stage, limits: Limits, platform: str | None = None,
         raise SandboxError(f"provider gvisor: {why}")
     runsc = runsc_path()
     assert runsc
-    platform = platform or os.environ.get(PLATFORM_ENV) or "ptrace"
+    platform = os.environ.get(PLATFORM_ENV) or "ptrace"
     rfs = rootfs_mod.build()
     started = time.monotonic()
     cid = f"plimsoll-{secrets.token_hex(6)}"
@@ -131,33 +138,40 @@ def start(stage: Stage, limits: Limits, platform: str | None = None,
             "run", f"--bundle={bundle}", cid]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
-    piped = pipe_up(proc)
-    write, stream, ref = piped.write, piped.stream, piped.ref
-    meter = _CgroupOrTree(cgroup, proc.pid) if cgroup else cpumod.ProcTreeMeter(proc.pid)
 
     def kill() -> None:
-        piped.stop(lambda: subprocess.run([runsc, f"--root={state}", "delete", "--force", cid],
-                                          capture_output=True, timeout=30))
+        try:
+            subprocess.run([runsc, f"--root={state}", "delete", "--force", cid],
+                           capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            pass  # the process group goes anyway
+        kill_group(proc)
         if cgroup:
             cpumod.remove_cgroup(cgroup)
 
-    evidence = {
-        "provider": "gvisor",
-        "runtime": "runsc",
-        "runtime_version": runsc_version(runsc),
-        "runtime_path": runsc,
-        "platform": platform,
-        "network": "none",
-        "root": "read-only (OCI root.readonly)",
-        "limits": {"memory_bytes": limits.memory_bytes, "pids": limits.pids,
-                   "tmpfs_bytes": limits.tmpfs_bytes},
-        "user": "65534 (nobody), no capabilities, no new privileges",
-        "cgroups": (f"ignored: the host refused runsc's cgroups ({_NO_CGROUPS[0]}); memory "
-                    "bounded by rlimits inside" if not cgroup else f"runsc cgroup {cgroup}"),
-    }
-    session = Session("gvisor", TIER, write, stream, meter, kill, evidence, started)
-    ref.append(session)
-    session.host_evidence["cpu_accounting"] = meter.source
+    try:
+        piped = pipe_up(proc)
+        meter = _CgroupOrTree(cgroup, proc.pid) if cgroup else cpumod.ProcTreeMeter(proc.pid)
+        evidence = {
+            "provider": "gvisor",
+            "runtime": "runsc",
+            "runtime_version": runsc_version(runsc),
+            "runtime_path": runsc,
+            "platform": platform,
+            "network": "none",
+            "root": "read-only (OCI root.readonly)",
+            "limits": {"memory_bytes": limits.memory_bytes, "pids": limits.pids,
+                       "tmpfs_bytes": limits.tmpfs_bytes},
+            "user": "65534 (nobody), no capabilities, no new privileges",
+            "cgroups": (f"ignored: the host refused runsc's cgroups ({_NO_CGROUPS[0]}); memory "
+                        "bounded by rlimits inside" if not cgroup else f"runsc cgroup {cgroup}"),
+            "cpu_accounting": meter.source,
+        }
+        session = Session("gvisor", piped.channel, meter, kill, evidence, started)
+    except BaseException:
+        kill()  # interrupted before the session (which an interrupted run stops) existed
+        raise
+    piped.ref.append(session)
     return session
 
 

@@ -17,7 +17,7 @@ import sys
 import time
 
 from plimsoll_ci.sandbox import cpu as cpumod
-from plimsoll_ci.sandbox.session import Limits, Session, pipe_up
+from plimsoll_ci.sandbox.session import Limits, Session, kill_group, pipe_up
 from plimsoll_ci.sandbox.stage import Stage
 
 TIER = "process"
@@ -31,9 +31,19 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
+def configured_tier() -> str:
+    """The host's own kernel: `process`, the weakest tier."""
+    return TIER
+
+
 def available() -> tuple[bool, str]:
     """The process provider runs anywhere Python does."""
     return True, ""
+
+
+def retry_start(stderr: str) -> bool:
+    """No start-up retry: a failed start is the grading's outcome."""
+    return False
 
 
 def _bwrap_works(bwrap: str) -> bool:
@@ -65,7 +75,7 @@ def start(stage: Stage, limits: Limits) -> Session:
                 "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534",
                 "--hostname", "sandbox",
                 "--ro-bind", str(rfs.path), "/",
-                "--proc", "/proc", "--dev", "/dev",
+                "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
                 "--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp",
                 "--ro-bind", str(stage.controller), "/controller",
                 "--ro-bind", str(stage.runner), "/plimsoll",
@@ -103,17 +113,20 @@ def start(stage: Stage, limits: Limits) -> Session:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, close_fds=True, start_new_session=True,
                                 preexec_fn=preexec, cwd=str(stage.root), env=env)
-    piped = pipe_up(proc)
-    write, stream, ref = piped.write, piped.stream, piped.ref
-    meter = group.meter if group is not None else cpumod.ProcTreeMeter(proc.pid)
 
     def kill() -> None:
-        piped.stop(None)
+        kill_group(proc)
         if group is not None:
             group.remove()
 
-    evidence["cpu_accounting"] = meter.source
-    session = Session("process", TIER, write, stream, meter, kill, evidence, started)
+    try:
+        piped = pipe_up(proc)
+        meter = group.meter if group is not None else cpumod.ProcTreeMeter(proc.pid)
+        evidence["cpu_accounting"] = meter.source
+        session = Session("process", piped.channel, meter, kill, evidence, started)
+    except BaseException:
+        kill()  # interrupted before the session (which an interrupted run stops) existed
+        raise
     session.code_path = code_path
-    ref.append(session)
+    piped.ref.append(session)
     return session

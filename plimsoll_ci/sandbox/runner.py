@@ -192,7 +192,7 @@ def probes(canary: str, code: str = "/controller") -> dict:
     out["root_readonly"] = flag_ro or "ro" in mounts.get("/", "").split(",")
     out["code_readonly"] = "ro" in mounts.get(code, mounts.get("/", "")).split(",")
     writes = {}
-    for place in ("/", code, os.path.dirname(os.path.abspath(__file__)), sys.prefix):
+    for place in ("/", code, os.path.dirname(os.path.abspath(__file__)), sys.prefix, "/dev/shm"):
         probe = os.path.join(place, ".plimsoll-write-probe")
         try:
             fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -262,7 +262,10 @@ def main() -> int:
     sys.stdout = sys.stderr
 
     def send(obj: dict) -> None:
-        proto_out.write(json.dumps(obj, separators=(",", ":"), allow_nan=True).encode() + b"\n")
+        # An unbuffered write may be short (gVisor's pipes take 64 KiB at a time): write it all.
+        data = memoryview(json.dumps(obj, separators=(",", ":"), allow_nan=True).encode() + b"\n")
+        while data:
+            data = data[proto_out.write(data):]
 
     line = proto_in.readline()
     if not line:

@@ -1,8 +1,12 @@
 """A running sandbox as the trusted side sees it: a line channel, a CPU meter, a kill switch.
 
-Reading never trusts the other end: a line is bounded in size, a silent sandbox is cut off by its
-CPU budget or by the wall-clock outer bound, and whatever the sandbox prints on stderr is drained
-into a small tail (so a chatty controller can neither block nor flood the grader).
+Nothing the sandbox does can block the host: both directions of the channel are non-blocking and
+every write and read is bounded by the wall clock. A line read is bounded in size, a silent
+sandbox is cut off by its CPU budget or by the wall-clock outer bound, a sandbox that stops
+reading its input is cut off when a line cannot be written in time, and whatever the sandbox
+prints on stderr is drained into a small tail (so a chatty controller can neither block nor flood
+the grader). Every session this process starts is listed until it is closed, so an interrupted
+run can stop them all (`close_all`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from typing import NamedTuple
 
 MAX_LINE = 8 * 1024 * 1024
 STDERR_TAIL = 4096
+_LIVE: set[Session] = set()
+_LIVE_LOCK = threading.Lock()
 
 
 class Limits(NamedTuple):
@@ -66,16 +72,24 @@ class Stream:
             self.buf += chunk
 
 
-class Session:
-    """A started sandbox. Providers fill in the process, the channel and the meter."""
+class Channel(NamedTuple):
+    """The protocol's two directions: the fd the host writes lines to, and the line stream it
+    reads (the same fd for a socket). Both are made non-blocking by the session."""
 
-    def __init__(self, provider: str, configured_tier: str, write: Callable[[bytes], None],
-                 stream: Stream, meter, kill: Callable[[], None],
+    write_fd: int
+    stream: Stream
+
+
+class Session:
+    """A started sandbox. Providers fill in the channel, the meter and the kill switch."""
+
+    def __init__(self, provider: str, channel: Channel, meter, kill: Callable[[], None],
                  host_evidence: dict, started: float) -> None:
         self.provider = provider
-        self.configured_tier = configured_tier
-        self._write = write
-        self.stream = stream
+        self.write_fd = channel.write_fd
+        self.stream = channel.stream
+        for fd in {self.write_fd, self.stream.fd}:
+            os.set_blocking(fd, False)
         self.meter = meter
         self._kill = kill
         self.host_evidence = host_evidence
@@ -83,8 +97,11 @@ class Session:
         self.stderr_tail: collections.deque[bytes] = collections.deque()
         self.stderr_bytes = 0
         self._stderr_lock = threading.Lock()
+        self._open_fds = {self.write_fd, self.stream.fd}
         self.closed = False
         self.code_path = "/controller"  # where the runner finds the controller, inside
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     # stderr is drained by a thread for pipe-based providers, inline for multiplexed ones
     def note_stderr(self, data: bytes) -> None:
@@ -109,20 +126,44 @@ class Session:
             return self._last_cpu
     _last_cpu = 0.0
 
-    def send(self, data: bytes) -> bool:
-        """Write one line; False when the sandbox no longer reads."""
-        try:
-            self._write(data)
-            return True
-        except (BrokenPipeError, ConnectionError, OSError, ValueError):
-            return False
+    def _pull(self) -> None:
+        self.stream.read_some()
+        if self.stream.stderr_from_feed:
+            self.note_stderr(bytes(self.stream.stderr_from_feed))
+            self.stream.stderr_from_feed.clear()
+
+    def send(self, data: bytes, wall_limit: float, poll: float = 0.05) -> str:
+        """Write all of `data` within `wall_limit` seconds: '' when written, 'eof' when the sandbox
+        no longer reads, 'stalled' when it stopped reading its input. While it waits, what the
+        sandbox writes is taken in (up to the line bound), so neither side blocks the other."""
+        view = memoryview(data)
+        deadline = time.monotonic() + wall_limit
+        while view:
+            try:
+                view = view[os.write(self.write_fd, view):]
+                continue
+            except BlockingIOError:
+                pass
+            except (BrokenPipeError, ConnectionError, OSError, ValueError):
+                return "eof"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "stalled"
+            take = not self.stream.eof and len(self.stream.buf) <= MAX_LINE
+            readable, _, _ = select.select([self.stream.fd] if take else [], [self.write_fd],
+                                           [], min(left, poll))
+            if readable:
+                self._pull()
+        return ""
 
     def recv(self, cpu_limit: float, wall_limit: float, poll: float = 0.02,
              cpu_start: float | None = None, wall_start: float | None = None) -> Received:
         """Read one line, giving up past `cpu_limit` CPU seconds or `wall_limit` wall seconds
-        (counted from `cpu_start` / `wall_start` when given, e.g. readings taken before a send)."""
+        (counted from `cpu_start` / `wall_start` when given, e.g. readings taken before a send).
+        The bounds hold even while bytes keep trickling in without a line end."""
         t0 = time.monotonic() if wall_start is None else wall_start
         c0 = self.cpu() if cpu_start is None else cpu_start
+        checked = time.monotonic()
         while True:
             nl = self.stream.buf.find(b"\n")
             if nl >= 0:
@@ -135,36 +176,58 @@ class Session:
                 return Received(None, "eof", self.cpu() - c0, time.monotonic() - t0)
             ready, _, _ = select.select([self.stream.fd], [], [], poll)
             if ready:
-                self.stream.read_some()
-                if self.stream.stderr_from_feed:
-                    self.note_stderr(bytes(self.stream.stderr_from_feed))
-                    self.stream.stderr_from_feed.clear()
-                continue
+                self._pull()
+            now = time.monotonic()
+            if ready and now - checked < poll:
+                continue  # bytes are flowing: look for a line first, check the bounds every poll
+            checked = now
             used = self.cpu() - c0
             self._last_cpu = used + c0
             if used > cpu_limit:
-                return Received(None, "cpu", used, time.monotonic() - t0)
-            if time.monotonic() - t0 > wall_limit:
-                return Received(None, "wall", used, time.monotonic() - t0)
+                return Received(None, "cpu", used, now - t0)
+            if now - t0 > wall_limit:
+                return Received(None, "wall", used, now - t0)
 
-    def close(self) -> None:
-        """Stop the sandbox and release everything it held; safe to call twice."""
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            self._kill()
-        finally:
+    def _close_fd(self, fd: int) -> None:
+        if fd in self._open_fds:
+            self._open_fds.discard(fd)
             try:
-                os.close(self.stream.fd)
+                os.close(fd)
             except OSError:
                 pass
+
+    def close(self) -> None:
+        """Stop the sandbox and release everything it held. Safe to call twice, and to call again
+        after an interrupted close (each step is done once, the kill is repeatable)."""
+        if self.closed:
+            return
+        if self.write_fd != self.stream.fd:
+            self._close_fd(self.write_fd)  # end of input first: a runner still reading just ends
+        self._kill()
+        self._close_fd(self.write_fd)
+        self._close_fd(self.stream.fd)
+        self.closed = True
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
 
     def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def close_all() -> int:
+    """Stop every sandbox this process started and has not closed (an interrupted run's last
+    step); how many there were."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for session in live:
+        try:
+            session.close()
+        except Exception:  # noqa: BLE001 - stop the others whatever one of them does
+            pass
+    return len(live)
 
 
 def drain(fd: int, session_ref: list) -> threading.Thread:
@@ -193,42 +256,31 @@ def drain(fd: int, session_ref: list) -> threading.Thread:
 class Piped(NamedTuple):
     """A started runner process wired for the protocol (see `pipe_up`)."""
 
-    write: Callable[[bytes], None]
-    stream: Stream
+    channel: Channel
     ref: list  # holds the Session once it exists, so drained stderr reaches it
-    stop: Callable[[Callable[[], None] | None], None]
 
 
 def pipe_up(proc: subprocess.Popen) -> Piped:
     """Wire a runner started with three pipes: stderr drained into the session's tail, stdout as
-    a bounded line `Stream`, stdin for writes; `stop(before_kill)` closes stdin, runs
-    `before_kill`, kills the process group and reaps it."""
+    a bounded line `Stream`, stdin as the channel's write end (the session closes both)."""
     assert proc.stdin and proc.stdout and proc.stderr
     ref: list = []
     drain(os.dup(proc.stderr.fileno()), ref)
     proc.stderr.close()
     stream = Stream(os.dup(proc.stdout.fileno()))
     proc.stdout.close()
-    stdin = proc.stdin
+    write_fd = os.dup(proc.stdin.fileno())
+    proc.stdin.close()
+    return Piped(Channel(write_fd, stream), ref)
 
-    def write(data: bytes) -> None:
-        stdin.write(data)
-        stdin.flush()
 
-    def stop(before_kill: Callable[[], None] | None = None) -> None:
-        try:
-            stdin.close()
-        except OSError:
-            pass
-        if before_kill is not None:
-            before_kill()
-        try:
-            os.killpg(proc.pid, 9)
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-
-    return Piped(write, stream, ref, stop)
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill a runner's whole process group (it was started in a session of its own) and reap it."""
+    try:
+        os.killpg(proc.pid, 9)
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass

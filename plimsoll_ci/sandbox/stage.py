@@ -13,6 +13,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import NamedTuple
 
@@ -21,6 +22,8 @@ from plimsoll_ci.errors import BadInput
 MAX_FILES = 2000
 MAX_BYTES = 64 * 1024 * 1024
 _SKIP_DIRS = {"__pycache__", ".git"}
+_STAGED: set[Path] = set()  # work folders of this process not yet removed (see cleanup_all)
+_STAGED_LOCK = threading.Lock()
 
 
 class Stage(NamedTuple):
@@ -62,8 +65,10 @@ def stage(controller: str, entry: str = "controller") -> Stage:
     if len(items) > MAX_FILES:
         raise BadInput(f"controller {controller}: {len(items)} files, more than {MAX_FILES}")
     root = Path(tempfile.mkdtemp(prefix="plimsoll-grade-"))
-    root.chmod(0o755)
+    with _STAGED_LOCK:
+        _STAGED.add(root)
     try:
+        root.chmod(0o755)
         code = root / "controller"
         runner = root / "runner"
         code.mkdir(mode=0o755)
@@ -89,7 +94,7 @@ def stage(controller: str, entry: str = "controller") -> Stage:
         canary.chmod(0o644)  # readable by anyone on the host: only a wall keeps a sandbox out
         return Stage(root, code, runner, canary, module, files)
     except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
+        _remove(root)
         raise
 
 
@@ -109,6 +114,22 @@ def _walk(src: Path, shown: str):
             yield rel, full
 
 
+def _remove(root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)
+    with _STAGED_LOCK:
+        _STAGED.discard(root)
+
+
 def cleanup(st: Stage) -> None:
     """Remove the staged copy and everything a provider left in the work folder."""
-    shutil.rmtree(st.root, ignore_errors=True)
+    _remove(st.root)
+
+
+def cleanup_all() -> int:
+    """Remove every work folder this process staged and has not removed (an interrupted run's
+    last step, after its sandboxes were stopped); how many there were."""
+    with _STAGED_LOCK:
+        left = list(_STAGED)
+    for root in left:
+        _remove(root)
+    return len(left)

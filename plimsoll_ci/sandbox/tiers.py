@@ -11,7 +11,9 @@ from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput, SandboxError
 
-TIERS = ("process", "container", "kernel", "vm")
+TIERS = ("process", "container", "kernel", "vm")  # weakest first; the one list of tiers
+# Without the runner's hello no start-up check was seen: nothing above the weakest tier is earned.
+UNCHECKED = TIERS[0]
 
 
 class Check(NamedTuple):
@@ -28,6 +30,11 @@ def rank(tier: str) -> int:
         return TIERS.index(tier)
     except ValueError:
         raise BadInput(f"tier {tier!r}: unknown; use one of {', '.join(TIERS)}") from None
+
+
+def weakest(seen: list[str]) -> str:
+    """The weakest of the tiers in `seen` (what a grading over several sandboxes earned)."""
+    return min(seen, key=rank)
 
 
 def checks(probes: dict) -> list[Check]:

@@ -5,7 +5,7 @@ Modules, each importing only the ones above it:
 - `formats`   the on-disk format tags of this package (recordings, canary files, canary reports);
               a sealed set's tag is `withheld.SEALED_FORMAT`
 - `reader`    recorded requests (recorder files, HAR, JSON, JSON Lines, multipart, raw) -> pieces
-- `matching`  pieces -> findings, through the one matching engine (`plimsoll_ci.scan`)
+- `matching`  pieces -> findings, through the one matching engine (`plimsoll_ci.engine`)
 - `redact`    every printed segment that carries a sealed value becomes `[withheld]`
 - `requests`  `scan_requests`: a requests folder -> a redacted `ScanResult` (worker processes)
 - `canary`    canary markers: make, load, check

@@ -19,8 +19,9 @@ import re
 import secrets
 from typing import NamedTuple
 
+from plimsoll_ci.engine import Scanner
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.scan import Scanner, scan_items
+from plimsoll_ci.scan import scan_items
 from plimsoll_ci.tripwire.formats import CANARY_FORMAT
 from plimsoll_ci.tripwire.redact import redactor
 from plimsoll_ci.tripwire.requests import scan_requests

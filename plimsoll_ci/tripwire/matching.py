@@ -1,7 +1,8 @@
 """Pieces of recorded requests -> findings, through the one matching engine.
 
-The only module of the tripwire that calls the engine (`plimsoll_ci.scan.Scanner`); its surface
-is `find`. A finding's `path` is the piece's recorded file and its `chain` is the piece's place
+The only module of the tripwire that scans pieces with the engine (`plimsoll_ci.engine.Scanner`);
+its surface is `find`, so moving it onto the ship scan's front end (`plimsoll_ci.scan.ShipScan`)
+happens here alone. A finding's `path` is the piece's recorded file and its `chain` is the piece's place
 followed by the engine's decode chain; `line` and `column` count inside the piece. Paths and places
 are not redacted here (`plimsoll_ci.tripwire.redact` does that for printing).
 """
@@ -12,7 +13,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from plimsoll_ci.scan import Finding, Limits, Scanner
+from plimsoll_ci.engine import Finding, Limits, Scanner
 from plimsoll_ci.tripwire.reader import Piece, join_place
 from plimsoll_ci.withheld import WithheldSet
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from plimsoll_ci.scan import REDACTED, Finding, Limits, Scanner
+from plimsoll_ci.engine import Finding, Limits, Scanner
+from plimsoll_ci.scan import REDACTED
 from plimsoll_ci.tripwire.reader import pointer_escape
 from plimsoll_ci.withheld import WithheldSet
 

@@ -19,13 +19,14 @@ _WHAT = {"value": "sealed value", "file": "sealed file", "source": "copy of seal
 _LEAKED_SHOWN = 20  # places listed per leaked marker
 
 
-def render(result: ScanResult, fmt: str, requests: str, mode: str = "refuse") -> str:
-    """The tripwire's report in `fmt` (one of `plimsoll_ci.report.FORMATS`)."""
+def render(result: ScanResult, fmt: str, requests: str) -> str:
+    """The tripwire's report in `fmt` (one of `plimsoll_ci.report.FORMATS`), in the result's
+    mode."""
     if fmt == "text":
         return render_text(result, requests)
     if fmt == "markdown":
         return report.to_markdown(result, title="plimsoll-ci tripwire")
-    return report.render(result, fmt, mode=mode, tripwire=True)
+    return report.render(result, fmt, tripwire=True)
 
 
 def render_text(result: ScanResult, requests: str) -> str:

@@ -22,7 +22,8 @@ import itertools
 import os
 from collections.abc import Iterable
 
-from plimsoll_ci.scan import Finding, Limits, ScanResult
+from plimsoll_ci.engine import Finding, Limits
+from plimsoll_ci.scan import ScanResult
 from plimsoll_ci.tripwire import matching
 from plimsoll_ci.tripwire.reader import Piece, ReadLimits, RequestReader, Sent, upstream_answered
 from plimsoll_ci.tripwire.redact import redact_all

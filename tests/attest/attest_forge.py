@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attest_demo as demo
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from plimsoll_ci.attest import bundle, canonical, demo, dsse, keys, record
+from plimsoll_ci.attest import bundle, canonical, dsse, keys, record
 
 
 def fixed_signer(seed: int) -> keys.Signer:

@@ -8,13 +8,16 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
+import attest_demo as demo
 import pytest
 from attest_forge import fixed_signer, lines_of, resign_line
 
-from plimsoll_ci.attest import bundle, demo, keys, record
+from plimsoll_ci.attest import bundle, keys, record
 from plimsoll_ci.errors import BadInput
 
+HERE = str(Path(__file__).parent)  # the subprocesses below import attest_demo from here
 SIGNER = fixed_signer(5)
 FOREIGN = fixed_signer(6)
 
@@ -123,7 +126,7 @@ def _write_key(tmp_path):
 
 
 def _python(script: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *args],
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *args, HERE],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -134,7 +137,9 @@ def test_a_process_killed_between_write_and_rename_leaves_a_verifiable_bundle(tm
     before = path.read_bytes()
     script = """
         import os, sys
-        from plimsoll_ci.attest import bundle, demo, keys
+        sys.path.insert(0, sys.argv[3])
+        import attest_demo as demo
+        from plimsoll_ci.attest import bundle, keys
         signer = keys.load_signer(key_file=sys.argv[1])
         os.replace = lambda src, dst: os._exit(99)  # die right at the rename, no cleanup at all
         bundle.append_run(sys.argv[2], *demo.demo_run(7), signer)
@@ -155,7 +160,9 @@ def test_a_process_killed_at_any_moment_while_appending_leaves_a_verifiable_bund
     path = tmp_path / "runs.intoto.jsonl"
     script = """
         import sys
-        from plimsoll_ci.attest import bundle, demo, keys
+        sys.path.insert(0, sys.argv[3])
+        import attest_demo as demo
+        from plimsoll_ci.attest import bundle, keys
         signer = keys.load_signer(key_file=sys.argv[1])
         for i in range(10_000):
             bundle.append_run(sys.argv[2], *demo.demo_run(i), signer)
@@ -185,7 +192,9 @@ def test_concurrent_appenders_never_lose_or_interleave_records(tmp_path):
     path = tmp_path / "runs.intoto.jsonl"
     script = """
         import sys
-        from plimsoll_ci.attest import bundle, demo, keys
+        sys.path.insert(0, sys.argv[3])
+        import attest_demo as demo
+        from plimsoll_ci.attest import bundle, keys
         signer = keys.load_signer(key_file=sys.argv[1])
         for i in range(8):
             bundle.append_run(sys.argv[2], *demo.demo_run(i), signer)

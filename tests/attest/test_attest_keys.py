@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import stat
 
+import attest_demo as demo
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from plimsoll_ci.attest import bundle, demo, keys
+from plimsoll_ci.attest import bundle, keys
 from plimsoll_ci.cli import main
 from plimsoll_ci.errors import BadInput
 
@@ -123,7 +124,7 @@ def test_a_non_ed25519_key_is_refused(tmp_path):
 def _signing_args(argv):
     import argparse
 
-    from plimsoll_ci.attest.options import add_signing_arguments
+    from plimsoll_ci.commands._signing import add_signing_arguments
 
     parser = argparse.ArgumentParser()
     add_signing_arguments(parser)
@@ -131,25 +132,45 @@ def _signing_args(argv):
 
 
 def test_signing_options_give_the_signer_a_grade_run_asks_for(tmp_path, monkeypatch):
-    from plimsoll_ci.attest.options import signer_from_args
+    from plimsoll_ci.commands._signing import signer_from_args
 
     keys.write_keypair(tmp_path / "ci")
     assert signer_from_args(_signing_args([])) is None
-    args = _signing_args(["--bundle", str(tmp_path / "b.intoto.jsonl"), "--key", str(tmp_path / "ci.key")])
+    args = _signing_args(["--bundle", str(tmp_path / "b.intoto.jsonl"),
+                          "--signing-key-file", str(tmp_path / "ci.key")])
     assert signer_from_args(args).public == keys.load_public_key(tmp_path / "ci.pub")
     monkeypatch.setenv("PLIMSOLL_TEST_SIGNING_KEY", (tmp_path / "ci.key").read_text())
-    args = _signing_args(["--bundle", "b", "--key-env", "PLIMSOLL_TEST_SIGNING_KEY"])
+    args = _signing_args(["--bundle", "b", "--signing-key-env", "PLIMSOLL_TEST_SIGNING_KEY"])
     assert signer_from_args(args).keyid == keys.load_public_key(tmp_path / "ci.pub").keyid
     args = _signing_args(["--bundle", "b", "--ephemeral-key", str(tmp_path / "run.pub")])
     assert signer_from_args(args).ephemeral and (tmp_path / "run.pub").exists()
 
 
 def test_signing_options_refuse_a_bundle_without_a_key_and_a_key_without_a_bundle(tmp_path):
-    from plimsoll_ci.attest.options import signer_from_args
+    from plimsoll_ci.commands._signing import signer_from_args
 
     with pytest.raises(BadInput, match="needs a key"):
         signer_from_args(_signing_args(["--bundle", "b"]))
     with pytest.raises(BadInput, match="without --bundle"):
-        signer_from_args(_signing_args(["--key", "ci.key"]))
+        signer_from_args(_signing_args(["--signing-key-file", "ci.key"]))
     with pytest.raises(SystemExit):  # two key sources at once: argparse refuses
-        _signing_args(["--bundle", "b", "--key", "a", "--key-env", "B"])
+        _signing_args(["--bundle", "b", "--signing-key-file", "a", "--signing-key-env", "B"])
+    with pytest.raises(SystemExit):  # an old spelling and a new one at once, too
+        _signing_args(["--bundle", "b", "--key-env", "A", "--signing-key-env", "B"])
+
+
+def test_the_old_signing_flags_still_sign_and_warn_that_they_are_deprecated(tmp_path, capsys,
+                                                                            monkeypatch):
+    from plimsoll_ci.commands._signing import signer_from_args
+
+    keys.write_keypair(tmp_path / "ci")
+    monkeypatch.setenv("PLIMSOLL_TEST_SIGNING_KEY", (tmp_path / "ci.key").read_text())
+    for argv, new in ((["--key", str(tmp_path / "ci.key")], "--signing-key-file"),
+                      (["--key-env", "PLIMSOLL_TEST_SIGNING_KEY"], "--signing-key-env")):
+        signer = signer_from_args(_signing_args(["--bundle", "b", *argv]))
+        assert signer.public == keys.load_public_key(tmp_path / "ci.pub")
+        err = capsys.readouterr().err
+        assert f"warning: {argv[0]} is deprecated" in err and new in err
+    signer_from_args(_signing_args(["--bundle", "b", "--signing-key-file",
+                                    str(tmp_path / "ci.key")]))
+    assert "deprecated" not in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attest_demo as demo
 import pytest
 from attest_forge import (
     fixed_signer,
@@ -15,7 +16,7 @@ from attest_forge import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plimsoll_ci.attest import bundle, canonical, demo, record
+from plimsoll_ci.attest import bundle, canonical, record
 from plimsoll_ci.grading import fresh
 
 SIGNER = fixed_signer(1)

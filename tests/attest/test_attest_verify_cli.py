@@ -6,10 +6,11 @@ import json
 import subprocess
 import sys
 
+import attest_demo as demo
 import pytest
 from attest_forge import lines_of
 
-from plimsoll_ci.attest import demo, keys
+from plimsoll_ci.attest import keys
 from plimsoll_ci.cli import main
 
 

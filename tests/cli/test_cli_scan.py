@@ -278,3 +278,17 @@ def test_withheld_info_lists_ids_and_kinds_without_values(leak, harness):
     p = run(leak, "withheld", "info", "withheld.json", cwd=harness)
     assert p.returncode == 0
     assert "4 entries (4 value)" in p.stdout and "seeds.txt:2  value number" in p.stdout
+
+
+@pytest.mark.parametrize("given", [".", "./", "./.", ".//viewer/.."])
+def test_name_and_content_findings_print_their_paths_one_way(leak, harness, given):
+    build(leak, harness)
+    folder = harness / "task" / f"run {SEED}"
+    folder.mkdir()
+    (folder / "hex.txt").write_text(SEED.encode().hex() + "\n")
+    p = run(leak, "scan", "--set", str(harness / "withheld.json"), given, "--format", "json",
+            cwd=harness / "task")
+    paths = sorted(f["path"] for f in json.loads(p.stdout)["findings"])
+    lead = "viewer/../" if "viewer" in given else ""
+    assert paths == [f"{lead}run [withheld]/", f"{lead}run [withheld]/hex.txt",
+                     f"{lead}viewer/replay.html"]

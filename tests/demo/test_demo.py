@@ -28,9 +28,9 @@ def test_demo_finds_the_planted_viewer_leak_and_prints_no_seed() -> None:
 
 
 def test_demo_grades_in_the_strongest_sandbox_and_says_which() -> None:
-    from plimsoll_ci import sandbox
+    from plimsoll_ci.sandbox.all_providers import PROVIDERS
 
-    ok, why = sandbox.available("gvisor")
+    ok, why = PROVIDERS["gvisor"].available()
     if not ok and os.environ.get("CI") == "true":
         pytest.fail(f"gVisor is missing in CI: {why}")
     proc = _demo("--flights", "2")

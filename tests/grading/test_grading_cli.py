@@ -144,3 +144,35 @@ def test_a_keyed_withheld_set_needs_its_key_and_then_refuses(tmp_path, quick, mo
     keyed = cli(*args, "--withheld-key-env", "GRADING_TEST_KEY")
     assert keyed.returncode == 1
     assert "seeds.txt:1" in keyed.stdout and "9123456780" not in keyed.stdout
+
+
+def test_the_old_key_env_spelling_still_signs_but_warns(tmp_path, quick, monkeypatch):
+    from plimsoll_ci.attest import keys
+
+    keys.write_keypair(tmp_path / "ci")
+    monkeypatch.setenv("GRADING_SIGNING_KEY", (tmp_path / "ci.key").read_text())
+    bundle = tmp_path / "runs.intoto.jsonl"
+    r = cli("--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
+            "--provider", "process", "--bundle", str(bundle), "--key-env", "GRADING_SIGNING_KEY")
+    assert r.returncode == 0, r.stderr
+    assert "warning: --key-env is deprecated" in r.stderr and "--signing-key-env" in r.stderr
+    assert "signed record 1 appended" in r.stderr
+    assert "PRIVATE KEY" not in r.stdout + r.stderr
+    new = cli("--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
+              "--provider", "process", "--bundle", str(bundle), "--signing-key-env",
+              "GRADING_SIGNING_KEY")
+    assert new.returncode == 0 and "deprecated" not in new.stderr
+    assert "signed record 2 appended" in new.stderr
+
+
+def test_grading_into_a_bundle_of_another_key_exits_2_before_any_flight(tmp_path, quick):
+    bundle = tmp_path / "runs.intoto.jsonl"
+    first = cli("--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
+                "--provider", "process", "--bundle", str(bundle), "--ephemeral-key",
+                str(tmp_path / "a.pub"))
+    assert first.returncode == 0, first.stderr
+    again = cli("--controller", str(quick), "--course", "easy", "--fresh", "2", "--provider",
+                "process", "--bundle", str(bundle), "--ephemeral-key", str(tmp_path / "b.pub"))
+    assert again.returncode == 2
+    assert "does not verify under this run's key" in again.stderr
+    assert "committed" not in again.stderr and again.stdout == ""

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from plimsoll_ci.grading.lockstep import CpuBudget
-from plimsoll_ci.grading.run import Request, Seed, grade
+from plimsoll_ci.grading.request import GradeRequest
+from plimsoll_ci.grading.run import grade
+from plimsoll_ci.grading.seeds import Seed
 
 SEEDS = [Seed(f"seeds:{n}", 8000000000 + n, True) for n in range(1, 4)]
 HOVERISH = """
@@ -31,9 +33,9 @@ def grade_with(tmp_path: Path, extra: str = "", top: str = "", seeds=SEEDS, **kw
     p = tmp_path / "controller.py"
     body = "\n".join("        " + line for line in extra.strip("\n").splitlines())
     p.write_text(top + HOVERISH.format(extra=body))
-    graded = grade(Request(str(p), "easy", list(seeds), "process", **kw))
-    assert graded.result is not None
-    return graded.result
+    graded = grade(GradeRequest(str(p), "easy", list(seeds), "process", **kw))
+    assert not graded.refused
+    return graded.document()
 
 
 def test_a_step_that_raises_ends_the_flight_with_the_exception_named(tmp_path):

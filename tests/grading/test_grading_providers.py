@@ -10,7 +10,9 @@ import pytest
 
 import sim
 from plimsoll_ci.commands.fly import load_controller
-from plimsoll_ci.grading.run import Request, Seed, grade
+from plimsoll_ci.grading.request import GradeRequest
+from plimsoll_ci.grading.run import grade
+from plimsoll_ci.grading.seeds import Seed
 
 REPO = Path(__file__).resolve().parents[2]
 HONEST = str(REPO / "sim" / "controllers" / "honest.py")
@@ -28,9 +30,9 @@ def in_process(path: str, seeds: list[Seed], course: str = "hard") -> list[tuple
 
 
 def sandboxed(path: str, seeds: list[Seed], provider: str, course: str = "hard") -> list[tuple]:
-    graded = grade(Request(path, course, seeds, provider))
-    assert graded.result is not None
-    return [(f["landed"], f["gates"], f["time"], f["reason"]) for f in graded.result["flights"]]
+    graded = grade(GradeRequest(path, course, seeds, provider))
+    assert not graded.refused
+    return [(f.landed, f.gates, f.time, f.reason) for f in graded.flights]
 
 
 @pytest.fixture(params=["process", pytest.param("gvisor", marks=pytest.mark.gvisor),
@@ -55,22 +57,22 @@ def test_cheater_scores_the_same_in_the_sandbox_as_in_process(provider):
 
 @pytest.mark.gvisor
 def test_cheater_is_graded_and_its_result_says_what_it_carries(gvisor):
-    graded = grade(Request(CHEATER, "hard", PRACTICE[:2], gvisor))
-    assert graded.result is not None and not graded.refused
-    kinds = {c["check"] for c in graded.result["code_checks"]}
+    graded = grade(GradeRequest(CHEATER, "hard", PRACTICE[:2], gvisor))
+    assert not graded.refused
+    kinds = {c.check for c in graded.code_checks}
     assert kinds == {"practice_seed", "generator_constant", "simulator_source"}
-    summary = " ".join(graded.result["code_check_summary"])
+    summary = " ".join(graded.code_check_summary)
     assert "16 practice seed" in summary and "magic constant" in summary
     assert "sim/generator.py" in summary
-    assert graded.result["tier"] == "kernel"
+    assert graded.tier == "kernel"
 
 
 @pytest.mark.gvisor
 def test_the_same_scores_with_the_other_core_saturated(gvisor):
-    quiet = grade(Request(HONEST, "hard", HARD_SEEDS[:3], gvisor)).result
+    quiet = grade(GradeRequest(HONEST, "hard", HARD_SEEDS[:3], gvisor)).document()
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        busy = grade(Request(HONEST, "hard", HARD_SEEDS[:3], gvisor)).result
+        busy = grade(GradeRequest(HONEST, "hard", HARD_SEEDS[:3], gvisor)).document()
     finally:
         hog.kill()
         hog.wait()
@@ -85,7 +87,7 @@ def test_the_same_scores_with_the_other_core_saturated(gvisor):
 
 @pytest.mark.gvisor
 def test_cpu_is_measured_per_tick_and_per_flight(gvisor):
-    r = grade(Request(HONEST, "hard", HARD_SEEDS[:2], gvisor)).result
+    r = grade(GradeRequest(HONEST, "hard", HARD_SEEDS[:2], gvisor)).document()
     assert r is not None
     cpu = r["cpu"]
     assert 0 < cpu["max_tick_s"] < cpu["budget"]["per_tick_s"] * 2 + cpu["budget"]["tick_slack_s"]
@@ -96,7 +98,7 @@ def test_cpu_is_measured_per_tick_and_per_flight(gvisor):
 
 @pytest.mark.gvisor
 def test_gvisor_evidence_records_runtime_platform_and_start_up_checks(gvisor):
-    r = grade(Request(HONEST, "easy", HARD_SEEDS[:1], gvisor)).result
+    r = grade(GradeRequest(HONEST, "easy", HARD_SEEDS[:1], gvisor)).document()
     assert r is not None
     ev = r["evidence"]
     assert ev["provider"] == "gvisor" and ev["runtime"] == "runsc"
@@ -110,7 +112,7 @@ def test_gvisor_evidence_records_runtime_platform_and_start_up_checks(gvisor):
 
 def test_a_bare_process_sandbox_earns_only_the_process_tier(monkeypatch):
     monkeypatch.setenv("PLIMSOLL_BWRAP", "0")
-    r = grade(Request(HONEST, "easy", HARD_SEEDS[:1], "process")).result
+    r = grade(GradeRequest(HONEST, "easy", HARD_SEEDS[:1], "process")).document()
     assert r is not None
     assert r["tier"] == "process"
     checks = {c["name"]: c["passed"] for c in r["evidence"]["checks"]}
@@ -120,8 +122,8 @@ def test_a_bare_process_sandbox_earns_only_the_process_tier(monkeypatch):
 def test_two_alternating_halves_give_the_same_scores_as_one_batch():
     seeds = [Seed(f"seeds:{n}", s.value, True)  # 18 flights: flown as two halves of 9
              for n, s in enumerate(HARD_SEEDS * 3, 1)]
-    one = grade(Request(HONEST, "hard", seeds, "process")).result
-    two = grade(Request(HONEST, "hard", seeds, "process", pipeline=True)).result
+    one = grade(GradeRequest(HONEST, "hard", seeds, "process")).document()
+    two = grade(GradeRequest(HONEST, "hard", seeds, "process", pipeline=True)).document()
     assert one is not None and two is not None
 
     def outcome(r):
@@ -136,10 +138,10 @@ def test_docker_with_runc_earns_the_container_tier_and_min_tier_kernel_refuses_i
     from plimsoll_ci.errors import SandboxError
 
     monkeypatch.setenv("PLIMSOLL_DOCKER_RUNTIME", "runc")
-    r = grade(Request(HONEST, "hard", HARD_SEEDS[:1], "docker")).result
+    r = grade(GradeRequest(HONEST, "hard", HARD_SEEDS[:1], "docker")).document()
     assert r is not None
     assert r["tier"] == "container" and r["evidence"]["runtime"] == "runc"
     checks = {c["name"]: c["passed"] for c in r["evidence"]["checks"]}
     assert checks["gvisor_kernel"] is False and checks["host_canary_unreadable"] is True
     with pytest.raises(SandboxError, match="weaker than --min-tier kernel"):
-        grade(Request(HONEST, "hard", HARD_SEEDS[:1], "docker", min_tier="kernel"))
+        grade(GradeRequest(HONEST, "hard", HARD_SEEDS[:1], "docker", min_tier="kernel"))

@@ -10,7 +10,7 @@ from history_repos import GLOB_CONFIG, KIT, LEAK, PYTHON, SEEDS, GitRepo, make_s
 
 @pytest.fixture(autouse=True)
 def _needs_recent_git() -> None:
-    from plimsoll_ci._gitstream import MIN_GIT, git_version
+    from plimsoll_ci.git import MIN_GIT, git_version
 
     if git_version()[:2] < MIN_GIT:
         pytest.skip(f"history needs git >= {MIN_GIT[0]}.{MIN_GIT[1]} (--diff-merges)")

@@ -56,3 +56,68 @@ def test_output_file_gets_the_report(argon: dict, tmp_path: Path) -> None:
                    "--no-progress", cwd=argon["repo"].path)
     assert proc.returncode == 1 and proc.stdout == ""
     assert json.loads(out.read_text())["entries"][0]["entry"] == "seeds.txt:2"
+
+
+def test_an_author_carrying_a_value_or_control_characters_is_redacted_and_escaped(
+        globrepo, wset_path: Path) -> None:
+    from history_repos import LEAK, viewer
+
+    repo = globrepo
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    env = {"GIT_AUTHOR_NAME": "Mal\x1b[2J\x1b]0;owned\x07lory", "GIT_AUTHOR_EMAIL": LEAK}
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "leak", env={**repo.dates(0), **env})
+    assert LEAK in repo.git("log", "-1", "--format=%an <%ae>")
+    for fmt in ("text", "json", "markdown", "sarif"):
+        proc = run_cli("history", "--set", str(wset_path), "--format", fmt, "--no-progress",
+                       cwd=repo.path)  # run_cli asserts the value is absent
+        assert proc.returncode == 1, proc.stderr
+        assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+    doc = json.loads(run_cli("history", "--set", str(wset_path), "--format", "json",
+                             "--no-progress", cwd=repo.path).stdout)
+    author = doc["entries"][0]["first"]["author"]
+    assert author == "Mal\\x1b[2J\\x1b]0;owned\\x07lory <[withheld]>"
+    text = run_cli("history", "--set", str(wset_path), "--no-progress", cwd=repo.path).stdout
+    assert "Mal\\x1b[2J\\x1b]0;owned\\x07lory <[withheld]>" in text
+    proc = run_cli("history", "--set", str(wset_path), "--bisect", "seeds.txt:2",
+                   "--no-progress", cwd=repo.path)
+    assert proc.returncode == 1 and "<[withheld]>" in proc.stdout and "\x1b" not in proc.stdout
+
+
+def test_a_set_name_or_config_note_carrying_a_value_is_redacted(globrepo, wset_path: Path) -> None:
+    from history_repos import LEAK, viewer
+
+    repo = globrepo
+    repo.write("plimsoll.yaml", f"ship:\n  v{LEAK}:\n    include: [\"viewer/**\"]\n")
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    repo.commit("a set named for a seed", 0)
+    repo.write("plimsoll.yaml", f"ship:\n  viewer:\n    include: [\"viewer/**\"]\n    \"{LEAK}\": 1\n")
+    repo.commit("a config whose error message would name the seed", 5)
+    for fmt in ("text", "json", "markdown", "sarif"):
+        proc = run_cli("history", "--set", str(wset_path), "--format", fmt, "--no-progress",
+                       cwd=repo.path)  # run_cli asserts the value is absent
+        assert proc.returncode == 1, proc.stderr
+    doc = json.loads(run_cli("history", "--set", str(wset_path), "--format", "json",
+                             "--no-progress", cwd=repo.path).stdout)
+    assert doc["entries"][0]["first"]["findings"][0]["set"] == "v[withheld]"
+    assert any("unknown key '[withheld]'" in n for n in doc["notes"])
+
+
+def test_control_characters_in_a_path_are_escaped_in_every_format(globrepo,
+                                                                  wset_path: Path) -> None:
+    from history_repos import LEAK
+
+    repo = globrepo
+    name = "tasks/drone/notes\x1b[2J\nseeds.txt:9: shipped 0 s (fixed).md"
+    repo.write(name, f"try seed {LEAK}\n")
+    repo.commit("a name that would forge a report line", 0)
+    for fmt in ("text", "json", "markdown", "sarif"):
+        proc = run_cli("history", "--set", str(wset_path), "--format", fmt, "--no-progress",
+                       cwd=repo.path)
+        assert proc.returncode == 1, proc.stderr
+        assert "\x1b" not in proc.stdout
+        assert not any(line.startswith("seeds.txt:9") for line in proc.stdout.splitlines())
+    doc = json.loads(run_cli("history", "--set", str(wset_path), "--format", "json",
+                             "--no-progress", cwd=repo.path).stdout)
+    assert doc["entries"][0]["first"]["paths"] == [
+        "tasks/drone/notes\\x1b[2J\\x0aseeds.txt:9: shipped 0 s (fixed).md"]

@@ -235,3 +235,15 @@ def test_an_unkeyed_set_of_guessable_values_warns_with_a_brute_force_time(leak):
 def test_a_set_document_holds_no_value(leak):
     doc, _ = build_set(VALUES, files=[("s.csv", SECRET_FILE)], sources=[("g.py", GENERATOR)])
     leak.text(dumps(doc), "the set file")
+
+
+def test_the_build_warning_and_the_withheld_guard_share_one_entropy_estimate():
+    from plimsoll_ci.hook import _guessable_unkeyed
+
+    values = [("a:1", "3107713414"), ("a:2", "31.5"), ("b:1", "Left Right"),
+              ("b:2", "Drone Answer Key"), ("c:1", "12345678901234567890"),
+              ("d:1", "skip-step 3 now"), ("d:2", "a much longer label of many words")]
+    doc, warnings = build_set(values)
+    warned = sorted(w.split(":")[0] + ":" + w.split(":")[1] for w in warnings)
+    assert warned == sorted(_guessable_unkeyed(doc))
+    assert "b:1" in warned and "a:1" in warned and "d:2" not in warned

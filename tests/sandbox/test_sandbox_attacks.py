@@ -17,7 +17,9 @@ import pytest
 
 import sim
 from plimsoll_ci.grading.lockstep import CpuBudget
-from plimsoll_ci.grading.run import Request, Seed, grade
+from plimsoll_ci.grading.request import GradeRequest
+from plimsoll_ci.grading.run import grade
+from plimsoll_ci.grading.seeds import Seed
 
 pytestmark = pytest.mark.gvisor
 REPO = Path(__file__).resolve().parents[2]
@@ -44,10 +46,9 @@ def controller(tmp_path: Path, body: str, top: str = "") -> str:
 
 
 def flight(provider: str, path: str, seeds=(SEED,), budget=FAST) -> dict:
-    graded = grade(Request(path, "easy", list(seeds), provider, budget=budget))
+    graded = grade(GradeRequest(path, "easy", list(seeds), provider, budget=budget))
     assert not graded.refused
-    assert graded.result is not None
-    return graded.result["flights"][0]
+    return graded.document()["flights"][0]
 
 
 def test_reading_the_simulator_and_a_seed_file_by_host_path_finds_nothing(gvisor, tmp_path):
@@ -202,11 +203,11 @@ main.pack = lambda rows: real(rows[:-1])
 return {'thrust': 6.0, 'roll': 0.0, 'pitch': 0.0, 'yaw_rate': 0.0}
 """
     seeds = [SEED, Seed("seeds:2", 4222222222, True)]
-    graded = grade(Request(controller(tmp_path, body), "easy", seeds, gvisor, budget=FAST))
-    assert graded.result is not None
-    reasons = {f["reason"] for f in graded.result["flights"]}
+    graded = grade(GradeRequest(controller(tmp_path, body), "easy", seeds, gvisor, budget=FAST))
+    assert not graded.refused
+    reasons = {f.reason for f in graded.flights}
     assert reasons == {"protocol"}
-    assert "wrong count" in graded.result["flights"][0]["detail"]
+    assert "wrong count" in graded.flights[0].detail
 
 
 def test_the_runner_memory_and_stack_hold_no_flight_parameters(gvisor, tmp_path):

@@ -33,6 +33,7 @@ def test_tiers_are_ordered_weakest_first():
     ({"root_readonly": False}, "process"),
     ({"code_readonly": False}, "process"),
     ({"writes": {"/controller": "writable"}}, "process"),
+    ({"writes": {"/dev/shm": "writable"}}, "process"),
     ({"canary": "readable"}, "process"),
 ])
 def test_a_failed_start_up_check_drops_the_tier(broken, expected):

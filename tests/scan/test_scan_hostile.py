@@ -272,7 +272,7 @@ def test_a_line_of_escapes_never_runs_into_the_next_file_of_a_batch():
 def test_names_scanned_in_one_joined_pass_find_what_one_by_one_finds():
     import base64
 
-    from plimsoll_ci.scan import Scanner, scan_items
+    from plimsoll_ci.scan import Redactor, Scanner, scan_items
 
     wset = make_set([("seeds.txt:2", SEED), ("t.txt:1", "31.5"), ("l.txt:1", "skip step 3")])
     names = [f"tracks/seed-{SEED}.json", "a/t=31.50s.txt", "b/Skip Step 3.mp4",
@@ -284,5 +284,5 @@ def test_names_scanned_in_one_joined_pass_find_what_one_by_one_finds():
     one = Scanner(wset)
     expected = sorted({(f.path, f.entry) for n in names for f in one.scan_name(n)})
     assert sorted({(f.path, f.entry) for f in batched.findings}) == [
-        (one.redact(p), e) for p, e in expected]
+        (Redactor(one).text(p), e) for p, e in expected]
     assert len(expected) == 5

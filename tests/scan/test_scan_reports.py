@@ -78,8 +78,8 @@ def test_the_sarif_report_is_valid_against_the_official_schema(every_kind, leak,
 
     schema = _schema()
     wset, items = every_kind
-    result = scan_checked(items, wset, leak)
-    doc = json.loads(report.render(result, "sarif", mode))
+    result = scan_checked(items, wset, leak)._replace(mode=mode)
+    doc = json.loads(report.render(result, "sarif"))
     validator = jsonschema.Draft7Validator(schema)
     errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
     assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])

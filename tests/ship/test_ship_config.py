@@ -137,3 +137,32 @@ def test_exclude_wins_over_include_and_order_is_kept() -> None:
     s = ship.ShipSet("t", include=("lib/**", "tasks/**"), exclude=("**/*.test.mjs", "lib/priv/"))
     paths = ["tasks/t.md", "lib/a.mjs", "lib/a.test.mjs", "lib/priv/key.js", "README.md"]
     assert ship.select(paths, s) == ["tasks/t.md", "lib/a.mjs"]
+
+
+@pytest.mark.parametrize("prefix, root, expected", [
+    ("", "", [("viewer/a.html", "viewer/a.html")]),
+    ("", "site", [("site/viewer/b.html", "viewer/b.html")]),
+    ("harness/", "site", [("harness/site/viewer/c.html", "viewer/c.html")]),
+    ("harness/", "", []),  # globs apply from the config's folder, never above it
+])
+def test_repository_paths_ship_from_the_config_folder_and_the_sets_root(
+        prefix: str, root: str, expected: list[tuple[str, str]]) -> None:
+    s = ship.ShipSet("t", include=("viewer/**",), root=root)
+    paths = ["viewer/a.html", "site/viewer/b.html", "harness/site/viewer/c.html", "README.md"]
+    assert ship.select_repo_paths(paths, s, prefix) == expected
+
+
+def test_the_config_prefix_is_its_folder_inside_the_repository_and_empty_outside(
+        tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "harness").mkdir(parents=True)
+    inside = ship.parse_config("ship: {}\n", "plimsoll.yaml", repo / "harness")
+    at_root = ship.parse_config("ship: {}\n", "plimsoll.yaml", repo)
+    outside = ship.parse_config("ship: {}\n", "audit.yaml", tmp_path)
+    assert [ship.config_prefix(c, repo) for c in (inside, at_root, outside)] == ["harness/", "", ""]
+
+
+def test_a_command_sets_inputs_select_repository_paths() -> None:
+    s = ship.ShipSet("b", command="kit {out}", inputs=("loop/**", "viewer/*.html"))
+    paths = ["loop/kit.py", "viewer/a.html", "viewer/deep/b.html", "README.md"]
+    assert ship.select(paths, ship.inputs_set(s)) == ["loop/kit.py", "viewer/a.html"]

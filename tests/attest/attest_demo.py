@@ -1,7 +1,7 @@
-"""Demo run records: plausible results and predicates without running a grading.
+"""Demo run records without a grading, for the attest tests and `benchmarks/bench_verify.py`.
 
-For tests, the benchmark and docs. The numbers are made up; the fresh sets are real (drawn,
-committed and revealed), so a demo bundle exercises every check `verify` makes.
+The numbers are made up; the fresh sets are real (drawn, committed and revealed), so a demo bundle
+exercises every check `verify` makes.
 """
 
 from __future__ import annotations

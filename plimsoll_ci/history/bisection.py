@@ -1,0 +1,144 @@
+"""`--bisect ENTRY`: the first commit along first parents whose ship sets carry an entry, found in
+O(log n) ship scans (assuming the entry kept shipping once introduced; `ASSUMPTION` says so).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plimsoll_ci.errors import BadInput
+from plimsoll_ci.git import CatFile, Commit, Repo, ls_tree, rev_list
+from plimsoll_ci.git import run as git
+from plimsoll_ci.history.cache import finding_row, name_rows, save
+from plimsoll_ci.history.judge import Judge
+from plimsoll_ci.history.records import (
+    ASSUMPTION,
+    BisectResult,
+    CommitInfo,
+    Notes,
+    Occurrence,
+    Options,
+    shown,
+)
+from plimsoll_ci.history.redact import Redactor
+from plimsoll_ci.history.session import Session, open_session, rev_args
+from plimsoll_ci.history.windows import occurrences, once
+from plimsoll_ci.scan import Scanner
+
+
+def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None) -> BisectResult:
+    """The first commit (along first parents) whose ship sets carry `entry`, in O(log n) scans.
+
+    Assumes the entry kept shipping once introduced; `ASSUMPTION` says so in every report.
+    """
+    options = options or Options()
+    known = [e.id for e in getattr(wset, "entries", [])]
+    if known and entry not in known:
+        raise BadInput(f"--bisect {entry}: no such entry in the withheld set; entries look like "
+                       f"{known[0]}")
+    notes = Notes()
+    notes.add(ASSUMPTION)
+    session = open_session(repo_dir, wset, options, notes)
+    chain = rev_list(session.repo, rev_args(session.repo, options), first_parent=True)
+    if any(len(row) > 2 for row in chain):
+        notes.add("the range has merges; bisect follows first parents only")
+    probe = _Probe(session, entry)
+    try:
+        if not chain:
+            return BisectResult(entry, None, [], 0, 0, notes.all())
+        tip = probe(chain[-1])
+        if not tip:
+            notes.add(f"{entry} does not ship at the tip {chain[-1][0][:12]}; bisect needs a tip "
+                      "that ships it (run history without --bisect to see every window)")
+            return BisectResult(entry, None, [], probe.scans, len(chain), notes.all())
+        lo, hi, found = 0, len(chain) - 1, tip
+        while lo < hi:
+            mid = (lo + hi) // 2
+            occ = probe(chain[mid])
+            if occ:
+                hi, found = mid, occ
+            else:
+                lo = mid + 1
+        info = _commit_info(session.repo, chain[lo][0])
+        redact = Redactor({n: session.cache.names[n] for n in probe.carriers[chain[lo][0]]},
+                          [[[o.line, o.column, o.chain, o.entry, o.kind, o.where, o.detail]
+                            for o in found]], probe.scanner)
+        return BisectResult(entry, redact.commit(info), redact.occ(found), probe.scans,
+                            len(chain), [redact.say(n) for n in notes.all()])
+    finally:
+        probe.close()
+        save(session.cache)
+
+
+class _Probe:
+    """One full ship scan of a commit, keeping what `entry` was found in (blobs and names are
+    judged once, through the cache).
+    """
+
+    def __init__(self, session: Session, entry: str) -> None:
+        self.session = session
+        self.entry = entry
+        self.judge = Judge(session)
+        self.scanner = Scanner(session.wset, session.limits)
+        self.cat = CatFile(session.repo, session.max_blob_bytes)
+        self.scans = 0
+        self.carriers: dict[str, set[str]] = {}  # commit -> shipped names whose files carry entry
+
+    def __call__(self, row: list[str]) -> list[Occurrence]:
+        """The occurrences of the entry at commit `row[0]` (whose parents are `row[1:]`)."""
+        self.scans += 1
+        repo, cache, judge = self.session.repo, self.session.cache, self.judge
+        oid = row[0]
+        tree = ls_tree(repo, oid)
+        tree_id = git(repo.top, "rev-parse", f"{oid}^{{tree}}").stdout.decode().strip()
+        commit = Commit(oid, tuple(row[1:]), tree_id, 0, "", [])
+        _cfg_id, cfg = judge.config_at(oid, tree)
+        if cfg is None:
+            return []
+        state = judge.full(commit, tree, cfg, None)
+        occ: list[Occurrence] = []
+        carriers = self.carriers.setdefault(oid, set())
+        for (set_name, label), item in sorted(state.items()):
+            if item.oid not in cache.content:
+                data = self._data(item.oid, label)
+                if data is None:
+                    continue
+                findings, _n = self.scanner.scan_content(data, shown(label))
+                cache.content[item.oid] = [finding_row(f) for f in findings]
+                cache.dirty = True
+            if item.name not in cache.names:
+                cache.names[item.name] = name_rows(self.scanner, item.name)
+                cache.dirty = True
+            mine = [o for o in occurrences(set_name, label, item, cache) if o.entry == self.entry]
+            if mine:
+                carriers.add(item.name)
+                occ += mine
+        return once(occ)
+
+    def _data(self, oid: str, label: str) -> bytes | None:
+        """A shipped blob's bytes (builder output or the object store); None when missing."""
+        data = self.judge.built.get(oid)
+        if data is not None:
+            return data
+        notes, cat = self.session.notes, self.cat
+        blob = cat.read(oid)
+        if blob is None:
+            notes.add(f"{shown(label)} (blob {oid[:12]}) is missing from the object store; it "
+                      "was not scanned")
+            return None
+        if blob.truncated:
+            notes.add(f"{shown(label)} (blob {oid[:12]}): {blob.size} bytes, over the "
+                      f"{cat.max_bytes}-byte bound; only its first {cat.max_bytes} bytes were "
+                      "scanned (raise --max-blob-bytes)")
+        return blob.data
+
+    def close(self) -> None:
+        """End the git processes."""
+        self.cat.close()
+        self.judge.close()
+
+
+def _commit_info(repo: Repo, oid: str) -> CommitInfo:
+    out = git(repo.top, "log", "-1", "--no-mailmap", "--format=%ct%x02%an <%ae>", oid, "--").stdout
+    ts, author = out.decode("utf-8", "replace").strip().split("\x02", 1)
+    return CommitInfo(oid, int(ts), author)

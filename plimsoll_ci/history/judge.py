@@ -1,0 +1,230 @@
+"""What a commit ships: its tree through its ship sets (or the external config's), as a map of
+shipped files, and the deltas of that map from one commit to the next.
+
+Glob sets are selected with `ship.select_repo_paths` (memoized per set and path: the same paths
+recur in every commit); command sets are rebuilt by `ship.from_rev` in a throwaway checkout and
+cached by the tree of their inputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from plimsoll_ci import ship
+from plimsoll_ci.errors import PlimsollError
+from plimsoll_ci.git import MODE_SUBMODULE, ZERO_OID, CatFile, Commit, TreeEntry, blob_id
+from plimsoll_ci.history.session import Session
+
+CONFIG_NAME = os.fsencode(ship.CONFIG_NAME)
+
+Tree = dict[bytes, TreeEntry]
+
+
+class Shipped(NamedTuple):
+    """A shipped file as the replay keeps it."""
+
+    oid: str  # content key: git blob id (builder output: the blob id git would give it)
+    name: str  # the path as shipped (names are scanned on it)
+
+
+ShipState = dict[tuple[str, str], Shipped]  # (set, label) -> what ships there
+
+
+class Delta(NamedTuple):
+    """One change of a ship state: what now ships at (set, label), or None when nothing does."""
+
+    set: str
+    label: str
+    item: Shipped | None  # None: no longer shipped
+
+
+class Judge:
+    """Turns a commit's tree into what its ship sets ship, with every cache that makes it cheap."""
+
+    def __init__(self, session: Session) -> None:
+        self.repo = session.repo
+        self.external = session.external
+        self.cache = session.cache
+        self.notes = session.notes
+        self.configs: dict[str, ship.Config | None] = {}  # config blob id -> Config | None
+        self.selected: dict[tuple[ship.ShipSet, str], str | None] = {}  # -> shipped path
+        self.built: dict[str, bytes] = {}  # builder output not yet scanned, by blob id
+        self.prefix = ""  # an external config's globs apply from its folder in the repository
+        if self.external is not None:
+            self.prefix = ship.config_prefix(self.external, Path(self.repo.top))
+        self._cat: CatFile | None = None
+
+    @property
+    def cat(self) -> CatFile:
+        """A `git cat-file --batch` for config blobs, started on first use."""
+        if self._cat is None:
+            self._cat = CatFile(self.repo)
+        return self._cat
+
+    def close(self) -> None:
+        """End the git process (before any worker is forked: none may inherit its pipes)."""
+        if self._cat is not None:
+            self._cat.close()
+            self._cat = None
+
+    def config_at(self, commit: str, tree: Tree) -> tuple[str, ship.Config | None]:
+        """(identity, Config or None) for a commit: the external config, or its own plimsoll.yaml."""
+        if self.external is not None:
+            return "external", self.external
+        entry = tree.get(CONFIG_NAME)
+        if entry is None or entry.mode == MODE_SUBMODULE:
+            return "none", None
+        if entry.oid not in self.configs:
+            self.configs[entry.oid] = self._parse_config(commit, entry.oid)
+        return entry.oid, self.configs[entry.oid]
+
+    def _parse_config(self, commit: str, oid: str) -> ship.Config | None:
+        blob = self.cat.read(oid)
+        if blob is None:
+            self.notes.add(f"commit {commit[:12]}: plimsoll.yaml (blob {oid[:12]}) is "
+                           "missing from the object store; that config is not applied")
+            return None
+        try:
+            return ship.parse_config(blob.data.decode("utf-8"), f"{commit[:12]}:plimsoll.yaml",
+                                     Path(self.repo.top))
+        except UnicodeDecodeError:
+            self.notes.add(f"commit {commit[:12]}: plimsoll.yaml is not UTF-8; commits "
+                           "with this config are not judged")
+        except PlimsollError as e:
+            self.notes.add(f"{e}; commits with this config are not judged "
+                           "(pass --config to judge them by another)")
+        return None
+
+    def _select(self, ship_set: ship.ShipSet, repo_path: str) -> str | None:
+        """The shipped path of `repo_path` in a glob set, or None (memoized per set and path)."""
+        key = (ship_set, repo_path)
+        if key not in self.selected:
+            self._prime(ship_set, [repo_path])
+        return self.selected[key]
+
+    def _prime(self, ship_set: ship.ShipSet, paths: list[str]) -> None:
+        """Memoize many paths with one selection (globs compiled once, not per path)."""
+        fresh = [p for p in paths if (ship_set, p) not in self.selected]
+        for p in fresh:
+            self.selected[(ship_set, p)] = None
+        for path, rel in ship.select_repo_paths(fresh, ship_set, self.prefix):
+            self.selected[(ship_set, path)] = rel
+
+    def full(self, commit: Commit, tree: Tree, cfg: ship.Config,
+             previous: ShipState | None) -> ShipState:
+        """Everything each ship set ships at `commit`."""
+        state: ShipState = {}
+        paths = [os.fsdecode(p) for p in tree]
+        for s in cfg.ship.values():
+            if s.command is None:
+                self._prime(s, paths)
+        for s in cfg.ship.values():
+            if s.command is not None:
+                built = self._build(commit, tree, cfg, s)
+                if built is None:  # the builder failed: keep what shipped before (noted)
+                    for (name, label), item in (previous or {}).items():
+                        if name == s.name:
+                            state[(name, label)] = item
+                    continue
+                for path, oid in built:
+                    state[(s.name, f"{s.name}:{path}")] = Shipped(oid, path)
+                continue
+            for path_b, entry in tree.items():
+                path = os.fsdecode(path_b)
+                rel = self._select(s, path)
+                if rel is None:
+                    continue
+                if entry.mode == MODE_SUBMODULE:
+                    self.notes.submodule(path, commit.oid)
+                    continue
+                state[(s.name, path)] = Shipped(entry.oid, rel)
+        return state
+
+    def incremental(self, commit: Commit, cfg: ship.Config, state: ShipState) -> list[Delta]:
+        """Apply a commit's tree changes to the glob sets of `state` in place; return the deltas."""
+        deltas: list[Delta] = []
+        globs = [s for s in cfg.ship.values() if s.command is None]
+        if len(commit.changes) > 8:
+            paths = [os.fsdecode(ch.path) for ch in commit.changes]
+            for s in globs:
+                self._prime(s, paths)
+        for ch in commit.changes:
+            path = os.fsdecode(ch.path)
+            for s in globs:
+                rel = self._select(s, path)
+                if rel is None:
+                    continue
+                key = (s.name, path)
+                if ch.oid == ZERO_OID or ch.mode == MODE_SUBMODULE:
+                    if ch.mode == MODE_SUBMODULE:
+                        self.notes.submodule(path, commit.oid)
+                    if state.pop(key, None) is not None:
+                        deltas.append(Delta(s.name, path, None))
+                    continue
+                item = Shipped(ch.oid, rel)
+                if state.get(key) != item:
+                    state[key] = item
+                    deltas.append(Delta(s.name, path, item))
+        return deltas
+
+    def rebuild(self, commit: Commit, tree: Tree, cfg: ship.Config,
+                state: ShipState) -> list[Delta]:
+        """Rebuild the command sets of `state` in place at `commit`; return the deltas."""
+        deltas: list[Delta] = []
+        for s in cfg.ship.values():
+            if s.command is None:
+                continue
+            built = self._build(commit, tree, cfg, s)
+            if built is None:  # the builder failed: keep what shipped before (noted)
+                continue
+            new = {(s.name, f"{s.name}:{path}"): Shipped(oid, path) for path, oid in built}
+            for key in [k for k in state if k[0] == s.name and k not in new]:
+                del state[key]
+                deltas.append(Delta(key[0], key[1], None))
+            for key, item in new.items():
+                if state.get(key) != item:
+                    state[key] = item
+                    deltas.append(Delta(key[0], key[1], item))
+        return deltas
+
+    def _inputs_key(self, commit: Commit, tree: Tree, s: ship.ShipSet) -> str:
+        h = hashlib.sha256(repr(s.command).encode("utf-8") + b"\0")
+        if not s.inputs:
+            h.update(commit.tree.encode("ascii"))
+            return h.hexdigest()
+        inputs = ship.inputs_set(s)
+        paths = sorted(tree)
+        self._prime(inputs, [os.fsdecode(p) for p in paths])
+        for path_b in paths:
+            if self._select(inputs, os.fsdecode(path_b)) is not None:
+                e = tree[path_b]
+                h.update(path_b + b"\0" + e.mode.encode() + e.oid.encode())
+        return h.hexdigest()
+
+    def _build(self, commit: Commit, tree: Tree, cfg: ship.Config,
+               s: ship.ShipSet) -> list[tuple[str, str]] | None:
+        """[(shipped path, blob id)] a command set ships at `commit`; cached by its inputs."""
+        key = self._inputs_key(commit, tree, s)
+        manifest = self.cache.builds.get(key)
+        if manifest is not None and all(oid in self.cache.content or oid in self.built
+                                        for _path, oid in manifest):
+            return [(p, o) for p, o in manifest]
+        try:
+            files = ship.from_rev(Path(self.repo.top), commit.oid, cfg, set_name=s.name)
+        except ship.BuilderFailed as e:
+            first = str(e).splitlines()[0]
+            self.notes.add(f"commit {commit.oid[:12]}: {first}; what set {s.name} shipped there "
+                           "is taken to be what it shipped before")
+            return None
+        out = []
+        for f in files:
+            oid = blob_id(f.data)
+            if oid not in self.cache.content:
+                self.built[oid] = f.data
+            out.append((f.path, oid))
+        self.cache.builds[key] = [[p, o] for p, o in out]
+        self.cache.dirty = True
+        return out

@@ -1,0 +1,177 @@
+"""The replay: walk a range once, turn each commit's ship sets into deltas, scan every distinct
+shipped blob and name once, then read windows off the commit graph.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NamedTuple
+
+from plimsoll_ci.errors import BadInput
+from plimsoll_ci.git import ZERO_OID, TreeEntry, ls_tree, rev_list, walk
+from plimsoll_ci.history.blobscan import BlobScans
+from plimsoll_ci.history.cache import name_rows, save
+from plimsoll_ci.history.judge import Delta, Judge, ShipState, Tree
+from plimsoll_ci.history.progress import Progress
+from plimsoll_ci.history.records import CommitInfo, HistoryReport, Notes, Options
+from plimsoll_ci.history.redact import Redactor
+from plimsoll_ci.history.session import Session, open_session, rev_args, tips
+from plimsoll_ci.history.windows import Record, findings_per_commit, windows
+from plimsoll_ci.scan import Scanner
+
+
+def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryReport:
+    """Replay the commits of `options.revs` (default HEAD's history) against withheld set `wset`."""
+    options = options or Options()
+    session = open_session(repo_dir, wset, options, Notes())
+    revs = rev_args(session.repo, options)
+    graph = rev_list(session.repo, revs)
+    for n in session.cache.notes:
+        session.notes.add(n)
+    progress = Progress(sys.stderr.isatty() if options.progress is None else options.progress)
+    judge = Judge(session)
+    try:
+        return _replay(_Run(session, revs, graph, {row[0] for row in graph}, judge, progress))
+    finally:
+        progress.stop()
+        judge.close()
+        save(session.cache)  # also on Ctrl-C: what was scanned so far is kept, written atomically
+
+
+class _Run(NamedTuple):
+    """One replay's context: the session, the range and its graph, the judge, the progress bar."""
+
+    session: Session
+    revs: list[str]
+    graph: list[list[str]]  # [commit, parent...] oldest first
+    in_range: set[str]  # the commits of the graph
+    judge: Judge
+    progress: Progress
+
+
+class _Walked(NamedTuple):
+    """What the walk (pass 1) found."""
+
+    records: list[Record]
+    need: dict[str, str]  # blob id -> first shipped label (for scanning and notes)
+    names: dict[str, str]  # shipped name -> label
+    scanned_before: int  # blobs whose findings were already cached
+
+
+def _replay(run: _Run) -> HistoryReport:
+    # ---- pass 1: walk trees, turn ship sets into deltas, scan new blobs as they appear
+    run.progress.task("commits", len(run.graph))
+    scans = BlobScans(run.session, run.progress, eager=len(run.graph) >= 100)
+    try:
+        walked = _walk(run, scans)
+        # ---- pass 2: finish scanning each distinct blob, and each name, once
+        run.judge.close()  # before any worker is forked: none may inherit its pipes
+        scans.finish(run.judge.built, walked.need)
+    finally:
+        scans.close()
+    return _report(run, walked)
+
+
+def _walk(run: _Run, scans: BlobScans) -> _Walked:
+    """Walk the range once: each commit's tree (from its first parent's and its changes), what
+    its ship sets ship, and the deltas; blobs not yet judged go to `scans` as they appear.
+    """
+    session, judge, cache = run.session, run.judge, run.session.cache
+    in_range = run.in_range
+    children_fp: dict[str, int] = {}  # commit -> children (in the walk) whose first parent it is
+    for row in run.graph:
+        if len(row) > 1 and row[1] in in_range:
+            children_fp[row[1]] = children_fp.get(row[1], 0) + 1
+    trees: dict[str, Tree] = {}
+    states: dict[str, tuple[str, ShipState]] = {}  # commit -> (config identity, ship state)
+    out = _Walked([], {}, {}, 0)
+    no_config = scanned_before = 0
+    for commit in walk(session.repo, run.revs):
+        fp = commit.parents[0] if commit.parents else None
+        inherit = fp is not None and fp in in_range
+        if inherit:
+            assert fp is not None
+            left = children_fp[fp] - 1
+            children_fp[fp] = left
+            tree = trees.pop(fp) if left == 0 else dict(trees[fp])
+            parent_cfg, parent_state = states.pop(fp) if left == 0 else states[fp]
+            if left != 0:
+                parent_state = dict(parent_state)
+        else:
+            tree = ls_tree(session.repo, fp) if fp is not None else {}
+            parent_cfg, parent_state = "none", {}
+        for ch in commit.changes:
+            if ch.oid == ZERO_OID:
+                tree.pop(ch.path, None)
+            else:
+                tree[ch.path] = TreeEntry(ch.mode, ch.oid)
+        cfg_id, cfg = judge.config_at(commit.oid, tree)
+        if cfg is None:
+            no_config += 1
+            state: ShipState = {}
+            deltas = [Delta(s, label, None) for (s, label) in parent_state]
+        elif cfg_id == parent_cfg:
+            state = parent_state
+            deltas = judge.incremental(commit, cfg, state)
+            deltas += judge.rebuild(commit, tree, cfg, state)
+        else:
+            state = judge.full(commit, tree, cfg, parent_state)
+            deltas = [Delta(s, label, None) for (s, label) in parent_state
+                      if (s, label) not in state]
+            deltas += [Delta(s, label, item) for (s, label), item in state.items()
+                       if parent_state.get((s, label)) != item]
+        for d in deltas:
+            if d.item is not None:
+                if d.item.oid not in out.need:
+                    out.need[d.item.oid] = d.label
+                    if d.item.oid in cache.content:
+                        scanned_before += 1
+                    elif d.item.oid not in judge.built:
+                        scans.add(d.item.oid, d.label)
+                out.names.setdefault(d.item.name, d.label)
+        if children_fp.get(commit.oid):
+            trees[commit.oid] = tree
+            states[commit.oid] = (cfg_id, state)
+        out.records.append(Record(CommitInfo(commit.oid, commit.time, commit.author),
+                                  commit.parents, deltas, not inherit))
+        run.progress.advance("commits")
+    records = out.records
+    if not records:
+        session.notes.add(f"the range {' '.join(run.revs)} has no commits")
+    if no_config == len(records) and records:
+        raise BadInput(f"{session.repo.top}: no commit in {' '.join(run.revs)} has a plimsoll.yaml;"
+                       " pass --config FILE to judge every commit by one config (auditor mode)")
+    if no_config:
+        session.notes.add(f"{no_config} of {len(records)} commits have no usable plimsoll.yaml and "
+                          "ship nothing by their own config (pass --config to judge them by one)")
+    return out._replace(scanned_before=scanned_before)
+
+
+def _report(run: _Run, walked: _Walked) -> HistoryReport:
+    """Scan every shipped name once, replay the deltas over the findings, and redact."""
+    session, cache = run.session, run.session.cache
+    for oid in walked.need:
+        for n in cache.content_notes.get(oid, ()):
+            session.notes.add(n)
+    scanner = Scanner(session.wset, session.limits)
+    for name in walked.names:
+        if name not in cache.names:
+            cache.names[name] = name_rows(scanner, name)
+            cache.dirty = True
+
+    # ---- pass 3: replay deltas over the findings
+    records = walked.records
+    per_commit = findings_per_commit(records, run.in_range, cache)
+    entries = windows(records, per_commit, tips(session.repo, run.revs))
+    redact = Redactor({name: cache.names[name] for name in walked.names},
+                      (cache.content[oid] for oid in walked.need if oid in cache.content), scanner)
+    entries = [redact.entry(e) for e in entries]
+    if any(r.boundary and r.parents for r in records):
+        for e in entries:
+            for w in e.windows:
+                if w.from_boundary:
+                    session.notes.add(f"{e.entry} already ships at {w.first.oid[:12]}, the first "
+                                      "commit of the range; it may have shipped earlier (widen "
+                                      "the range)")
+    return HistoryReport(entries, len(records), len(walked.need), walked.scanned_before,
+                         [redact.say(n) for n in session.notes.all()], run.revs)

@@ -1,0 +1,54 @@
+"""The one worker-pool helper: ordered results, forked workers set up once, safe fallbacks."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from plimsoll_ci import pool
+
+_STATE: dict[str, int] = {}
+
+
+def _init(tag: int) -> None:
+    _STATE["tag"] = tag
+    _STATE["inits"] = _STATE.get("inits", 0) + 1
+
+
+def _work(x: int) -> tuple[int, int, int, int]:
+    return x * x, os.getpid(), _STATE["tag"], _STATE["inits"]
+
+
+def test_run_returns_results_in_order_from_workers_set_up_once_each() -> None:
+    got = pool.run(_work, [(i,) for i in range(40)], jobs=2, init=_init, initargs=(7,))
+    assert [g[0] for g in got] == [i * i for i in range(40)]
+    assert {g[2] for g in got} == {7} and {g[3] for g in got} == {1}
+    pids = {g[1] for g in got}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2
+
+
+def test_one_job_or_one_call_runs_in_this_process() -> None:
+    _STATE.clear()
+    for jobs, calls in ((1, [(1,), (2,)]), (4, [(3,)])):
+        got = pool.run(_work, calls, jobs=jobs, init=_init, initargs=(3,))
+        assert {g[1] for g in got} == {os.getpid()}
+    assert pool.start(1) is None
+
+
+def test_no_worker_is_forked_while_another_thread_runs() -> None:
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert not pool.can_fork()
+        assert pool.start(2) is None
+        assert {g[1] for g in pool.run(_work, [(1,), (2,)], jobs=2, init=_init,
+                                       initargs=(1,))} == {os.getpid()}
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_default_jobs_is_between_one_and_the_cap() -> None:
+    assert 1 <= pool.default_jobs() <= pool.MAX_JOBS
+    assert pool.default_jobs(limit=1) == 1

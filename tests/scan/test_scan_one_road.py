@@ -1,0 +1,132 @@
+"""One road: every front of the ship scan reports the same scan of the same tree.
+
+The same committed tree (the index equals HEAD) goes through `scan --staged`, the pre-commit hook
+and the GitHub Action's step; each road's text report (findings, paths, places, files, bytes
+scanned), exit code and SARIF levels must agree, in refuse mode and in warn mode. A road is one
+function in `ROADS` returning a `Seen`: adding one (history at HEAD, the tripwire over a request
+carrying these files) is a function and a line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS / "hook"))
+sys.path.insert(0, str(TESTS / "action"))
+from action_runner import local_inputs, run_action  # noqa: E402
+from harness_repo import SEED, commit, git, hook_env, leak, make_harness, run_cli  # noqa: E402
+
+SUMMARY = re.compile(r"^\d+ findings? in \d+ files? \([\d,]+ bytes scanned\)$")
+
+
+class Seen(NamedTuple):
+    """What one road showed: its exit code, its text report, its SARIF levels (None: no SARIF)."""
+
+    code: int
+    report: list[str]
+    levels: frozenset[str] | None
+
+
+def _report(text: str) -> list[str]:
+    """The text report's lines, without a road's own framing (annotations, verdict lines)."""
+    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("::")
+             and not ln.startswith("plimsoll ship scan (")]
+    end = next(i for i, ln in enumerate(lines) if SUMMARY.match(ln))
+    return lines[: end + 2]  # the findings, the notes, the summary and the advice after it
+
+
+def _levels(sarif: dict) -> frozenset[str]:
+    return frozenset(r["level"] for r in sarif["runs"][0]["results"])
+
+
+def _scan(*source: str):  # noqa: ANN202
+    def road(repo: Path, tmp: Path) -> Seen:
+        text = run_cli(repo, "scan", *source)
+        sarif = run_cli(repo, "scan", *source, "--format", "sarif")
+        assert text.returncode == sarif.returncode, sarif.stderr
+        return Seen(text.returncode, _report(text.stdout), _levels(json.loads(sarif.stdout)))
+    return road
+
+
+def hook(repo: Path, tmp: Path) -> Seen:
+    r = run_cli(repo, "hook", "ship-scan")
+    return Seen(r.returncode, _report(r.stdout), None)
+
+
+def hook_pre_push(repo: Path, tmp: Path) -> Seen:
+    tip = git(repo, "rev-parse", "HEAD")
+    base = git(repo, "rev-parse", "HEAD~1")
+    r = run_cli(repo, "hook", "ship-scan", env=hook_env(PRE_COMMIT_FROM_REF=base,
+                                                        PRE_COMMIT_TO_REF=tip))
+    lines = [ln for ln in r.stdout.splitlines() if not ln.startswith(f"commit {tip[:12]} ")]
+    return Seen(r.returncode, _report("\n".join(lines)), None)
+
+
+def action(repo: Path, tmp: Path) -> Seen:
+    res = run_action(repo, tmp / "action", local_inputs(mode="tip"))
+    sarif = json.loads(Path(res["outputs"]["sarif"]).read_text())
+    annotations = {m.group(1) for m in re.finditer(r"^::(error|warning) file=", res["log"], re.M)}
+    assert annotations == set(_levels(sarif)), "annotations and SARIF levels differ"
+    return Seen(res["code"], _report(res["log"]), _levels(sarif))
+
+
+ROADS = {"scan --staged": _scan("--staged"), "scan --rev": _scan("--rev", "HEAD"), "hook": hook,
+         "hook pre-push": hook_pre_push, "action": action}
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A committed harness whose tip ships a value in a file, in hex, and in a folder name."""
+    repo = make_harness(tmp_path)
+    leak(repo)  # viewer/replay.html names the seed; the drone builder ships a copy
+    (repo / "viewer/hex.txt").write_text(SEED.encode().hex() + "\n")
+    run_dir = repo / "tasks" / "drone" / "runs" / SEED
+    run_dir.mkdir(parents=True)
+    (run_dir / "log.txt").write_text("t=1 ok\n")
+    (repo / "viewer/big.bin").write_bytes(bytes(range(256)) * 40)
+    git(repo, "add", "-A")
+    commit(repo, "viewer: replay example, hex note, a run")
+    (tmp_path / "action").mkdir()
+    return repo
+
+
+@pytest.mark.parametrize("mode", ["refuse", "warn"])
+def test_every_road_reports_the_same_scan_of_the_same_tree(tree: Path, tmp_path: Path,
+                                                           mode: str) -> None:
+    if mode == "warn":
+        cfg = tree / "plimsoll.yaml"
+        cfg.write_text("mode: warn\n" + cfg.read_text())
+        git(tree, "commit", "-q", "--no-verify", "-am", "warn only")
+    seen = {name: road(tree, tmp_path) for name, road in ROADS.items()}
+    first_name, first = next(iter(seen.items()))
+    for name, s in seen.items():
+        assert s.report == first.report, f"{name} and {first_name} report differently"
+        assert s.code == (1 if mode == "refuse" else 0), f"{name} exit code {s.code}"
+        if s.levels is not None:
+            assert s.levels == {"error" if mode == "refuse" else "warning"}, name
+    report = "\n".join(first.report)
+    assert SEED not in report
+    # a file's content, a builder's copy of it, a hex layer, a folder name: all on every road
+    for expected in ("viewer/replay.html:1:", "drone:viewer/replay.html:1:",
+                     "viewer/hex.txt:1:1: withheld value seeds.txt:2 via hex",
+                     "tasks/drone/runs/[withheld]/:name: withheld value seeds.txt:2",
+                     "drone:tasks/drone/runs/[withheld]/:name:"):
+        assert expected in report, expected
+
+
+def test_a_warm_hook_counts_the_files_and_bytes_a_cold_scan_counts(tree: Path) -> None:
+    doc = json.loads(run_cli(tree, "scan", "--staged", "--format", "json").stdout)
+    assert doc["scanned"]["files"] > 0 and doc["scanned"]["bytes"] > 10240
+    # the second run finds every clean file in the hook's cache, and still counts it
+    first = run_cli(tree, "hook", "ship-scan").stdout
+    again = run_cli(tree, "hook", "ship-scan").stdout
+    assert _report(first) == _report(again)
+    summary = next(ln for ln in _report(first) if SUMMARY.match(ln))
+    assert f"in {doc['scanned']['files']} files ({doc['scanned']['bytes']:,} bytes" in summary
