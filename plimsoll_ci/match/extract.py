@@ -7,7 +7,11 @@ a scan of a few files never pays numpy's import (cold start).
 
 Boundaries: a number is a maximal numeric token, so `3107713414` is found in `seed3107713414`
 and `seed-3107713414.json` but never inside `13107713414`, and `31.5` is never in `131.5`.
-A text value must start and end at word boundaries (letters, digits, bytes >= 0x80).
+A clock (`0:31.5`, `1:02:03`) is one token and claims its parts; numbers beside a colon that do
+not make a clock (`8080:80`, `80:443`) stay whole tokens. A comma-grouped integer of three to
+seven groups (`4,820,193,756`) is also read as one number; its groups stay tokens of their own.
+A text value must start and end at word boundaries (letters, digits, bytes >= 0x80); underscores
+at a value's ends (`_private`) must be there too.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from typing import NamedTuple
 from plimsoll_ci.match.ascii import (
     CASE_BIT,
     COLON,
+    COMMA,
     DOT,
+    FIVE,
     LOWER_A,
     LOWER_E,
     LOWER_F,
@@ -58,6 +64,8 @@ _SIGNS = (PLUS, MINUS)
 _EACH4 = 0x01010101
 _BIT6_4, _CASE_4, _HIGH_4 = 0x40 * _EACH4, CASE_BIT * _EACH4, NON_ASCII * _EACH4
 _CONT = bytes(1 if c in b"eE_xXoObB" else 0 for c in range(256))  # continue a number token
+_GROUPED = re.compile(rb"[1-9][0-9]{0,2}(?:,[0-9]{3}){2,6}")  # 4,820,193,756
+GROUPED_MIN_DIGITS = 7  # three groups at least: `4,820` is as likely a list as a number
 _HEXPFX = bytes(1 if c in b"xXoObB" else 0 for c in range(256))
 
 
@@ -68,15 +76,17 @@ class Match(NamedTuple):
     kind: str  # "number" | "text"
 
 
-def find_values(buf: bytes, index: ValueIndex, classes=None) -> list[Match]:  # noqa: ANN001
+def find_values(buf: bytes, index: ValueIndex, classes=None,  # noqa: ANN001
+                limit: int | None = None) -> list[Match]:
     """Every place in `buf` where a withheld value occurs, with the ids of its entries.
 
     `classes`: optionally, `byte_classes(buf)` computed once by the caller and shared with
-    `decode.text_regions` (large buffers only; it is ignored for small ones).
+    `decode.text_regions` (large buffers only; it is ignored for small ones). `limit`: stop once
+    more than this many places are found (a buffer full of one value stays small in memory).
     """
     if not buf:
         return []
-    out: list[Match] = []
+    out = _Capped(limit)
     given = classes
     small = len(buf) < SMALL
     if small:
@@ -86,13 +96,40 @@ def find_values(buf: bytes, index: ValueIndex, classes=None) -> list[Match]:  # 
         buf, classes = _no_nbsp(buf, classes)
     if not small and classes is None and (index.has_numbers or index.has_texts):
         classes = byte_classes(buf)
-    if index.has_numbers:
-        out.extend(_numbers_small(buf, index) if small else _numbers_np(buf, index, classes))
-    if index.has_texts:
-        out.extend(_texts_small(buf, index) if small else _texts_np(buf, index, classes))
-    if classes is not None and classes is not given:
-        classes.release()  # made here (or patched here): no one else reads it
-    return out
+    try:
+        if index.has_numbers:
+            if small:
+                _numbers_small(buf, index, out)
+            else:
+                _numbers_np(buf, index, classes, out)
+        if index.has_texts:
+            if small:
+                _texts_small(buf, index, out)
+            else:
+                _texts_np(buf, index, classes, out)
+    except _Full:
+        pass
+    finally:
+        if classes is not None and classes is not given:
+            classes.release()  # made here (or patched here): no one else reads it
+    return list(out)
+
+
+class _Full(Exception):
+    """More places than the caller's limit: the search stops."""
+
+
+class _Capped(list):
+    """The list of places found; appending past the limit stops the search (`_Full`)."""
+
+    def __init__(self, limit: int | None) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def append(self, m: Match) -> None:
+        super().append(m)
+        if self.limit is not None and len(self) > self.limit:
+            raise _Full
 
 
 # --- the checks every surviving candidate goes through ---------------------------------------
@@ -117,14 +154,43 @@ def _token(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
         out.append(Match(s, m.end(), ids, "number"))
 
 
+def _clock_end(buf: bytes, s: int) -> int | None:
+    """The end of the clock that starts at `s` (`0:31.5`, `1:02:03`), or None when the digits
+    there make no clock: more digits, or another `:` or `.` and a digit, right after it."""
+    m = CLOCK_RE.match(buf, s)
+    if m is None:
+        return None
+    e, n = m.end(), len(buf)
+    if e < n and (_IS_DIGIT[buf[e]] or (buf[e] in (COLON, DOT) and e + 1 < n
+                                        and _IS_DIGIT[buf[e + 1]])):
+        return None
+    return e
+
+
 def _clock(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
     m = CLOCK_RE.match(buf, s)
-    if m is None or (m.end() < len(buf) and _IS_DIGIT[buf[m.end()]]):
+    if m is None or _clock_end(buf, s) is None:
         return
     canon = clock_canon(m)
     ids = index.number_ids(canon) if canon is not None else []
     if ids:
         out.append(Match(s, m.end(), ids, "number"))
+
+
+def _grouped(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
+    """A comma-grouped integer at `s` (`4,820,193,756`): the whole comma chain, or nothing."""
+    m = _GROUPED.match(buf, s)
+    if m is None:
+        return
+    e, n = m.end(), len(buf)
+    if e < n and (_IS_DIGIT[buf[e]] or (buf[e] in (COMMA, DOT) and e + 1 < n
+                                        and _IS_DIGIT[buf[e + 1]])):
+        return  # a longer chain, a longer group, or a fraction: not a grouped integer
+    digits = m.group().replace(b",", b"")
+    if len(digits) in index.int_lengths:
+        ids = index.number_ids(digits)
+        if ids:
+            out.append(Match(s, e, ids, "number"))
 
 
 def _text(buf: bytes, s: int, ln: int, index: ValueIndex,
@@ -154,7 +220,7 @@ def _text_runs(buf: bytes, s: int, lens: tuple[int, ...], ends: list[int], index
         g = index.runs_by_key.get(lens[:n])
         if g:
             groups.extend(g)
-    for runs, totals in groups:
+    for runs, totals, under in groups:
         k = len(runs)
         if k > 3 and lens[:k] != runs:
             continue
@@ -167,9 +233,19 @@ def _text_runs(buf: bytes, s: int, lens: tuple[int, ...], ends: list[int], index
         for total in totals:
             if len(flat) != total:
                 continue
-            ids = index.text_ids(flat)
-            if ids:
-                out.append(Match(s, end, ids, "text"))
+            if under is None:
+                ids = index.text_ids(flat)
+                if ids:
+                    out.append(Match(s, end, ids, "text"))
+                continue
+            for lead, trail in under[total]:  # underscores at a value's ends must be there too
+                if lead and (s < lead or buf[s - lead : s] != b"_" * lead):
+                    continue
+                if trail and buf[end : end + trail] != b"_" * trail:
+                    continue
+                ids = index.text_ids(b"_" * lead + flat + b"_" * trail)
+                if ids:
+                    out.append(Match(s - lead, end + trail, ids, "text"))
 
 
 def _sig_ok(buf: bytes, s: int, e: int, index: ValueIndex) -> bool:
@@ -180,43 +256,48 @@ def _sig_ok(buf: bytes, s: int, e: int, index: ValueIndex) -> bool:
 # --- small buffers: re ------------------------------------------------------------------------
 
 
-def _numbers_small(buf: bytes, index: ValueIndex) -> list[Match]:
-    out: list[Match] = []
+def _numbers_small(buf: bytes, index: ValueIndex, out: list[Match]) -> None:
     n = len(buf)
     runs = [(m.start(), m.end()) for m in _DIGIT_RUN.finditer(buf)]
+    claimed = -1  # the end of the last clock: the runs before it are its parts
+    grouped = index.has_ints and max(index.int_lengths) >= GROUPED_MIN_DIGITS
     for i, (s, e) in enumerate(runs):
+        if s < claimed:
+            continue
         ln = e - s
         p = buf[s - 1] if s > 0 else SPACE
         p2 = buf[s - 2] if s > 1 else SPACE
-        if _IS_DIGIT[p2] and (p == DOT or (p == UNDERSCORE and ln <= 4)
-                              or (p == COLON and ln == 2)):
+        if _IS_DIGIT[p2] and (p == DOT or (p == UNDERSCORE and ln <= 4)):
             continue  # continues an earlier token
         nx = buf[e] if e < n else SPACE
         nx2d = e + 1 < n and _IS_DIGIT[buf[e + 1]]
+        if nx == COLON and nx2d and ln <= 3 and not (p == COLON and _IS_DIGIT[p2]):
+            end = _clock_end(buf, s)
+            if end is not None:  # a clock is one token; anything else beside a colon is not
+                claimed = end
+                if index.clockable:
+                    _clock(buf, s, index, out)
+                continue
+        if grouped and nx == COMMA and nx2d and not (p == COMMA and _IS_DIGIT[p2]):
+            _grouped(buf, s, index, out)
         dot_cont = nx == DOT and nx2d
         cont = dot_cont or (_CONT[nx] and (nx2d or _HEXPFX[nx])) or (
             nx in _EXPONENT and e + 2 < n and buf[e + 1] in _SIGNS and _IS_DIGIT[buf[e + 2]])
-        clock = nx == COLON and nx2d
-        if not cont and not clock:
+        if not cont:
             if index.has_ints and (ln in index.int_lengths or (buf[s] == ZERO and ln > 1)):
                 _plain(buf, s, e, index, out)
             continue
-        if cont:
-            total = ln
-            if dot_cont and i + 1 < len(runs) and runs[i + 1][0] == e + 1:
-                total += runs[i + 1][1] - runs[i + 1][0]
-            if index.has_ints and ((ln == 1 and buf[s] == ZERO and _HEXPFX[nx])
-                                   or (nx == UNDERSCORE and nx2d)):
-                _token(buf, s, index, out)
-            elif total >= index.min_sig and _sig_ok(buf, s, s + total + dot_cont, index):
-                _token(buf, s, index, out)
-        if clock and index.clockable:
-            _clock(buf, s, index, out)
-    return out
+        total = ln
+        if dot_cont and i + 1 < len(runs) and runs[i + 1][0] == e + 1:
+            total += runs[i + 1][1] - runs[i + 1][0]
+        if index.has_ints and ((ln == 1 and buf[s] == ZERO and _HEXPFX[nx])
+                               or (nx == UNDERSCORE and nx2d)):
+            _token(buf, s, index, out)
+        elif total >= index.min_sig and _sig_ok(buf, s, s + total + dot_cont, index):
+            _token(buf, s, index, out)
 
 
-def _texts_small(buf: bytes, index: ValueIndex) -> list[Match]:
-    out: list[Match] = []
+def _texts_small(buf: bytes, index: ValueIndex, out: list[Match]) -> None:
     shapes = index.text_shapes
     spans = [(m.start(), m.end()) for m in _WORD_RUN.finditer(buf)]
     starts = [a for a, _ in spans]
@@ -233,7 +314,6 @@ def _texts_small(buf: bytes, index: ValueIndex) -> list[Match]:
             _text_runs(buf, starts[i], tuple(lens_p[i : i + k]), ends_p[i : i + k], index, out)
         if ln in shapes:
             _text(buf, starts[i], ln, index, out)
-    return out
 
 
 # --- large buffers: numpy ---------------------------------------------------------------------
@@ -396,7 +476,8 @@ def byte_classes(buf: bytes) -> ByteClasses:
 _NEXT_LUT = None
 
 
-def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None) -> list[Match]:
+def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
+                out: list[Match]) -> None:
     import numpy as np
 
     global _NEXT_LUT
@@ -410,13 +491,18 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
     r_starts, r_ends = classes.runs(C_DIGIT)
     nr = len(r_starts)
     if not nr:
-        return []
+        return
     ap = work_array("ap", len(a) + 5, np.uint8)
     ap[:2] = SPACE
     ap[2:-3] = a
     ap[-3:] = SPACE
     r_lens = r_ends - r_starts
     r_nxt = ap[r_ends + 2]
+    clock_head, claimed = _clocks(ap, r_starts, r_ends, r_lens, r_nxt, digit)
+    if index.has_ints and max(index.int_lengths) >= GROUPED_MIN_DIGITS:
+        heads = _grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index, claimed)
+        for s in heads.tolist():
+            _grouped(buf, s, index, out)
     # Candidates: a run can be picked only when the byte after it continues a token, or (plain
     # integers) when its length is some integer entry's or it has a leading zero.
     cand = _NEXT_LUT[r_nxt]
@@ -427,20 +513,21 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
         lens_ok_all = len_lut[np.minimum(r_lens, top)]
         cand |= lens_ok_all
         cand |= (ap[r_starts + 2] == ZERO) & (r_lens > 1)
+    if claimed is not None:
+        cand &= ~claimed  # the parts of a clock are no tokens of their own
     c = np.flatnonzero(cand)
     if not len(c):
-        return []
+        return
     starts, ends, lens, nxt = r_starts[c], r_ends[c], r_lens[c], r_nxt[c]
     prev, prev2 = ap[starts + 1], ap[starts]
     nxt2 = ap[ends + 3]
-    inner = ((prev == DOT) | ((prev == UNDERSCORE) & (lens <= 4))
-             | ((prev == COLON) & (lens == 2))) & digit[prev2]
+    inner = ((prev == DOT) | ((prev == UNDERSCORE) & (lens <= 4))) & digit[prev2]
     nxt2d = digit[nxt2]
     dot_cont = (nxt == DOT) & nxt2d
     cont = dot_cont | (contl[nxt] & (nxt2d | hexpfx[nxt]))
     # "315e-1": an exponent with a sign continues the token too
     cont |= np.isin(nxt, _EXPONENT) & np.isin(nxt2, _SIGNS) & digit[ap[ends + 4]]
-    clock = (nxt == COLON) & nxt2d
+    clock = clock_head[c] if clock_head is not None else np.zeros(len(c), dtype=bool)
     live = ~inner
     none = np.zeros(len(lens), dtype=bool)
     first0 = ap[starts + 2] == ZERO
@@ -486,7 +573,6 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
             _sig_digits(a, r_starts, r_ends, r_lens, dot_full, pick_full),
             np.fromiter(index.sigs, dtype=np.int64))
     pick_clock = live & clock if index.clockable else none
-    out: list[Match] = []
     for s, e in zip(starts[pick_plain].tolist(), ends[pick_plain].tolist(), strict=True):
         _plain(buf, s, e, index, out)
     for s in starts[pick_sep].tolist():
@@ -495,7 +581,81 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
         _token(buf, s, index, out)
     for s in starts[pick_clock].tolist():
         _clock(buf, s, index, out)
-    return out
+
+
+def _clocks(ap, r_starts, r_ends, r_lens, r_nxt, digit):  # noqa: ANN001, ANN202
+    """(heads, parts): per digit run, whether a clock starts at it (`0:31.5`, `1:02:03`, as
+    `_clock_end` decides) and whether it is a later part of one; (None, None) when no run is
+    followed by a colon. `ap` is the buffer with two bytes of padding before it."""
+    import numpy as np
+
+    nr = len(r_starts)
+    h = np.flatnonzero((r_nxt[: nr - 1] == COLON) & (r_lens[: nr - 1] <= 3))
+    if not len(h):
+        return None, None
+    s0, e0 = r_starts[h], r_ends[h]
+    prev, prev2 = ap[s0 + 1], ap[s0]
+    mm = h + 1
+    ok = (r_starts[mm] == e0 + 1) & (r_lens[mm] == 2) & (ap[r_starts[mm] + 2] <= FIVE)
+    ok &= ~(((prev == DOT) | (prev == UNDERSCORE) | (prev == COLON)) & digit[prev2])
+    last = mm.copy()
+
+    def after(idx):  # noqa: ANN001, ANN202  (the two bytes after a run, by run index)
+        e = r_ends[np.minimum(idx, nr - 1)]
+        return ap[e + 2], digit[ap[e + 3]]
+
+    b1, d2 = after(last)
+    has_ss = ok & (b1 == COLON) & d2
+    ss = np.minimum(last + 1, nr - 1)
+    ss_ok = (last + 1 < nr) & (r_starts[ss] == r_ends[last] + 1) & (r_lens[ss] == 2) \
+        & (ap[r_starts[ss] + 2] <= FIVE)
+    ok &= ~has_ss | ss_ok
+    last = np.where(has_ss, ss, last)
+    b1, d2 = after(last)
+    has_frac = ok & (b1 == DOT) & d2  # the fraction's digits start the next run
+    last = np.where(has_frac, np.minimum(last + 1, nr - 1), last)
+    b1, d2 = after(last)
+    ok &= ~(((b1 == COLON) | (b1 == DOT)) & d2)
+    heads = np.zeros(nr, dtype=bool)
+    heads[h[ok]] = True
+    parts = np.zeros(nr, dtype=bool)
+    parts[mm[ok]] = True
+    parts[ss[ok & has_ss]] = True
+    parts[last[ok & has_frac]] = True
+    return heads, parts
+
+
+def _grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index,  # noqa: ANN001, ANN202
+                   claimed):
+    """Starts of the comma-grouped integers (`4,820,193,756`) whose digit count is some integer
+    entry's: a 1-3 digit run not after `digit,`, then 2-6 groups of 3, and no `,digit` or `.digit`
+    after them (`_grouped` checks each one exactly)."""
+    import numpy as np
+
+    nr = len(r_starts)
+    link = np.zeros(nr, dtype=bool)  # run i, a comma, and run i + 1 right after it
+    link[:-1] = (r_nxt[:-1] == COMMA) & (r_starts[1:] == r_ends[:-1] + 1)
+    h = np.flatnonzero(link & (r_lens <= 3) & (ap[r_starts + 2] != ZERO))
+    if not len(h):
+        return h
+    prev, prev2 = ap[r_starts[h] + 1], ap[r_starts[h]]
+    h = h[~(((prev == COMMA) | (prev == DOT) | ((prev == UNDERSCORE) & (r_lens[h] <= 4)))
+            & digit[prev2])]
+    if claimed is not None:
+        h = h[~claimed[h]]
+    groups = np.zeros(len(h), dtype=np.int64)
+    alive = np.ones(len(h), dtype=bool)
+    for g in range(1, 8):
+        j = np.minimum(h + g, nr - 1)
+        alive &= (h + g < nr) & link[np.minimum(h + g - 1, nr - 1)] & (r_lens[j] == 3)
+        groups += alive
+    last = np.minimum(h + groups, nr - 1)
+    # the chain must end with its last group: no longer group, no further link, no fraction
+    chain_end = ~link[last] & ~((r_nxt[last] == DOT) & digit[ap[r_ends[last] + 3]])
+    ok = (groups >= 2) & (groups <= 6) & chain_end
+    digits = r_lens[h] + 3 * groups
+    ok &= np.isin(digits, np.fromiter(index.int_lengths, dtype=np.int64))
+    return r_starts[h[ok]]
 
 
 def _sig_digits(a, starts, ends, lens, dot_cont, pick):  # noqa: ANN001, ANN202
@@ -537,7 +697,8 @@ def _sig_digits(a, starts, ends, lens, dot_cont, pick):  # noqa: ANN001, ANN202
     return np.where(dot_cont[idx], frac_sig, plain_sig)
 
 
-def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None) -> list[Match]:
+def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
+              out: list[Match]) -> None:
     import numpy as np
 
     a = np.frombuffer(buf, dtype=np.uint8)
@@ -545,16 +706,15 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None)
         classes = byte_classes(buf)
     starts, ends = classes.runs(C_WORD)
     if not len(starts):
-        return []
+        return
     lens = ends - starts
-    out: list[Match] = []
     if index.text_shapes:
         sel = np.isin(lens, np.fromiter(index.text_shapes, dtype=np.int64))
         if sel.any():
             for s, ln in zip(starts[sel].tolist(), lens[sel].tolist(), strict=True):
                 _text(buf, s, ln, index, out)
     if not index.text_runs:
-        return out
+        return
     # Keys of the first one, two and three run lengths, matched against the entries' keys; only
     # the runs whose own length is some entry's first run length are keyed at all.
     nl = len(lens)
@@ -612,7 +772,7 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None)
         cand = cand[tag_ok[tag]]
     idx = cand
     if not len(idx):
-        return out
+        return
     k = index.max_runs
     win = np.minimum(idx[:, None] + np.arange(k), len(lens) - 1)
     past = (idx[:, None] + np.arange(k)) >= len(lens)
@@ -620,4 +780,3 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None)
     ends_w = ends[win].tolist()
     for s, lw, ew in zip(starts[idx].tolist(), lens_w, ends_w, strict=True):
         _text_runs(buf, s, tuple(lw), ew, index, out)
-    return out
