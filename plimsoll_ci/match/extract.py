@@ -17,6 +17,7 @@ at a value's ends (`_private`) must be there too.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from plimsoll_ci.match.ascii import (
@@ -77,16 +78,17 @@ class Match(NamedTuple):
 
 
 def find_values(buf: bytes, index: ValueIndex, classes=None,  # noqa: ANN001
-                limit: int | None = None) -> list[Match]:
+                limit: int | None = None, stop: int | None = None) -> list[Match]:
     """Every place in `buf` where a withheld value occurs, with the ids of its entries.
 
     `classes`: optionally, `byte_classes(buf)` computed once by the caller and shared with
     `decode.text_regions` (large buffers only; it is ignored for small ones). `limit`: stop once
     more than this many places are found (a buffer full of one value stays small in memory).
+    `stop`: only places that start before it (the rest of `buf` is context a value may run into).
     """
     if not buf:
         return []
-    out = _Capped(limit)
+    out = _Capped(limit, len(buf) if stop is None else stop)
     given = classes
     small = len(buf) < SMALL
     if small:
@@ -120,13 +122,16 @@ class _Full(Exception):
 
 
 class _Capped(list):
-    """The list of places found; appending past the limit stops the search (`_Full`)."""
+    """The places found before `stop`; appending past the limit stops the search (`_Full`)."""
 
-    def __init__(self, limit: int | None) -> None:
+    def __init__(self, limit: int | None, stop: int) -> None:
         super().__init__()
         self.limit = limit
+        self.stop = stop
 
     def append(self, m: Match) -> None:
+        if m.start >= self.stop:
+            return
         super().append(m)
         if self.limit is not None and len(self) > self.limit:
             raise _Full
@@ -445,8 +450,16 @@ class ByteClasses:
         np.bitwise_and(self.padded, bit, out=m)
         d = work_array("d", self.n + 1, bool)
         np.not_equal(m[1:], m[:-1], out=d)
-        t = np.flatnonzero(d)
+        t = run_positions(d)
         return t[0::2], t[1::2]
+
+
+def run_positions(mask):  # noqa: ANN001, ANN202
+    """`np.flatnonzero(mask)`, as int32 when the positions fit (half the memory per run)."""
+    import numpy as np
+
+    t = np.flatnonzero(mask)
+    return t.astype(np.int32) if len(mask) < 2**31 - 16 else t
 
 
 def _no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasses | None]:
@@ -501,7 +514,7 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
     clock_head, claimed = _clocks(ap, r_starts, r_ends, r_lens, r_nxt, digit)
     if index.has_ints and max(index.int_lengths) >= GROUPED_MIN_DIGITS:
         heads = _grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index, claimed)
-        for s in heads.tolist():
+        for s in heads[heads < getattr(out, "stop", len(buf))].tolist():
             _grouped(buf, s, index, out)
     # Candidates: a run can be picked only when the byte after it continues a token, or (plain
     # integers) when its length is some integer entry's or it has a leading zero.
@@ -515,7 +528,10 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
         cand |= (ap[r_starts + 2] == ZERO) & (r_lens > 1)
     if claimed is not None:
         cand &= ~claimed  # the parts of a clock are no tokens of their own
-    c = np.flatnonzero(cand)
+    stop = getattr(out, "stop", len(buf))
+    if stop < len(buf):
+        cand &= r_starts < stop  # the rest is context
+    c = run_positions(cand)
     if not len(c):
         return
     starts, ends, lens, nxt = r_starts[c], r_ends[c], r_lens[c], r_nxt[c]
@@ -573,14 +589,22 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
             _sig_digits(a, r_starts, r_ends, r_lens, dot_full, pick_full),
             np.fromiter(index.sigs, dtype=np.int64))
     pick_clock = live & clock if index.clockable else none
-    for s, e in zip(starts[pick_plain].tolist(), ends[pick_plain].tolist(), strict=True):
+    for s, e in _pairs(starts[pick_plain], ends[pick_plain]):
         _plain(buf, s, e, index, out)
-    for s in starts[pick_sep].tolist():
+    for s, _ in _pairs(starts[pick_sep | pick_cont]):
         _token(buf, s, index, out)
-    for s in starts[pick_cont].tolist():
-        _token(buf, s, index, out)
-    for s in starts[pick_clock].tolist():
+    for s, _ in _pairs(starts[pick_clock]):
         _clock(buf, s, index, out)
+
+
+_BATCH = 1 << 16  # candidates turned into Python ints at a time (a few MB, whatever the buffer)
+
+
+def _pairs(a, b=None) -> Iterator[tuple[int, int]]:  # noqa: ANN001
+    """(a[i], b[i]) as Python ints, a slice at a time, so no list of millions is ever built."""
+    for i in range(0, len(a), _BATCH):
+        xs = a[i : i + _BATCH].tolist()
+        yield from zip(xs, b[i : i + _BATCH].tolist() if b is not None else xs, strict=True)
 
 
 def _clocks(ap, r_starts, r_ends, r_lens, r_nxt, digit):  # noqa: ANN001, ANN202
@@ -708,10 +732,13 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
     if not len(starts):
         return
     lens = ends - starts
+    # runs that start past `stop` are context (a value may run into them), no candidates (a
+    # value that starts with underscores starts before its first word run)
+    n_cand = int(np.searchsorted(starts, getattr(out, "stop", len(buf)) + index.max_lead))
     if index.text_shapes:
-        sel = np.isin(lens, np.fromiter(index.text_shapes, dtype=np.int64))
+        sel = np.isin(lens[:n_cand], np.fromiter(index.text_shapes, dtype=np.int64))
         if sel.any():
-            for s, ln in zip(starts[sel].tolist(), lens[sel].tolist(), strict=True):
+            for s, ln in _pairs(starts[sel], lens[sel]):
                 _text(buf, s, ln, index, out)
     if not index.text_runs:
         return
@@ -749,7 +776,7 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
             w3 = np.array(sorted(wanted[2]), dtype=np.int64)
             hit = w3[np.minimum(np.searchsorted(w3, k3), len(w3) - 1)] == k3
             sel[c3[hit]] = True
-    cand = np.flatnonzero(sel)
+    cand = np.flatnonzero(sel[:n_cand])
     if not index.untagged and len(cand):
         # the tag of the first word: its first four bytes lowercased, and its length
         cs, cl = starts[cand], lens[cand]
@@ -774,9 +801,11 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
     if not len(idx):
         return
     k = index.max_runs
-    win = np.minimum(idx[:, None] + np.arange(k), len(lens) - 1)
-    past = (idx[:, None] + np.arange(k)) >= len(lens)
-    lens_w = np.where(past, -1, lens[win]).tolist()
-    ends_w = ends[win].tolist()
-    for s, lw, ew in zip(starts[idx].tolist(), lens_w, ends_w, strict=True):
-        _text_runs(buf, s, tuple(lw), ew, index, out)
+    for i in range(0, len(idx), _BATCH):
+        part = idx[i : i + _BATCH]
+        win = np.minimum(part[:, None] + np.arange(k), len(lens) - 1)
+        past = (part[:, None] + np.arange(k)) >= len(lens)
+        lens_w = np.where(past, -1, lens[win]).tolist()
+        ends_w = ends[win].tolist()
+        for s, lw, ew in zip(starts[part].tolist(), lens_w, ends_w, strict=True):
+            _text_runs(buf, s, tuple(lw), ew, index, out)

@@ -112,6 +112,7 @@ class ValueIndex:
             self.first_runs.add(runs[0])
             self.key_lengths.add(min(3, len(runs)))
         self.max_runs = max((len(r) for r in self.text_runs), default=0)
+        self.max_lead = max((lead for w in edges.values() for lead, _ in w), default=0)
         self.sigs: set[int] = set()
         for e in entries:
             if e.kind == "number":

@@ -56,14 +56,15 @@ def test_a_value_that_straddles_a_line_break_of_wrapped_base64_is_found(wset, le
     assert (SEED_ID, "base64") in [(f.entry, f.chain) for f in result.findings]
 
 
-def test_a_wrapped_block_is_one_region_found_once_at_its_first_line(wset, leak):
-    raw = b"seed " + S + b" " + b"w" * 159 + b" seed " + S + b" end"
-    assert raw.index(S, 20) // 57 == (raw.index(S, 20) + 9) // 57 == 3  # inside the 4th line
+def test_a_value_in_a_wrapped_block_is_placed_at_the_line_its_encoding_starts_on(wset, leak):
+    raw = b"w" * 57 * 2 + straddling(76) + b"seed " + S + b" " + b"v" * 150
     data = b"head\n" + wrapped(raw)
     result = scan_checked([("a.txt", data)], wset, leak)
-    # both copies are found in the one decoded block, placed at the block's first line
+    # the copy across the break of lines 3 and 4 of the block (lines 4 and 5 of the file) is
+    # placed on the first of them; the copy inside one line is found once, at that line
+    inside = (raw.index(S, raw.index(S) + 1) * 4 // 3) // 76 + 2
     assert [(f.entry, f.line, f.column, f.chain) for f in result.findings] == [
-        (SEED_ID, 2, 1, "base64")]
+        (SEED_ID, 4, 1, "base64"), (SEED_ID, inside, 1, "base64")]
 
 
 def test_a_wrapped_block_over_the_region_bound_is_noted(wset, leak):
@@ -74,9 +75,19 @@ def test_a_wrapped_block_over_the_region_bound_is_noted(wset, leak):
                for n in result.notes), result.notes
 
 
-def test_lines_of_different_widths_are_not_one_block(wset, leak):
-    enc = base64.b64encode(straddling(76))
-    data = enc[:76] + b"\n" + enc[76:100] + b"\n" + enc[100:]  # a short middle line
+def test_a_short_first_line_with_nothing_before_it_does_not_start_a_block(wset, leak):
+    raw = b"x" * 36 + b" seed " + S + b" and more text after it. " * 4
+    enc = base64.b64encode(raw)
+    assert raw.index(S) < 45 < raw.index(S) + len(S)  # the seed crosses the first line break
+    data = enc[:60] + b"\n" + enc[60:136] + b"\n" + enc[136:] + b"\n"
+    result = scan_checked([("a.txt", data)], wset, leak)
+    assert (SEED_ID, "base64") not in [(f.entry, f.chain) for f in result.findings]
+
+
+def test_lines_of_a_width_no_base64_tool_writes_are_not_one_block(wset, leak):
+    raw = straddling(76)
+    enc = base64.b64encode(raw)
+    data = b"\n".join(enc[i : i + 50] for i in range(0, len(enc), 50)) + b"\n"
     result = scan_checked([("a.txt", data)], wset, leak)
     assert (SEED_ID, "base64") not in [(f.entry, f.chain) for f in result.findings]
 
