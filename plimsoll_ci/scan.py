@@ -91,7 +91,8 @@ def make_limits(config: Mapping[str, float] | None = None, origin: str = "limits
         if v <= 0:
             raise BadInput(f"--{k.replace('_', '-')} must be positive, not {v}")
         values[k] = v
-    limits = Limits(**values)  # type: ignore[arg-type]
+    limits = Limits(**{k: v if k == "decode_seconds" else int(v)  # type: ignore[arg-type]
+                       for k, v in values.items()})
     floor = memory_floor(limits)
     if limits.max_memory < floor:
         given = "--max-memory" if (overrides or {}).get("max_memory") is not None \

@@ -31,7 +31,9 @@ class Scanner:
 
     def __init__(self, wset: WithheldSet, limits: Limits | None = None) -> None:
         self.wset = wset
-        self.limits = limits or Limits()
+        # (a config may give a count as a float: `max_memory: 1e9`)
+        self.limits = (limits or Limits())._replace(**{
+            k: int(v) for k, v in (limits or Limits())._asdict().items() if k != "decode_seconds"})
         self.bounds = Bounds(self.limits.max_decompressed, self.limits.max_members,
                              self.limits.max_region, self.limits.max_regions,
                              self.limits.max_line)

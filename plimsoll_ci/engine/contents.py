@@ -262,33 +262,37 @@ class ContentRun:
 
     def _container(self, f: _File, head: bytes, read: Read) -> None:
         """A compression stream or archive: its bytes as they are, then each member (held whole
-        in memory up to the archive bound; a larger one is only scanned as its bytes)."""
+        in memory up to the archive bound, the windows smaller by as much while it is; a larger
+        one is only scanned as its bytes)."""
         binary = b"\0" in head[:_HEAD]
+        outer = self.w
         if len(head) <= self.w.size:
             data: bytes | bytearray = head
             self._small(f, "", head, binary, f.budget)
         else:
             acc = bytearray(head)
             del head
-            while len(acc) <= self.w.archive:
-                chunk = read(min(_CHUNK, self.w.archive + 1 - len(acc)))
+            while len(acc) <= outer.archive:
+                chunk = read(min(_CHUNK, outer.archive + 1 - len(acc)))
                 if not chunk:
                     break
                 acc += chunk
-            if len(acc) > self.w.archive:
-                f.notes.append(f"archive or compressed stream over the {self.w.archive}-byte "
+            self._flush()
+            self.w = windowing(self.limits, held=len(acc))
+            if len(acc) > outer.archive:
+                f.notes.append(f"archive or compressed stream over the {outer.archive}-byte "
                                "archive bound of the memory budget (--max-memory / 4): its "
                                "members were not opened, its bytes were scanned as they are")
-                rest = iter(lambda: read(_CHUNK), b"")
-                self._long(f, "", itertools.chain(_slices(acc), rest), binary, None, f.budget)
+                chunks = itertools.chain(_slices(acc), iter(lambda: read(_CHUNK), b""))
+                del acc
+                try:
+                    self._long(f, "", chunks, binary, None, f.budget)
+                finally:
+                    self.w = outer
                 return
             data = acc
             self._long(f, "", _slices(acc), binary, None, f.budget)
         box = Container(data, self.sc.bounds)
-        outer = self.w
-        if len(data) > self.w.size:  # the archive is held while its members are read
-            self._flush()
-            self.w = windowing(self.limits, held=len(data))
         try:
             for m in box.members():
                 if f.full:
@@ -300,7 +304,7 @@ class ContentRun:
                     self._content(f, m.chain, m.read, top=False)
         finally:
             if self.w is not outer:
-                self._flush()
+                self._flush()  # (its pieces were cut for the smaller windows)
                 self.w = outer
         f.notes += box.notes
 

@@ -499,6 +499,8 @@ class _Inflate:
                     self.eof = True  # the stream is cut short: what came out is scanned
                     break
                 chunk = self.d.decompress(inp, n - got)
+                if not chunk and not inp and not self.d.eof:
+                    self.eof = True  # (nothing more will come out)
             if self.d.eof:
                 self.eof = True
             out.append(chunk)

@@ -13,6 +13,7 @@ import random
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -217,6 +218,34 @@ def test_a_long_line_of_escapes_over_the_line_bound_is_noted_once(wset, leak):
     assert [(f.entry, f.line, f.chain) for f in found] == [(DEC_ID, 2, "percent-encoding")]
 
 
+def _random_text(rng: random.Random, n: int) -> bytes:
+    return bytes(rng.choice(b"abcdefghij klmnopqrstuvwxyz\n") for _ in range(n))
+
+
+def test_an_archive_longer_than_a_window_is_opened_a_member_at_a_time(wset):
+    rng = random.Random(7)
+    members = [(f"m{k}.txt", _random_text(rng, 60_000)) for k in range(4)]
+    members.append(("last/seed.txt", b"x\n" * 30_000 + b"seed " + S + b"\n"))
+    data = zip_bytes(members)
+    scanner = _windowed(wset)
+    assert len(data) > scanner.windowing.size
+    found, notes = scanner.scan_content(data, "bundle.zip")
+    assert [(f.entry, f.line, f.chain) for f in found] == [
+        (SEED_ID, 30_001, "zip member last/seed.txt")]
+    assert notes == []
+
+
+def test_an_archive_over_the_archive_bound_is_scanned_as_its_bytes_with_a_note(wset):
+    rng = random.Random(8)
+    data = zip_bytes([("a.txt", _random_text(rng, 200_000) + b" seed " + S)], zipfile.ZIP_STORED)
+    scanner = _windowed(wset)
+    scanner.windowing = scanner.windowing._replace(archive=100_000)
+    found, notes = scanner.scan_content(data, "bundle.zip")
+    assert [(f.entry, f.chain) for f in found] == [(SEED_ID, "")]  # in the stored bytes
+    assert len(notes) == 1 and notes[0].startswith(
+        "bundle.zip: archive or compressed stream over the 100000-byte archive bound"), notes
+
+
 # --- peak memory within the budget ----------------------------------------------------------
 
 _CHILD = """
@@ -247,8 +276,6 @@ def _numbers(path: Path, mb: int) -> None:
 
 
 def _zip_of_big_members(path: Path, members: int, mib: int) -> None:
-    import zipfile
-
     block = b"".join(b"row %d MzEwNzcxMzQxNA %%41 0x1f\n" % i for i in range(1000))
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for k in range(members):
