@@ -384,9 +384,29 @@ class ContentRun:
                 layers[k] = [x._replace(offset=x.offset + s,
                                         lines=tuple((d, o + s) for d, o in x.lines))
                              for x in own.layers]
+        decoded = self._decoded_joined(layers, cap)
         for k, seg in enumerate(segs):
             if not seg.file.full:
-                self._emit(joined, seg, matches[k], layers[k])
+                self._emit(joined, seg, matches[k], layers[k],
+                           decoded[k] if decoded is not None else None)
+
+    def _decoded_joined(self, layers: list[list[Layer]],
+                        cap: int) -> list[list[tuple[Layer, Match]]] | None:
+        """Values in the decoded layers of a batch, searched in one go, by piece (None when
+        more than `cap` are found: each piece is then searched alone, under its own bound)."""
+        flat = [(k, x) for k, xs in enumerate(layers) for x in xs]
+        out: list[list[tuple[Layer, Match]]] = [[] for _ in layers]
+        if not flat:
+            return out
+        dec_joined, dec_starts = _join([x.data for _, x in flat])
+        found = _values(self.sc.index, dec_joined, 0, len(dec_joined), cap, self.w)
+        if len(found) > cap:
+            return None
+        for m in found:
+            i = bisect.bisect_right(dec_starts, m.start) - 1
+            k, x = flat[i]
+            out[k].append((x, m._replace(start=m.start - dec_starts[i])))
+        return out
 
     def _regions_joined(self, joined: bytes, starts: list[int], classes: object | None,
                         pieces: list[_Piece], todo: list[int], layers: list[list[Layer]]) -> bool:
@@ -414,15 +434,18 @@ class ContentRun:
 
     # -- findings ------------------------------------------------------------------------------
 
-    def _emit(self, buf: bytes, seg: _Seg, matches: list[Match], layers: list[Layer]) -> None:
-        """The findings of one segment of a buffer: values in it, and in its decoded layers."""
+    def _emit(self, buf: bytes, seg: _Seg, matches: list[Match], layers: list[Layer],  # noqa: PLR0913
+              decoded: list[tuple[Layer, Match]] | None = None) -> None:
+        """The findings of one segment of a buffer: values in it, and in its decoded layers
+        (`decoded`: the values found in them already; else they are searched here)."""
         f, sc = seg.file, self.sc
-        decoded: list[tuple[Layer, Match]] = []
-        if layers:
+        if decoded is None and layers:
+            decoded = []
             dec_joined, dec_starts = _join([x.data for x in layers])
             for m in _values(sc.index, dec_joined, 0, len(dec_joined), f.left() + 1, self.w):
                 k = bisect.bisect_right(dec_starts, m.start) - 1
                 decoded.append((layers[k], m._replace(start=m.start - dec_starts[k])))
+        decoded = decoded or []
         where = [m.start for m in matches] + [_layer_at(x, m.start) for x, m in decoded]
         files = [(x, eid) for x in layers for eid in sc.index.file_ids(x.data)]
         places = _places(buf, seg, where + [x.offset for x, _ in files])

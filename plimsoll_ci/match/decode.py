@@ -25,7 +25,17 @@ from collections.abc import Callable, Iterator
 from typing import NamedTuple
 from urllib.parse import unquote_to_bytes
 
-from plimsoll_ci.match.ascii import DEL, EQUALS, SEVEN, SPACE, TWO
+from plimsoll_ci.match.ascii import (
+    AMPERSAND,
+    BACKSLASH,
+    DEL,
+    EQUALS,
+    NEWLINE,
+    PERCENT,
+    SEVEN,
+    SPACE,
+    TWO,
+)
 from plimsoll_ci.match.extract import (
     C_B64,
     C_DIGIT,
@@ -427,22 +437,26 @@ class _Regions:
 
     def _escapes(self) -> None:
         """Each line that holds an escape or entity, decoded whole (the region is placed at its
-        first one): a line is found by one search from its start, so a long line costs one pass."""
+        first one): a line is looked at once, from its first `%`, `\\` or `&`, so a long line
+        costs one pass."""
         buf, win = self.buf, self.win
         if b"%" not in buf and b"\\" not in buf and b"&" not in buf:
             return
-        n, pos = len(buf), 0
-        while True:
-            m = _ESC_HIT.search(buf, pos)
-            if m is None or m.start() >= win.hi:
+        n = len(buf)
+        for first in _line_firsts(buf):
+            if first >= win.hi:
                 return
-            hit = m.start()
-            ls = buf.rfind(b"\n", 0, hit) + 1
-            le = buf.find(b"\n", hit)
+            ls = buf.rfind(b"\n", 0, first) + 1
+            le = buf.find(b"\n", first)
             le = n if le < 0 else le
-            pos = le + 1
+            m = _ESC_HIT.search(buf, first, le)
+            if m is None:
+                continue
+            hit = m.start()
             if hit < win.lo:
                 continue  # the line's first escape is in the window before: decoded there
+            if hit >= win.hi:
+                return
             self.tick(hit)
             start = win.origin + ls if ls or not win.origin else win.line_start
             cut = le == n and not win.at_end
@@ -454,6 +468,39 @@ class _Regions:
             data = _unescape(line)
             if data != line:
                 self.add(_escape_kind(line), hit, data)
+
+
+_ESC_LEAD = re.compile(rb"[%\\&]")
+
+
+def _line_firsts(buf: bytes) -> Iterator[int]:
+    """The first `%`, `\\` or `&` of each line that has one, in order (numpy finds them in a
+    large buffer: one position per line reaches Python, however many the line holds)."""
+    if len(buf) < _SMALL:
+        pos = 0
+        while True:
+            m = _ESC_LEAD.search(buf, pos)
+            if m is None:
+                return
+            yield m.start()
+            le = buf.find(b"\n", m.start())
+            if le < 0:
+                return
+            pos = le + 1
+        return
+    import numpy as np
+
+    a = np.frombuffer(buf, dtype=np.uint8)
+    cands = run_positions((a == PERCENT) | (a == BACKSLASH) | (a == AMPERSAND))
+    if not len(cands):
+        return
+    lines = np.searchsorted(run_positions(a == NEWLINE), cands)
+    keep = np.empty(len(cands), dtype=bool)
+    keep[0] = True
+    np.not_equal(lines[1:], lines[:-1], out=keep[1:])
+    firsts = cands[keep]
+    for i in range(0, len(firsts), 1 << 16):
+        yield from firsts[i : i + (1 << 16)].tolist()
 
 
 # --- compression streams and archives ---------------------------------------------------------

@@ -614,7 +614,8 @@ def _clocks(ap, r_starts, r_ends, r_lens, r_nxt, digit):  # noqa: ANN001, ANN202
     import numpy as np
 
     nr = len(r_starts)
-    h = np.flatnonzero((r_nxt[: nr - 1] == COLON) & (r_lens[: nr - 1] <= 3))
+    h = run_positions(r_nxt[: nr - 1] == COLON)
+    h = h[r_lens[h] <= 3]
     if not len(h):
         return None, None
     s0, e0 = r_starts[h], r_ends[h]
@@ -657,9 +658,13 @@ def _grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index,  # noqa: A
     import numpy as np
 
     nr = len(r_starts)
-    link = np.zeros(nr, dtype=bool)  # run i, a comma, and run i + 1 right after it
-    link[:-1] = (r_nxt[:-1] == COMMA) & (r_starts[1:] == r_ends[:-1] + 1)
-    h = np.flatnonzero(link & (r_lens <= 3) & (ap[r_starts + 2] != ZERO))
+
+    def link(i):  # noqa: ANN001, ANN202  (run i, a comma, and run i + 1 right after it)
+        j = np.minimum(i + 1, nr - 1)
+        return (i + 1 < nr) & (r_nxt[i] == COMMA) & (r_starts[j] == r_ends[i] + 1)
+
+    h = run_positions(r_nxt == COMMA)
+    h = h[link(h) & (r_lens[h] <= 3) & (ap[r_starts[h] + 2] != ZERO)]
     if not len(h):
         return h
     prev, prev2 = ap[r_starts[h] + 1], ap[r_starts[h]]
@@ -671,11 +676,11 @@ def _grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index,  # noqa: A
     alive = np.ones(len(h), dtype=bool)
     for g in range(1, 8):
         j = np.minimum(h + g, nr - 1)
-        alive &= (h + g < nr) & link[np.minimum(h + g - 1, nr - 1)] & (r_lens[j] == 3)
+        alive &= (h + g < nr) & link(np.minimum(h + g - 1, nr - 1)) & (r_lens[j] == 3)
         groups += alive
     last = np.minimum(h + groups, nr - 1)
     # the chain must end with its last group: no longer group, no further link, no fraction
-    chain_end = ~link[last] & ~((r_nxt[last] == DOT) & digit[ap[r_ends[last] + 3]])
+    chain_end = ~link(last) & ~((r_nxt[last] == DOT) & digit[ap[r_ends[last] + 3]])
     ok = (groups >= 2) & (groups <= 6) & chain_end
     digits = r_lens[h] + 3 * groups
     ok &= np.isin(digits, np.fromiter(index.int_lengths, dtype=np.int64))
