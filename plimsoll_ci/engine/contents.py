@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from plimsoll_ci.engine.records import Finding, Limits, Windowing, windowing
 from plimsoll_ci.match.decode import (
+    Bounds,
     Container,
+    Decoded,
     Layer,
     RegionBudget,
     Transcoder,
@@ -98,18 +100,26 @@ class _File:
         self.path = path
         self.limits = limits
         self.budget = RegionBudget(limits.max_regions)
-        self.deadline: float | None = None
+        self.spent = 0.0  # seconds spent decoding its regions so far
+        self.since = 0.0  # when the decoding under way began
         self.found = 0
         self.full = False  # more findings than the bound: not scanned any further
         self.stopped = False  # the decode time bound was reached
         self.notes: list[str] = []
 
+    def decode(self, buf: bytes, bounds: Bounds, classes: object | None,  # noqa: PLR0913
+               window: Window | None, budget: RegionBudget) -> Decoded:
+        """`text_regions` of a piece of this file, its time counted to the file's decode time
+        (asked throughout the decoding: `expired`)."""
+        self.since = time.monotonic()
+        try:
+            return text_regions(buf, bounds, classes, window, budget, self.expired)
+        finally:
+            self.spent += time.monotonic() - self.since
+
     def expired(self) -> bool:
-        """Whether the file's decode time is up (its clock starts at its first decode)."""
-        now = time.monotonic()
-        if self.deadline is None:
-            self.deadline = now + self.limits.decode_seconds
-        return now > self.deadline
+        """Whether the file's decode time is up (the time spent decoding its regions)."""
+        return self.spent + time.monotonic() - self.since > self.limits.decode_seconds
 
     def decodable(self, chain: str, binary: bool, budget: RegionBudget) -> bool:
         """Whether encoded regions of a piece are still looked for: text (or an archive
@@ -376,7 +386,7 @@ class ContentRun:
                 p = pieces[k]
                 if not p.file.decodable(p.chain, p.binary, p.budget):
                     continue
-                own = text_regions(p.data, self.sc.bounds, None, None, p.budget, p.file.expired)
+                own = p.file.decode(p.data, self.sc.bounds, None, None, p.budget)
                 p.file.note(p.chain, own.notes)
                 if own.stopped is not None:
                     p.file.stop(p.chain, own.stopped)
@@ -552,9 +562,8 @@ class _Windows:
         classes = byte_classes(buf) if n >= SMALL else None
         try:
             if f.decodable(self.chain, self.binary, self.budget):
-                dec = text_regions(buf, run.sc.bounds, classes,
-                                   Window(lo, hi, self.base, at_end, self.last_nl + 1),
-                                   self.budget, f.expired)
+                dec = f.decode(buf, run.sc.bounds, classes,
+                               Window(lo, hi, self.base, at_end, self.last_nl + 1), self.budget)
                 f.note(self.chain, dec.notes)
                 if dec.stopped is not None:
                     f.stop(self.chain, self.base + dec.stopped)
