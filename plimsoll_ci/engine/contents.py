@@ -19,18 +19,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from plimsoll_ci.engine.records import Finding, Limits, Windowing, windowing
-from plimsoll_ci.match.decode import (
-    Bounds,
-    Container,
-    Decoded,
-    Layer,
-    RegionBudget,
-    Transcoder,
-    Window,
-    is_container,
-    text_encoding,
-    text_regions,
-)
+from plimsoll_ci.match.charsets import Transcoder, text_encoding
+from plimsoll_ci.match.containers import Container, is_container
+from plimsoll_ci.match.decode import Bounds, Decoded, Layer, RegionBudget, Window, text_regions
 from plimsoll_ci.match.extract import SMALL, Match, byte_classes, find_values
 from plimsoll_ci.match.index import ValueIndex
 from plimsoll_ci.match.jsontag import TopLevelKey

@@ -25,10 +25,8 @@ from plimsoll_ci.match.ascii import (
     COLON,
     COMMA,
     DOT,
-    FIVE,
     LOWER_A,
     LOWER_E,
-    LOWER_F,
     LOWER_Z,
     MINUS,
     NBSP,
@@ -41,13 +39,24 @@ from plimsoll_ci.match.ascii import (
     UNDERSCORE,
     UPPER_A,
     UPPER_E,
-    UPPER_F,
     UPPER_Z,
     ZERO,
 )
 from plimsoll_ci.match.canonical import CLOCK_RE, NUMBER_RE, clock_canon, number_canon
+from plimsoll_ci.match.classes import (  # noqa: F401  (byte_classes: callers import it here)
+    C_B64,
+    C_DIGIT,
+    C_HEX,
+    C_LOWER,
+    C_UPPER,
+    C_WORD,
+    ByteClasses,
+    byte_classes,
+    run_positions,
+)
+from plimsoll_ci.match.digitruns import clock_runs, grouped_heads, sig_digits
 from plimsoll_ci.match.index import TAG_BITS, ValueIndex, word_tag
-from plimsoll_ci.match.workspace import give_back, pooled, work_array
+from plimsoll_ci.match.workspace import work_array
 
 SMALL = 64 * 1024  # below this many bytes the pure-Python path costs less than importing numpy
 _WS = re.compile(rb"(?:\s|" + NBSP + rb")+")
@@ -347,121 +356,6 @@ def _LOWER_NP():  # noqa: N802, ANN202
     return _LOWER_LUT
 
 
-def _runs(mask):  # noqa: ANN001, ANN202
-    """(starts, ends) of the True runs of a bool array: one compare and one nonzero pass."""
-    import numpy as np
-
-    m = np.empty(len(mask) + 2, dtype=bool)
-    m[0] = m[-1] = False
-    m[1:-1] = mask
-    t = np.flatnonzero(m[1:] != m[:-1])
-    return t[0::2], t[1::2]
-
-
-# Byte classes, one gather per buffer shared by the number, word and encoded-region finders.
-C_UPPER, C_LOWER, C_DIGIT, C_HEX, C_B64P, C_WORD, C_B64 = 1, 2, 4, 8, 16, 32, 64
-_CLS_LUT = None
-
-
-def _cls_lut():  # noqa: ANN202
-    """byte -> bits: upper, lower, digit, hex character (digit or a-f/A-F), base64 punctuation
-    (+/_-), word byte (letter, digit, >= 0x80), base64 alphabet (letter, digit, +/_-)."""
-    import numpy as np
-
-    global _CLS_LUT
-    if _CLS_LUT is None:
-        table = bytearray(256)
-        for c in range(256):
-            v = 0
-            if UPPER_A <= c <= UPPER_Z:
-                v |= C_UPPER | C_WORD | C_B64 | (C_HEX if c <= UPPER_F else 0)
-            elif LOWER_A <= c <= LOWER_Z:
-                v |= C_LOWER | C_WORD | C_B64 | (C_HEX if c <= LOWER_F else 0)
-            elif ZERO <= c <= NINE:
-                v |= C_DIGIT | C_WORD | C_B64 | C_HEX
-            elif c in b"+/_-":
-                v |= C_B64P | C_B64
-            elif c >= NON_ASCII:
-                v |= C_WORD
-            table[c] = v
-        _CLS_LUT = np.frombuffer(bytes(table), dtype=np.uint8)
-    return _CLS_LUT
-
-
-_CLS_LUT16 = None
-
-
-def _cls_lut16():  # noqa: ANN202
-    """(a byte pair read as a uint16) -> the pair of their class bytes, read as a uint16."""
-    import numpy as np
-
-    global _CLS_LUT16
-    if _CLS_LUT16 is None:  # byte order: whatever the machine's, both ways alike
-        pairs = np.arange(65536, dtype=np.uint16).view(np.uint8)
-        _CLS_LUT16 = np.ascontiguousarray(_cls_lut()[pairs]).view(np.uint16)
-    return _CLS_LUT16
-
-
-class ByteClasses:
-    """`padded[1:-1]` holds the class bits of every byte of a buffer; `padded[0]` and
-    `padded[-1]` are 0, so every run of a class starts and ends inside the array."""
-
-    __slots__ = ("n", "padded")
-
-    def __init__(self, buf: bytes) -> None:
-        import numpy as np
-
-        a = np.frombuffer(buf, dtype=np.uint8)
-        n = self.n = len(a)
-        # Gathered two bytes at a time from a table of byte pairs (twice as fast as one byte at
-        # a time): the classes sit at offset 2 of an even-sized array, 0 before and after.
-        arr = pooled(n + 4 + n % 2)
-        arr[:2] = 0
-        arr[2 + n - n % 2 :] = 0
-        half = n // 2
-        if half:
-            np.take(_cls_lut16(), a[: 2 * half].view(np.uint16),
-                    out=arr.view(np.uint16)[1 : 1 + half], mode="clip")
-        if n % 2:
-            arr[1 + n] = _cls_lut()[a[-1]]
-        self.padded = arr[1 : n + 3]
-
-    def release(self) -> None:
-        """Hand the array back for the next buffer's classes (fresh memory costs page faults);
-        the owner calls this when nothing reads these classes any more."""
-        if self.padded is not None:
-            give_back(self.padded, self.n)
-            self.padded = None
-
-    def copy(self) -> ByteClasses:
-        other = ByteClasses.__new__(ByteClasses)
-        other.n, other.padded = self.n, self.padded.copy()
-        return other
-
-    @property
-    def cls(self):  # noqa: ANN201
-        return self.padded[1:-1]
-
-    def runs(self, bit: int):  # noqa: ANN201
-        """(starts, ends) of the maximal runs of bytes that have class `bit` (one bit)."""
-        import numpy as np
-
-        m = work_array("m", self.n + 2, np.uint8)
-        np.bitwise_and(self.padded, bit, out=m)
-        d = work_array("d", self.n + 1, bool)
-        np.not_equal(m[1:], m[:-1], out=d)
-        t = run_positions(d)
-        return t[0::2], t[1::2]
-
-
-def run_positions(mask):  # noqa: ANN001, ANN202
-    """`np.flatnonzero(mask)`, as int32 when the positions fit (half the memory per run)."""
-    import numpy as np
-
-    t = np.flatnonzero(mask)
-    return t.astype(np.int32) if len(mask) < 2**31 - 16 else t
-
-
 def _no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasses | None]:
     """`buf` with every no-break space made two spaces (as `bytes.replace`), and its classes."""
     import numpy as np
@@ -480,10 +374,6 @@ def _no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasse
         classes.padded[p + 1] = 0
         classes.padded[p + 2] = 0
     return bytes(ba), classes
-
-
-def byte_classes(buf: bytes) -> ByteClasses:
-    return ByteClasses(buf)
 
 
 _NEXT_LUT = None
@@ -511,9 +401,9 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
     ap[-3:] = SPACE
     r_lens = r_ends - r_starts
     r_nxt = ap[r_ends + 2]
-    clock_head, claimed = _clocks(ap, r_starts, r_ends, r_lens, r_nxt, digit)
+    clock_head, claimed = clock_runs(ap, r_starts, r_ends, r_lens, r_nxt, digit)
     if index.has_ints and max(index.int_lengths) >= GROUPED_MIN_DIGITS:
-        heads = _grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index, claimed)
+        heads = grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index, claimed)
         for s in heads[heads < getattr(out, "stop", len(buf))].tolist():
             _grouped(buf, s, index, out)
     # Candidates: a run can be picked only when the byte after it continues a token, or (plain
@@ -586,7 +476,7 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
         dot_full = np.zeros(nr, dtype=bool)
         dot_full[c] = dot_cont
         pick_cont[pick_cont] = np.isin(
-            _sig_digits(a, r_starts, r_ends, r_lens, dot_full, pick_full),
+            sig_digits(a, r_starts, r_ends, r_lens, dot_full, pick_full),
             np.fromiter(index.sigs, dtype=np.int64))
     pick_clock = live & clock if index.clockable else none
     for s, e in _pairs(starts[pick_plain], ends[pick_plain]):
@@ -605,125 +495,6 @@ def _pairs(a, b=None) -> Iterator[tuple[int, int]]:  # noqa: ANN001
     for i in range(0, len(a), _BATCH):
         xs = a[i : i + _BATCH].tolist()
         yield from zip(xs, b[i : i + _BATCH].tolist() if b is not None else xs, strict=True)
-
-
-def _clocks(ap, r_starts, r_ends, r_lens, r_nxt, digit):  # noqa: ANN001, ANN202
-    """(heads, parts): per digit run, whether a clock starts at it (`0:31.5`, `1:02:03`, as
-    `_clock_end` decides) and whether it is a later part of one; (None, None) when no run is
-    followed by a colon. `ap` is the buffer with two bytes of padding before it."""
-    import numpy as np
-
-    nr = len(r_starts)
-    h = run_positions(r_nxt[: nr - 1] == COLON)
-    h = h[r_lens[h] <= 3]
-    if not len(h):
-        return None, None
-    s0, e0 = r_starts[h], r_ends[h]
-    prev, prev2 = ap[s0 + 1], ap[s0]
-    mm = h + 1
-    ok = (r_starts[mm] == e0 + 1) & (r_lens[mm] == 2) & (ap[r_starts[mm] + 2] <= FIVE)
-    ok &= ~(((prev == DOT) | (prev == UNDERSCORE) | (prev == COLON)) & digit[prev2])
-    last = mm.copy()
-
-    def after(idx):  # noqa: ANN001, ANN202  (the two bytes after a run, by run index)
-        e = r_ends[np.minimum(idx, nr - 1)]
-        return ap[e + 2], digit[ap[e + 3]]
-
-    b1, d2 = after(last)
-    has_ss = ok & (b1 == COLON) & d2
-    ss = np.minimum(last + 1, nr - 1)
-    ss_ok = (last + 1 < nr) & (r_starts[ss] == r_ends[last] + 1) & (r_lens[ss] == 2) \
-        & (ap[r_starts[ss] + 2] <= FIVE)
-    ok &= ~has_ss | ss_ok
-    last = np.where(has_ss, ss, last)
-    b1, d2 = after(last)
-    has_frac = ok & (b1 == DOT) & d2  # the fraction's digits start the next run
-    last = np.where(has_frac, np.minimum(last + 1, nr - 1), last)
-    b1, d2 = after(last)
-    ok &= ~(((b1 == COLON) | (b1 == DOT)) & d2)
-    heads = np.zeros(nr, dtype=bool)
-    heads[h[ok]] = True
-    parts = np.zeros(nr, dtype=bool)
-    parts[mm[ok]] = True
-    parts[ss[ok & has_ss]] = True
-    parts[last[ok & has_frac]] = True
-    return heads, parts
-
-
-def _grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index,  # noqa: ANN001, ANN202
-                   claimed):
-    """Starts of the comma-grouped integers (`4,820,193,756`) whose digit count is some integer
-    entry's: a 1-3 digit run not after `digit,`, then 2-6 groups of 3, and no `,digit` or `.digit`
-    after them (`_grouped` checks each one exactly)."""
-    import numpy as np
-
-    nr = len(r_starts)
-
-    def link(i):  # noqa: ANN001, ANN202  (run i, a comma, and run i + 1 right after it)
-        j = np.minimum(i + 1, nr - 1)
-        return (i + 1 < nr) & (r_nxt[i] == COMMA) & (r_starts[j] == r_ends[i] + 1)
-
-    h = run_positions(r_nxt == COMMA)
-    h = h[link(h) & (r_lens[h] <= 3) & (ap[r_starts[h] + 2] != ZERO)]
-    if not len(h):
-        return h
-    prev, prev2 = ap[r_starts[h] + 1], ap[r_starts[h]]
-    h = h[~(((prev == COMMA) | (prev == DOT) | ((prev == UNDERSCORE) & (r_lens[h] <= 4)))
-            & digit[prev2])]
-    if claimed is not None:
-        h = h[~claimed[h]]
-    groups = np.zeros(len(h), dtype=np.int64)
-    alive = np.ones(len(h), dtype=bool)
-    for g in range(1, 8):
-        j = np.minimum(h + g, nr - 1)
-        alive &= (h + g < nr) & link(np.minimum(h + g - 1, nr - 1)) & (r_lens[j] == 3)
-        groups += alive
-    last = np.minimum(h + groups, nr - 1)
-    # the chain must end with its last group: no longer group, no further link, no fraction
-    chain_end = ~link(last) & ~((r_nxt[last] == DOT) & digit[ap[r_ends[last] + 3]])
-    ok = (groups >= 2) & (groups <= 6) & chain_end
-    digits = r_lens[h] + 3 * groups
-    ok &= np.isin(digits, np.fromiter(index.int_lengths, dtype=np.int64))
-    return r_starts[h[ok]]
-
-
-def _sig_digits(a, starts, ends, lens, dot_cont, pick):  # noqa: ANN001, ANN202
-    """Significant digits of the number tokens starting at the picked runs (vectorized).
-
-    A token is a run, or a run, a dot and the next run; its significant digits are its digits
-    without leading and trailing zeros. This count is the same for every decimal spelling of a
-    value (`31.5`, `31.50`, `3.15e1`), so it prefilters tokens before any Python work.
-    """
-    import numpy as np
-
-    zs, ze = _runs(a == ZERO)
-    idx = np.flatnonzero(pick)
-    nxt = np.minimum(idx + 1, len(starts) - 1)
-
-    def lead_trail(i):  # noqa: ANN001, ANN202
-        s, e = starts[i], ends[i]
-        if not len(zs):
-            z = np.zeros(len(i), dtype=np.int64)
-            return z, z
-        j = np.minimum(np.searchsorted(zs, s), len(zs) - 1)
-        lead = np.where(zs[j] == s, np.minimum(ze[j], e) - s, 0)
-        k = np.minimum(np.searchsorted(ze, e), len(ze) - 1)
-        trail = np.where(ze[k] == e, e - np.maximum(zs[k], s), 0)
-        return lead, trail
-
-    li, ti = lead_trail(idx)
-    lj, tj = lead_trail(nxt)
-    n_i, n_j = lens[idx], lens[nxt]
-    zero_i, zero_j = li == n_i, lj == n_j
-    plain_sig = np.where(zero_i, 0, n_i - li - ti)
-    # With a fraction: leading zeros run on into it when the integer part is all zeros, and
-    # trailing zeros run back into the integer part when the fraction is all zeros.
-    frac_sig = np.where(
-        zero_i,
-        np.where(zero_j, 0, n_j - lj - tj),
-        np.where(zero_j, n_i - li - ti, (n_i - li) + n_j - tj),
-    )
-    return np.where(dot_cont[idx], frac_sig, plain_sig)
 
 
 def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
