@@ -22,6 +22,8 @@ def text_encoding(head: bytes) -> str | None:
         return "utf-16le"
     if head[:2] == b"\xfe\xff":
         return "utf-16be"
+    if b"\0" not in head[:_SNIFF]:
+        return None  # (ASCII-range UTF-16 and UTF-32 have zero bytes; most text has none)
     h = head[: _SNIFF - _SNIFF % 4]
     h = h[: len(h) - len(h) % 4]
     if len(h) < 16:

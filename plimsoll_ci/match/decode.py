@@ -455,6 +455,7 @@ class _Regions:
 
 
 _ESC_LEAD = re.compile(rb"[%\\&]")
+_FEW = 4096  # escape leads in a large buffer that are walked in Python rather than by line
 
 
 def _line_firsts(buf: bytes) -> Iterator[int]:
@@ -476,7 +477,15 @@ def _line_firsts(buf: bytes) -> Iterator[int]:
 
     a = np.frombuffer(buf, dtype=np.uint8)
     cands = run_positions((a == PERCENT) | (a == BACKSLASH) | (a == AMPERSAND))
-    if not len(cands):
+    if len(cands) <= _FEW:  # few: skip to each one's line end in Python
+        skip = 0
+        for c in cands.tolist():
+            if c >= skip:
+                yield c
+                le = buf.find(b"\n", c)
+                if le < 0:
+                    return
+                skip = le + 1
         return
     lines = np.searchsorted(run_positions(a == NEWLINE), cands)
     keep = np.empty(len(cands), dtype=bool)

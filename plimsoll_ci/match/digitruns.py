@@ -4,7 +4,18 @@ significant digits a number token has."""
 
 from __future__ import annotations
 
-from plimsoll_ci.match.ascii import COLON, COMMA, DOT, FIVE, UNDERSCORE, ZERO
+from plimsoll_ci.match.ascii import (
+    COLON,
+    COMMA,
+    DOT,
+    FIVE,
+    LOWER_E,
+    MINUS,
+    PLUS,
+    UNDERSCORE,
+    UPPER_E,
+    ZERO,
+)
 from plimsoll_ci.match.classes import mask_runs, run_positions
 
 
@@ -30,6 +41,12 @@ def clock_runs(ap, r_starts, r_ends, r_lens, r_nxt, digit):  # noqa: ANN001, ANN
         e = r_ends[np.minimum(idx, nr - 1)]
         return ap[e + 2], digit[ap[e + 3]]
 
+    def exponent(idx):  # noqa: ANN001, ANN202  (an exponent right after a run)
+        e = r_ends[np.minimum(idx, nr - 1)]
+        b1, b2 = ap[e + 2], ap[e + 3]
+        return ((b1 == LOWER_E) | (b1 == UPPER_E)) & (
+            digit[b2] | (((b2 == PLUS) | (b2 == MINUS)) & digit[ap[e + 4]]))
+
     b1, d2 = after(last)
     has_ss = ok & (b1 == COLON) & d2
     ss = np.minimum(last + 1, nr - 1)
@@ -41,7 +58,7 @@ def clock_runs(ap, r_starts, r_ends, r_lens, r_nxt, digit):  # noqa: ANN001, ANN
     has_frac = ok & (b1 == DOT) & d2  # the fraction's digits start the next run
     last = np.where(has_frac, np.minimum(last + 1, nr - 1), last)
     b1, d2 = after(last)
-    ok &= ~(((b1 == COLON) | (b1 == DOT)) & d2)
+    ok &= ~(((b1 == COLON) | (b1 == DOT) | (b1 == UNDERSCORE)) & d2) & ~exponent(last)
     heads = np.zeros(nr, dtype=bool)
     heads[h[ok]] = True
     parts = np.zeros(nr, dtype=bool)
@@ -51,8 +68,7 @@ def clock_runs(ap, r_starts, r_ends, r_lens, r_nxt, digit):  # noqa: ANN001, ANN
     return heads, parts
 
 
-def grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index,  # noqa: ANN001, ANN202
-                   claimed):
+def grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index):  # noqa: ANN001, ANN202
     """Starts of the comma-grouped integers (`4,820,193,756`) whose digit count is some integer
     entry's: a 1-3 digit run not after `digit,`, then 2-6 groups of 3, and no `,digit` or `.digit`
     after them (`_grouped` checks each one exactly)."""
@@ -69,10 +85,8 @@ def grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index,  # noqa: AN
     if not len(h):
         return h
     prev, prev2 = ap[r_starts[h] + 1], ap[r_starts[h]]
-    h = h[~(((prev == COMMA) | (prev == DOT) | ((prev == UNDERSCORE) & (r_lens[h] <= 4)))
-            & digit[prev2])]
-    if claimed is not None:
-        h = h[~claimed[h]]
+    h = h[~(((prev == COMMA) | (prev == COLON) | (prev == DOT)
+             | ((prev == UNDERSCORE) & (r_lens[h] <= 4))) & digit[prev2])]
     groups = np.zeros(len(h), dtype=np.int64)
     alive = np.ones(len(h), dtype=bool)
     for g in range(1, 8):

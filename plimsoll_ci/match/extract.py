@@ -170,13 +170,17 @@ def _token(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
 
 def _clock_end(buf: bytes, s: int) -> int | None:
     """The end of the clock that starts at `s` (`0:31.5`, `1:02:03`), or None when the digits
-    there make no clock: more digits, or another `:` or `.` and a digit, right after it."""
+    there make no clock: more digits, another `:`, `.` or `_` and a digit, or an exponent right
+    after it (a longer token)."""
     m = CLOCK_RE.match(buf, s)
     if m is None:
         return None
     e, n = m.end(), len(buf)
-    if e < n and (_IS_DIGIT[buf[e]] or (buf[e] in (COLON, DOT) and e + 1 < n
-                                        and _IS_DIGIT[buf[e + 1]])):
+    nx = buf[e] if e < n else SPACE
+    nx2 = buf[e + 1] if e + 1 < n else SPACE
+    nx3 = buf[e + 2] if e + 2 < n else SPACE
+    if _IS_DIGIT[nx] or (nx in (COLON, DOT, UNDERSCORE) and _IS_DIGIT[nx2]) or (
+            nx in _EXPONENT and (_IS_DIGIT[nx2] or (nx2 in _SIGNS and _IS_DIGIT[nx3]))):
         return None
     return e
 
@@ -292,13 +296,14 @@ def _numbers_small(buf: bytes, index: ValueIndex, out: list[Match]) -> None:
                 if index.clockable:
                     _clock(buf, s, index, out)
                 continue
-        if grouped and nx == COMMA and nx2d and not (p == COMMA and _IS_DIGIT[p2]):
+        if grouped and nx == COMMA and nx2d and not (p in (COMMA, COLON) and _IS_DIGIT[p2]):
             _grouped(buf, s, index, out)
         dot_cont = nx == DOT and nx2d
         cont = dot_cont or (_CONT[nx] and (nx2d or _HEXPFX[nx])) or (
             nx in _EXPONENT and e + 2 < n and buf[e + 1] in _SIGNS and _IS_DIGIT[buf[e + 2]])
         if not cont:
-            if index.has_ints and (ln in index.int_lengths or (buf[s] == ZERO and ln > 1)):
+            if index.has_ints and (ln in index.int_lengths
+                                   or (buf[s] == ZERO and ln > index.min_int_length)):
                 _plain(buf, s, e, index, out)
             continue
         total = ln
@@ -401,9 +406,12 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
     ap[-3:] = SPACE
     r_lens = r_ends - r_starts
     r_nxt = ap[r_ends + 2]
-    clock_head, claimed = clock_runs(ap, r_starts, r_ends, r_lens, r_nxt, digit)
+    # Clocks claim only what no entry but a clockable one (under 360000) could match: without
+    # one, a clock's head and parts are never picked anyway, and looking for clocks is skipped.
+    clock_head, claimed = clock_runs(ap, r_starts, r_ends, r_lens, r_nxt, digit) \
+        if index.clockable else (None, None)
     if index.has_ints and max(index.int_lengths) >= GROUPED_MIN_DIGITS:
-        heads = grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index, claimed)
+        heads = grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index)
         for s in heads[heads < getattr(out, "stop", len(buf))].tolist():
             _grouped(buf, s, index, out)
     # Candidates: a run can be picked only when the byte after it continues a token, or (plain
@@ -415,7 +423,8 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
         len_lut[list(index.int_lengths)] = True
         lens_ok_all = len_lut[np.minimum(r_lens, top)]
         cand |= lens_ok_all
-        cand |= (ap[r_starts + 2] == ZERO) & (r_lens > 1)
+        # (a leading zero: it can equal only an entry with fewer digits than it has)
+        cand |= (ap[r_starts + 2] == ZERO) & (r_lens > index.min_int_length)
     if claimed is not None:
         cand &= ~claimed  # the parts of a clock are no tokens of their own
     stop = getattr(out, "stop", len(buf))
@@ -439,7 +448,7 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
     first0 = ap[starts + 2] == ZERO
     if index.has_ints:
         lens_ok = lens_ok_all[c]
-        lead0 = first0 & (lens > 1)
+        lead0 = first0 & (lens > index.min_int_length)
         pick_plain = live & ~cont & ~clock & (lens_ok | lead0)
     else:
         pick_plain = none

@@ -96,6 +96,7 @@ class ValueIndex:
                     self.text_shapes.setdefault(first, set()).add(total)
         self.has_numbers = bool(self.numbers)
         self.has_ints = bool(self.int_lengths)
+        self.min_int_length = min(self.int_lengths, default=0)
         self.has_decimals = any(e.kind == "number" and not e.shape.get("int") for e in entries)
         self.has_texts = bool(self.texts)
         # first three run lengths -> [(all run lengths, totals, underscores)]: one dict lookup per
