@@ -209,7 +209,7 @@ class Judge:
         """[(shipped path, blob id)] a command set ships at `commit`; cached by its inputs."""
         key = self._inputs_key(commit, tree, s)
         manifest = self.cache.builds.get(key)
-        if manifest is not None and all(oid in self.cache.content or oid in self.built
+        if manifest is not None and all(self.cache.knows(oid) or oid in self.built
                                         for _path, oid in manifest):
             return [(p, o) for p, o in manifest]
         try:
@@ -222,7 +222,7 @@ class Judge:
         out = []
         for f in files:
             oid = blob_id(f.data)
-            if oid not in self.cache.content:
+            if not self.cache.knows(oid):
                 self.built[oid] = f.data
             out.append((f.path, oid))
         self.cache.builds[key] = [[p, o] for p, o in out]

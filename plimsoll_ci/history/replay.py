@@ -9,15 +9,17 @@ from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.git import ZERO_OID, TreeEntry, ls_tree, rev_list, walk
-from plimsoll_ci.history.blobscan import BlobScans
-from plimsoll_ci.history.cache import name_rows, save
+from plimsoll_ci.history.blobscan import BlobScans, scan_names, start_workers
+from plimsoll_ci.history.cache import save
 from plimsoll_ci.history.judge import Delta, Judge, ShipState, Tree
 from plimsoll_ci.history.progress import Progress
-from plimsoll_ci.history.records import CommitInfo, HistoryReport, Notes, Options
+from plimsoll_ci.history.records import CommitInfo, HistoryReport, Notes, Options, shown
 from plimsoll_ci.history.redact import Redactor
 from plimsoll_ci.history.session import Session, open_session, rev_args, tips
-from plimsoll_ci.history.windows import Record, findings_per_commit, windows
+from plimsoll_ci.history.windows import Record, propagate, windows
 from plimsoll_ci.scan import Scanner
+
+EAGER_COMMITS = 100  # from this many commits, workers start before the walk and scan during it
 
 
 def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryReport:
@@ -28,11 +30,17 @@ def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryR
     graph = rev_list(session.repo, revs)
     for n in session.cache.notes:
         session.notes.add(n)
+    scanner = Scanner(session.wset, session.limits)  # built once; forked workers inherit it
+    # Workers start first: before the progress bar's thread and any long-lived git process.
+    workers = start_workers(session, scanner) if len(graph) >= EAGER_COMMITS else None
     progress = Progress(sys.stderr.isatty() if options.progress is None else options.progress)
     judge = Judge(session)
+    scans = BlobScans(session, scanner, progress, workers)
     try:
-        return _replay(_Run(session, revs, graph, {row[0] for row in graph}, judge, progress))
+        return _replay(_Run(session, revs, graph, {row[0] for row in graph}, judge, progress,
+                            scanner), scans)
     finally:
+        scans.close()
         progress.stop()
         judge.close()
         save(session.cache)  # also on Ctrl-C: what was scanned so far is kept, written atomically
@@ -47,6 +55,7 @@ class _Run(NamedTuple):
     in_range: set[str]  # the commits of the graph
     judge: Judge
     progress: Progress
+    scanner: Scanner
 
 
 class _Walked(NamedTuple):
@@ -58,17 +67,15 @@ class _Walked(NamedTuple):
     scanned_before: int  # blobs whose findings were already cached
 
 
-def _replay(run: _Run) -> HistoryReport:
+def _replay(run: _Run, scans: BlobScans) -> HistoryReport:
     # ---- pass 1: walk trees, turn ship sets into deltas, scan new blobs as they appear
     run.progress.task("commits", len(run.graph))
-    scans = BlobScans(run.session, run.progress, eager=len(run.graph) >= 100)
-    try:
-        walked = _walk(run, scans)
-        # ---- pass 2: finish scanning each distinct blob, and each name, once
-        run.judge.close()  # before any worker is forked: none may inherit its pipes
-        scans.finish(run.judge.built, walked.need)
-    finally:
-        scans.close()
+    walked = _walk(run, scans)
+    # ---- pass 2: finish scanning each distinct blob, and each name, once
+    run.judge.close()  # before any worker is forked: none may inherit its pipes
+    scan_names(run.scanner, run.session.cache, walked.names)
+    scans.finish(run.judge.built, walked.need)
+    scans.close()
     return _report(run, walked)
 
 
@@ -124,7 +131,7 @@ def _walk(run: _Run, scans: BlobScans) -> _Walked:
             if d.item is not None:
                 if d.item.oid not in out.need:
                     out.need[d.item.oid] = d.label
-                    if d.item.oid in cache.content:
+                    if cache.knows(d.item.oid):
                         scanned_before += 1
                     elif d.item.oid not in judge.built:
                         scans.add(d.item.oid, d.label)
@@ -148,23 +155,19 @@ def _walk(run: _Run, scans: BlobScans) -> _Walked:
 
 
 def _report(run: _Run, walked: _Walked) -> HistoryReport:
-    """Scan every shipped name once, replay the deltas over the findings, and redact."""
+    """Replay the deltas over the verdicts, read windows off the graph, and redact."""
     session, cache = run.session, run.session.cache
-    for oid in walked.need:
-        for n in cache.content_notes.get(oid, ()):
-            session.notes.add(n)
-    scanner = Scanner(session.wset, session.limits)
-    for name in walked.names:
-        if name not in cache.names:
-            cache.names[name] = name_rows(scanner, name)
-            cache.dirty = True
+    for oid, label in walked.need.items():
+        for n in cache.blob_notes(oid):
+            session.notes.add(f"{shown(label)}: {n}")
 
-    # ---- pass 3: replay deltas over the findings
+    # ---- pass 3: propagate verdicts from parents along the deltas; windows from the graph
     records = walked.records
-    per_commit = findings_per_commit(records, run.in_range, cache)
-    entries = windows(records, per_commit, tips(session.repo, run.revs))
-    redact = Redactor({name: cache.names[name] for name in walked.names},
-                      (cache.content[oid] for oid in walked.need if oid in cache.content), scanner)
+    leaks = propagate(records, cache, session.options.every_commit)
+    entries = windows(records, leaks, tips(session.repo, run.revs))
+    names = [f for name in walked.names for f in cache.name_findings(name)]
+    members = [f for oid in walked.need for f in cache.member_findings(oid)]
+    redact = Redactor(names, members, run.scanner)
     entries = [redact.entry(e) for e in entries]
     if any(r.boundary and r.parents for r in records):
         for e in entries:
@@ -174,4 +177,5 @@ def _report(run: _Run, walked: _Walked) -> HistoryReport:
                                       "commit of the range; it may have shipped earlier (widen "
                                       "the range)")
     return HistoryReport(entries, len(records), len(walked.need), walked.scanned_before,
-                         [redact.say(n) for n in session.notes.all()], run.revs)
+                         [redact.say(n) for n in session.notes.all()], run.revs,
+                         session.options.every_commit)
