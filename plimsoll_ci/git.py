@@ -561,23 +561,25 @@ def _tokens(stream: IO[bytes]) -> Iterator[bytes]:
 
 def _parse_log(stream: IO[bytes]) -> Iterator[Commit]:
     current: Commit | None = None
-    meta: str | None = None
+    changes: list[Change] = []
+    meta: list[bytes] | None = None
     for tok in _tokens(stream):
         if meta is not None:  # the token after a ":..." record is always its path
-            _old_mode, new_mode, _old_oid, new_oid, _status = meta.split(" ")
-            assert current is not None
-            current.changes.append(Change(tok, new_mode, new_oid))
+            changes.append(Change(tok, meta[1].decode("ascii"), meta[3].decode("ascii")))
             meta = None
             continue
-        tok = tok.lstrip(b"\n")
-        if tok.startswith(b":"):
-            meta = tok[1:].decode("ascii")
-        elif tok.startswith(b"\x01"):
+        if tok[:1] == b"\n":
+            tok = tok.lstrip(b"\n")
+        head = tok[:1]
+        if head == b":":  # ":<old mode> <new mode> <old id> <new id> <status>"
+            meta = tok.split(b" ")
+        elif head == b"\x01":
             if current is not None:
                 yield current
             ids, times, author = tok[1:].decode("utf-8", "replace").split("\x02", 2)
             oid, *parents = ids.split()
             tree, ctime = times.split()
-            current = Commit(oid, tuple(parents), tree, int(ctime), author, [])
+            changes = []
+            current = Commit(oid, tuple(parents), tree, int(ctime), author, changes)
     if current is not None:
         yield current

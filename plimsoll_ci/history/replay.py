@@ -19,7 +19,7 @@ from plimsoll_ci.history.session import Session, open_session, rev_args, tips
 from plimsoll_ci.history.windows import Record, propagate, windows
 from plimsoll_ci.scan import Scanner
 
-EAGER_COMMITS = 100  # from this many commits, workers start before the walk and scan during it
+EAGER_COMMITS = 100  # from this many commits (and a cold cache), workers scan during the walk
 
 
 def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryReport:
@@ -31,8 +31,10 @@ def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryR
     for n in session.cache.notes:
         session.notes.add(n)
     scanner = Scanner(session.wset, session.limits)  # built once; forked workers inherit it
-    # Workers start first: before the progress bar's thread and any long-lived git process.
-    workers = start_workers(session, scanner) if len(graph) >= EAGER_COMMITS else None
+    # Workers start first: before the progress bar's thread and any long-lived git process. With
+    # a warm cache most blobs are known: workers start, if at all, once the walk found work.
+    eager = len(graph) >= EAGER_COMMITS and not session.cache.clean and not session.cache.found
+    workers = start_workers(session, scanner) if eager else None
     progress = Progress(sys.stderr.isatty() if options.progress is None else options.progress)
     judge = Judge(session)
     scans = BlobScans(session, scanner, progress, workers)
