@@ -383,17 +383,21 @@ class CatFile:
     """One `git cat-file --batch` process; `read` streams an object through it.
 
     A blob over `max_bytes` is read in chunks and only its first `max_bytes` are kept, so memory
-    stays bounded however large the blob is (`max_bytes=None` keeps every byte).
+    stays bounded however large the blob is (`max_bytes=None` keeps every byte). `delta_cache`
+    bounds git's cache of delta bases (`core.deltaBaseCacheLimit`, 96 MiB by default), for a
+    process that streams a whole history's blobs.
     """
 
     # Requests written ahead of reading stay well under any pipe's capacity (4 KiB at least), so
     # writing them can never block while git waits for us to read.
     BATCH = 64
 
-    def __init__(self, repo: Repo | str, max_bytes: int | None = 64 << 20) -> None:
+    def __init__(self, repo: Repo | str, max_bytes: int | None = 64 << 20,
+                 delta_cache: int | None = None) -> None:
         self.max_bytes = max_bytes
+        limit = ["-c", f"core.deltaBaseCacheLimit={delta_cache}"] if delta_cache else []
         self._proc = subprocess.Popen(
-            _argv(["cat-file", "--batch"]), cwd=_top(repo), stdin=subprocess.PIPE,
+            _argv([*limit, "cat-file", "--batch"]), cwd=_top(repo), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment(),
         )
 
