@@ -19,7 +19,7 @@ budget) and it saves nothing here; its repository discovery walks up folders in 
 git's `safe.directory` ownership check, and an index read in Python ignores `GIT_INDEX_FILE`,
 which `git commit -a` hands its hooks. Everything below runs the `git` program.
 
-Streams (one long-lived process, never one per file): `walk` (`git log --raw -z` over a range),
+Streams (one long-lived process, never one per file): `Log` (`git log --raw -z` over a range),
 `ls_tree`, and `CatFile` (`git cat-file --batch`). Paths from the streams stay `bytes`
 (`path_text` shows them); listings for ship sets (`index_entries`, `rev_entries`) give text paths
 (undecodable bytes kept as surrogates, `os.fsdecode`).
@@ -524,30 +524,42 @@ class Commit(NamedTuple):
 _HEADER = "%x01%H %P%x02%T %ct%x02%an <%ae>"
 
 
-def walk(repo: Repo | str, revs: Sequence[str]) -> Iterator[Commit]:
-    """Every commit of `revs`, oldest first, with its changes against its first parent.
-
-    One `git log` process streams the whole range; memory stays one commit's worth.
+class Log:
+    """One `git log --raw` over `revs`, started at once (git walks the range while the caller
+    does other work); iterate it for every commit, oldest first, with its changes against its
+    first parent; `close` it always. Memory stays one commit's worth.
     """
-    args = _argv([
-        "log", "-z", "--raw", "--no-renames", "--no-abbrev", "--root", "--no-ext-diff",
-        "--no-textconv", "--diff-merges=first-parent", "--topo-order", "--reverse", "--no-color",
-        "--no-mailmap", f"--format={_HEADER}", *_rev_words(revs), "--",
-    ])
-    proc = subprocess.Popen(
-        args, cwd=_top(repo), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL, env=environment(),
-    )
-    assert proc.stdout is not None
-    try:
+
+    def __init__(self, repo: Repo | str, revs: Sequence[str]) -> None:
+        self.revs = list(revs)
+        args = _argv([
+            "log", "-z", "--raw", "--no-renames", "--no-abbrev", "--root", "--no-ext-diff",
+            "--no-textconv", "--diff-merges=first-parent", "--topo-order", "--reverse",
+            "--no-color", "--no-mailmap", f"--format={_HEADER}", *_rev_words(revs), "--",
+        ])
+        self._proc = subprocess.Popen(
+            args, cwd=_top(repo), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, env=environment(),
+        )
+
+    def __iter__(self) -> Iterator[Commit]:
+        proc = self._proc
+        assert proc.stdout is not None
         yield from _parse_log(proc.stdout)
-    finally:
-        proc.stdout.close()
         err = proc.stderr.read() if proc.stderr else b""
-        rc = proc.wait()
-    if rc != 0:
-        msg = err.decode("utf-8", "replace").strip().splitlines()
-        raise BadInput(f"git log {' '.join(revs)}: {msg[-1] if msg else 'failed'}")
+        if proc.wait() != 0:
+            msg = err.decode("utf-8", "replace").strip().splitlines()
+            raise BadInput(f"git log {' '.join(self.revs)}: {msg[-1] if msg else 'failed'}")
+
+    def close(self) -> None:
+        """End the git process (it is killed when the walk stopped early)."""
+        proc = self._proc
+        if proc.poll() is None:
+            proc.kill()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        proc.wait()
 
 
 def _tokens(stream: IO[bytes]) -> Iterator[bytes]:

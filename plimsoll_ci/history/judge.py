@@ -16,12 +16,12 @@ from typing import NamedTuple
 
 from plimsoll_ci import ship
 from plimsoll_ci.errors import PlimsollError
-from plimsoll_ci.git import MODE_SUBMODULE, ZERO_OID, CatFile, Commit, TreeEntry, blob_id
+from plimsoll_ci.git import MODE_SUBMODULE, ZERO_OID, CatFile, Change, Commit, TreeEntry, blob_id
 from plimsoll_ci.history.session import Session
 
 CONFIG_NAME = os.fsencode(ship.CONFIG_NAME)
 
-Tree = dict[bytes, TreeEntry]
+Tree = dict[bytes, TreeEntry | Change]  # path -> (mode, blob id)
 Selection = dict[bytes, tuple[str, str] | None]  # path -> (path as text, shipped path) or None
 
 

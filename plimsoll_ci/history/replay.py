@@ -8,7 +8,7 @@ import sys
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.git import ZERO_OID, TreeEntry, ls_tree, rev_list, walk
+from plimsoll_ci.git import ZERO_OID, Log, ls_tree, rev_list
 from plimsoll_ci.history.blobscan import BlobScans, scan_names, start_workers
 from plimsoll_ci.history.cache import save
 from plimsoll_ci.history.judge import Delta, Judge, ShipState, Tree
@@ -27,24 +27,38 @@ def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryR
     options = options or Options()
     session = open_session(repo_dir, wset, options, Notes())
     revs = rev_args(session.repo, options)
-    graph = rev_list(session.repo, revs)
     for n in session.cache.notes:
         session.notes.add(n)
-    scanner = Scanner(session.wset, session.limits)  # built once; forked workers inherit it
-    # Workers start first: before the progress bar's thread and any long-lived git process. With
-    # a warm cache most blobs are known: workers start, if at all, once the walk found work.
-    eager = len(graph) >= EAGER_COMMITS and not session.cache.clean and not session.cache.found
-    workers = start_workers(session, scanner) if eager else None
-    progress = Progress(sys.stderr.isatty() if options.progress is None else options.progress)
-    judge = Judge(session)
-    scans = BlobScans(session, scanner, progress, workers)
+    # With a warm cache most blobs are known: the walk starts now (git walks the range while
+    # rev-list does) and workers start, if at all, once the walk is over and found work. On a
+    # cold cache workers start first, before the log, the progress bar's thread or any other
+    # long-lived git process, and scan while the walk runs.
+    cold = not session.cache.clean and not session.cache.found
+    log = None if cold else Log(session.repo, revs)
+    workers = judge = scans = progress = None
     try:
-        return _replay(_Run(session, revs, graph, {row[0] for row in graph}, judge, progress,
-                            scanner), scans)
+        graph = rev_list(session.repo, revs)
+        scanner = Scanner(session.wset, session.limits)  # built once; forked workers inherit it
+        if cold and len(graph) >= EAGER_COMMITS:
+            workers = start_workers(session, scanner)
+        if log is None:
+            log = Log(session.repo, revs)
+        progress = Progress(sys.stderr.isatty() if options.progress is None else options.progress)
+        judge = Judge(session)
+        scans = BlobScans(session, scanner, progress, workers)
+        run = _Run(session, revs, graph, {row[0] for row in graph}, judge, progress, scanner)
+        return _replay(run, log, scans)
     finally:
-        scans.close()
-        progress.stop()
-        judge.close()
+        if scans is not None:
+            scans.close()
+        elif workers is not None:
+            workers.shutdown(wait=True, cancel_futures=True)
+        if log is not None:
+            log.close()
+        if progress is not None:
+            progress.stop()
+        if judge is not None:
+            judge.close()
         save(session.cache)  # also on Ctrl-C: what was scanned so far is kept, written atomically
 
 
@@ -69,10 +83,11 @@ class _Walked(NamedTuple):
     scanned_before: int  # blobs whose findings were already cached
 
 
-def _replay(run: _Run, scans: BlobScans) -> HistoryReport:
+def _replay(run: _Run, log: Log, scans: BlobScans) -> HistoryReport:
     # ---- pass 1: walk trees, turn ship sets into deltas, scan new blobs as they appear
     run.progress.task("commits", len(run.graph))
-    walked = _walk(run, scans)
+    walked = _walk(run, log, scans)
+    log.close()
     # ---- pass 2: finish scanning each distinct blob, and each name, once
     run.judge.close()  # before any worker is forked: none may inherit its pipes
     scan_names(run.scanner, run.session.cache, walked.names)
@@ -81,7 +96,7 @@ def _replay(run: _Run, scans: BlobScans) -> HistoryReport:
     return _report(run, walked)
 
 
-def _walk(run: _Run, scans: BlobScans) -> _Walked:
+def _walk(run: _Run, log: Log, scans: BlobScans) -> _Walked:
     """Walk the range once: each commit's tree (from its first parent's and its changes), what
     its ship sets ship, and the deltas; blobs not yet judged go to `scans` as they appear.
     """
@@ -95,7 +110,7 @@ def _walk(run: _Run, scans: BlobScans) -> _Walked:
     states: dict[str, tuple[str, ShipState]] = {}  # commit -> (config identity, ship state)
     out = _Walked([], {}, {}, 0)
     no_config = scanned_before = 0
-    for commit in walk(session.repo, run.revs):
+    for commit in log:
         fp = commit.parents[0] if commit.parents else None
         inherit = fp is not None and fp in in_range
         if inherit:
@@ -113,7 +128,7 @@ def _walk(run: _Run, scans: BlobScans) -> _Walked:
             if ch.oid == ZERO_OID:
                 tree.pop(ch.path, None)
             else:
-                tree[ch.path] = TreeEntry(ch.mode, ch.oid)
+                tree[ch.path] = ch  # (a change has the entry's mode and id)
         cfg_id, cfg = judge.config_at(commit.oid, tree)
         if cfg is None:
             no_config += 1

@@ -123,7 +123,10 @@ def propagate(records: list[Record], cache: ScanCache, every_commit: bool) -> Le
         if not ships:
             continue
         parents = [out.per_commit[index[p]] for p in r.parents if p in index]
-        new = [e for e in ships if not any(e in p for p in parents)]
+        if len(parents) == 1 and parents[0] is ships:  # (most commits: what the parent shipped)
+            new = []
+        else:
+            new = [e for e in ships if not any(e in p for p in parents)]
         if new or every_commit:
             occ = _placed(carriers, cache)
             for e in new:
