@@ -244,15 +244,16 @@ def main() -> int:
     doc, _warnings = withheld.build_set(values=[(f"v:{i}", v) for i, v in enumerate(values, 1)])
     (work / "withheld.json").write_text(withheld.dumps(doc))
     (work / "audit.yaml").write_text(CONFIG)
-    commits = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=repo, check=True,
+    commits = subprocess.run(["git", "rev-list", "--count", "--all"], cwd=repo, check=True,
                              capture_output=True, text=True).stdout.strip()
-    print(f"repository: {repo} ({commits} commits on HEAD; ready in "
+    print(f"repository: {repo} ({commits} commits on all refs; ready in "
           f"{time.perf_counter() - t0:.1f} s); {len(values)} values; {os.cpu_count()} cores")
     print(f"load average before: {_load()}")
     subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch-check"], cwd=repo,
                    stdout=subprocess.DEVNULL, check=True)  # warm the page cache for everyone
 
-    history = [sys.executable, "-m", "plimsoll_ci", "history", "--set",
+    # every ref, as `git log -p --all` and gitleaks (`git log -p -U0 --full-history --all`) read
+    history = [sys.executable, "-m", "plimsoll_ci", "history", "--all", "--set",
                str(work / "withheld.json"), "--config", str(work / "audit.yaml"), "--format",
                "json", "--no-progress", "-o", str(work / "report.json"), "--jobs", str(args.jobs)]
     cache = repo / ".git" / "plimsoll-cache"
