@@ -33,7 +33,7 @@ from plimsoll_ci.withheld import WithheldSet
 
 __all__ = ["REDACTED", "Finding", "Item", "Limits", "Redactor", "ScanResult", "Scanner",
            "ShipScan", "Verdict", "VerdictCache", "combine", "decide_mode", "engine_files",
-           "make_limits", "scan_items", "scan_paths", "shown_path"]
+           "make_limits", "scan_items", "scan_paths", "scan_verdicts", "shown_path"]
 
 REDACTED = "[withheld]"
 MODES = ("refuse", "warn")
@@ -405,6 +405,36 @@ class ShipScan:
             redactor.add(self._tokens)
             result = redactor.result(result)
         return result
+
+
+# --------------------------------------------------------------------------- verdicts alone
+# For a caller that keeps verdicts by key and places them itself over many trees (history keeps
+# them by blob id and replays them over every commit's ship state): the same session (batching,
+# file bound, engine, name checks), each verdict handed to `sink` instead of placed.
+
+
+class _Sink:
+    """A `VerdictCache` that knows no verdict and hands every new one to `put`."""
+
+    def __init__(self, put: Callable[[str, Verdict], None]) -> None:
+        self.put = put
+
+    def get(self, key: str) -> Verdict | None:
+        """Nothing is known here: the caller asked only for what it has not judged."""
+        return None
+
+
+def scan_verdicts(scanner: Scanner, items: Iterable[Item],
+                  sink: Callable[[str, Verdict], None]) -> None:
+    """Scan `items` in one session on an engine already built (a worker's, reused across
+    calls) and hand each distinct content's and shipped name's verdict to `sink(key, verdict)`
+    (keys as a `VerdictCache` gets them). Labels must be distinct; nothing is placed or reported.
+    """
+    session = ShipScan(scanner.wset, scanner.limits, cache=_Sink(sink))
+    session._scanner = scanner
+    for item in items:
+        session.add(item)
+    session._flush()
 
 
 def combine(parts: Sequence[tuple[str, ScanResult]]) -> ScanResult:
