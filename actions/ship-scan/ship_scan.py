@@ -122,6 +122,9 @@ def _push_range(repo: Path, event: dict, head: str) -> Range:
                                   "scanned its tip")
         return Range(own, f"new {ref or 'branch'}: its {len(own)} commit(s) not on {default}")
     if not git.has_commit(repo, before):
+        if git.is_shallow(repo):
+            return _bounded(repo, after, f"{before[:12]} (before the push) is not in this "
+                                         "shallow clone; check out with fetch-depth: 0")
         gone = f"{before[:12]} (before the push) is not in this clone, a force-push"
         if main is None or pushes_default:
             return _bounded(repo, after, gone)

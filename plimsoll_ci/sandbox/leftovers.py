@@ -26,7 +26,7 @@ from typing import NamedTuple
 from plimsoll_ci.sandbox import cpu as cpumod
 from plimsoll_ci.sandbox import owner as owner_mod
 
-DOCKER_TIMEOUT_S = 10
+DOCKER_TIMEOUT_S = 5
 _DONE: list[int] = []  # pids of processes that reaped once already
 _LOCK = threading.Lock()
 

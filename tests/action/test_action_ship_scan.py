@@ -148,7 +148,7 @@ def upstream(tmp_path: Path) -> dict:
     """A harness pushed to a bare upstream: `work` (a maintainer's clone) and `url`."""
     work = make_harness(tmp_path)
     bare = tmp_path / "upstream.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
     git(work, "remote", "add", "origin", str(bare))
     git(work, "push", "-q", "origin", "main")
     return {"work": work, "url": f"file://{bare}", "tmp": tmp_path}
@@ -255,6 +255,25 @@ def test_a_force_push_scans_from_the_merge_base_with_the_default_branch(
             f"the merge base {main[:12]} with main") in res["log"]
     assert res["outputs"]["commits"] == "2"
     assert f"first seen in commit {middle[:12]}" in res["log"]
+
+
+def test_a_push_to_a_shallow_checkout_scans_what_it_has_and_says_to_fetch_more(
+        upstream: dict, tmp_path: Path) -> None:
+    work = upstream["work"]
+    before = git(work, "rev-parse", "main")
+    leak(work)
+    git(work, "add", "-A")
+    tip = commit(work, "viewer: example replay link")
+    git(work, "push", "-q", "origin", "main")
+    clone = tmp_path / "shallow"
+    # actions/checkout's default: the pushed commit alone
+    git(tmp_path, "clone", "-q", "--depth", "1", "--branch", "main", upstream["url"],
+        str(clone))
+    res = run_action(clone, tmp_path, local_inputs(mode="each-commit"),
+                     push_event("refs/heads/main", before, tip), "push")
+    assert res["code"] == 1, res["log"]  # not 2: the tip it has is scanned, and it leaks
+    assert "is not in this shallow clone; check out with fetch-depth: 0" in res["log"]
+    assert res["outputs"]["commits"] == "1"
 
 
 @pytest.mark.parametrize("event_name", ["workflow_dispatch", "schedule"])
