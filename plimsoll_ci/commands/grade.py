@@ -52,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="outer wall-clock bound per tick, for a hang (default 10)")
     parser.add_argument("--memory-mb", type=int, metavar="MB",
                         help="sandbox memory limit (default 1024)")
+    parser.add_argument("--progress", choices=["auto", "bar", "lines", "off"], default="auto",
+                        help="progress on stderr: a bar on a terminal, plain lines in CI logs "
+                             "(auto: bar on a terminal unless CI or GITHUB_ACTIONS is set)")
     parser.add_argument("--format", choices=["text", "json"], default="text")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report here")
     add_signing_arguments(parser)
@@ -99,9 +102,26 @@ def _limits(args: argparse.Namespace):
     return Limits(memory_bytes=args.memory_mb * 1024 * 1024)
 
 
-def _progress(event) -> None:
-    if event.event == "committed":
-        print(f"plimsoll-ci grade: fresh set of {event.total} committed: {event.detail}",
+def _progress(display, label: str):
+    """The grading's callback: the fresh set's commitment (always), then the display's."""
+    shown = display.callback(label)
+
+    def on(event) -> None:
+        if event.event == "committed":
+            print(f"plimsoll-ci grade: fresh set of {event.total} committed: {event.detail}",
+                  file=sys.stderr, flush=True)
+        shown(event)
+
+    return on
+
+
+def _reap() -> None:
+    """Remove what killed runs left behind (their sandboxes and folders), and say so."""
+    from plimsoll_ci.sandbox import leftovers
+
+    reaped = leftovers.reap_once()
+    if reaped is not None and reaped.total:
+        print(f"plimsoll-ci grade: removed the leftovers of a killed run: {reaped.summary()}",
               file=sys.stderr, flush=True)
 
 
@@ -111,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
 
     from plimsoll_ci.commands._common import write_output
     from plimsoll_ci.commands._interrupt import Interrupted, signals_interrupt, stop_everything
+    from plimsoll_ci.commands._progress import Display
     from plimsoll_ci.commands._signing import signer_from_args
     from plimsoll_ci.grading.request import GradeRequest
     from plimsoll_ci.grading.sign import grade_and_sign
@@ -124,13 +145,19 @@ def run(args: argparse.Namespace) -> int:
                            withheld=tuple(load(p, key=key) for p in args.withheld),
                            budget=_budget(args), limits=_limits(args), fresh=fresh_set)
     with signals_interrupt():
+        display = Display(sys.stderr, args.progress, prog="plimsoll-ci grade")
         try:
-            result = grade_and_sign(request, signer, args.bundle, _progress)
+            _reap()
+            result = grade_and_sign(request, signer, args.bundle,
+                                    _progress(display, args.controller))
         except Interrupted as e:
+            display.close()
             stop_everything()
             print(f"plimsoll-ci grade: stopped by {e.name}; every sandbox it started was stopped "
                   "and its files removed; no result", file=sys.stderr)
             return 128 + e.signum
+        finally:
+            display.close()
     if result.refused:
         write_output(_refusal(result, args.format), args.output)
         return 1

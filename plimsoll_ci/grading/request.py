@@ -66,7 +66,9 @@ class GradeRequest(NamedTuple):
 class Progress(NamedTuple):
     """One step of a grading, for a front end to show; never carries a sealed value."""
 
-    event: str  # "committed" | "scanned" | "refused" | "started" | "flown" | "signed"
+    # "committed" | "scanned" | "refused" | "started" (a sandbox) | "flying" (flights ending in
+    # it) | "flown" (its flights all ended) | "signed"
+    event: str
     done: int  # flights ended so far
     total: int  # flights in this grading
     detail: str  # "committed": the fresh set's commitment; "started": the tier; else a sentence

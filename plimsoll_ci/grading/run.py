@@ -134,7 +134,8 @@ def _fly_all(request: GradeRequest, flights: list[Seed], st, course, say) -> _Fl
             per_flight = [0.0] * len(chunk)
         else:
             try:
-                flown = fly(opened.session, groups, budget)
+                flown = fly(opened.session, groups, budget,
+                            on_end=lambda n, b0=b0: say("flying", b0 + n))
             finally:
                 opened.session.close()
             per_flight = flown.flight_cpu

@@ -15,6 +15,7 @@ import time
 
 from plimsoll_ci.errors import SandboxError
 from plimsoll_ci.sandbox import cpu as cpumod
+from plimsoll_ci.sandbox import owner
 from plimsoll_ci.sandbox.session import Channel, Limits, Session, Stream
 from plimsoll_ci.sandbox.stage import Stage
 
@@ -56,11 +57,20 @@ def available() -> tuple[bool, str]:
     try:
         info = _client().info()
     except Exception as e:  # noqa: BLE001 - any failure means "not here"
-        return False, f"dockerd does not answer ({type(e).__name__}); start it (.ci/sandbox-setup)"
+        return False, _unreachable(e)
     if runtime_name() not in (info.get("Runtimes") or {}):
         return False, (f"dockerd has no {runtime_name()} runtime; register it in "
-                       "/etc/docker/daemon.json")
+                       "/etc/docker/daemon.json (sudo runsc install, then restart dockerd)")
     return True, ""
+
+
+def _unreachable(e: Exception) -> str:
+    """Why dockerd cannot be used, as a sentence a user can act on."""
+    if "Permission denied" in str(e) or isinstance(e, PermissionError):
+        return ("no access to the docker socket (permission denied); add this user to the "
+                "docker group (sudo usermod -aG docker USER, then log in again) or give it the "
+                "socket")
+    return f"dockerd does not answer ({type(e).__name__}); start it (see .ci/sandbox-setup)"
 
 
 class _Demux:
@@ -95,8 +105,7 @@ def start(stage: Stage, limits: Limits) -> Session:
         client = _client()
         info = client.info()
     except Exception as e:  # noqa: BLE001
-        raise SandboxError(f"provider docker: dockerd does not answer ({type(e).__name__}: {e}); "
-                           "start it (see .ci/sandbox-setup)") from None
+        raise SandboxError(f"provider docker: {_unreachable(e)}") from None
     if runtime not in (info.get("Runtimes") or {}):
         raise SandboxError(f"provider docker: dockerd has no {runtime!r} runtime; register it in "
                            "/etc/docker/daemon.json (see .ci/sandbox-setup)")
@@ -119,8 +128,10 @@ def start(stage: Stage, limits: Limits) -> Session:
             volumes={str(stage.controller): {"bind": "/controller", "mode": "ro"},
                      str(stage.runner): {"bind": "/plimsoll", "mode": "ro"}},
             environment={"PATH": "/usr/local/bin", "HOME": "/tmp", "OPENBLAS_NUM_THREADS": "1"},
-            # the stage names the grading that owns the container (and what to sweep after it)
-            labels={"plimsoll-ci": "grading", "plimsoll-ci.stage": str(stage.root)},
+            # the stage names the grading that owns the container (and what to sweep after it);
+            # the owner names its process, so a later run reaps it if this one is killed
+            labels={"plimsoll-ci": "grading", "plimsoll-ci.stage": str(stage.root),
+                    **owner.labels()},
         )
     except docker.errors.DockerException as e:
         raise SandboxError(f"provider docker: cannot create the container ({e})") from None
