@@ -9,6 +9,9 @@ Rules (the Argon write-up's holes 3 and 5: smoke seeds 101-104, held-out seeds b
   round numbers (`800000000`, powers of two), dates (`20261025`), digit runs (`123456789`),
   famous constants (pi's digits, `0xDEADBEEF`, the generator's own constant).
 - `run`: three or more seeds evenly spaced (consecutive like 101, 102, 103, 104, or every k).
+- `neighbours`: two seeds closer than `STREAM_DRAWS`: the generator's stream of seed s + k is the
+  stream of seed s shifted by k draws, so their flights share hidden values (tested: seeds 4
+  apart can start with the very same first observation).
 - `low-entropy`: the whole set sits in a window narrower than the horizon: find one, find all.
 - `duplicate`: the same seed twice in one set; `shared`: a seed in two sets that must not share
   (practice, smoke, fresh, held-out: every pair of sets given).
@@ -28,6 +31,7 @@ from typing import NamedTuple
 
 HORIZON = 2**32
 SEED_MAX = 2**64 - 1
+STREAM_DRAWS = 24  # a flight takes at most 23 draws; seeds closer than this share some
 ROLES = ("held-out", "fresh", "practice", "smoke", "given")
 STRICT_ROLES = ("held-out", "fresh")  # a guessable one is refused by `grade`
 MIN_COUNT = {"held-out": 16, "fresh": 16}
@@ -183,6 +187,12 @@ def _lint_one(s: LintSet, horizon: int) -> list[Finding]:
         first[seed.value] = seed.where
         found += [Finding(s.name, seed.where, rule, why) for rule, why in
                   seed_reasons(seed.value, horizon)]
+    ordered = sorted(first.items())
+    for (a, wa), (b, wb) in zip(ordered, ordered[1:], strict=False):
+        if b - a < STREAM_DRAWS:
+            found.append(Finding(s.name, wb, "neighbours",
+                                 f"within {STREAM_DRAWS} of the seed at {wa}: the generator's "
+                                 "streams overlap, so the two flights share hidden values"))
     for run in _runs(s.seeds):
         step = run[1].value - run[0].value
         kind = "consecutive" if step == 1 else "evenly spaced"
@@ -257,7 +267,8 @@ def lines(findings: Sequence[Finding]) -> list[str]:
     out = []
     for (_name, where), found in by_place.items():
         fixes = list(dict.fromkeys(f.fix for f in found))
-        out.append(f"{where}: " + "; ".join(f"{f.rule}: {f.why}" for f in found)
+        reasons = dict.fromkeys(f"{f.rule}: {f.why}" for f in found)
+        out.append(f"{where}: " + "; ".join(reasons)
                    + f" -> {'; '.join(fixes)}")
     return out
 
