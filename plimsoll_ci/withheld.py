@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput, WithheldSetError
-from plimsoll_ci.grading.seedlint import value_warnings
 from plimsoll_ci.match.canonical import classify, digest, file_digest, key_id
 from plimsoll_ci.match.fingerprint import fingerprints
 from plimsoll_ci.match.index import number_shape, text_shape_dict
@@ -143,8 +142,7 @@ def build_set(
     if mode not in ("refuse", "warn"):
         raise BadInput(f"mode must be refuse or warn, not {mode!r}")
     entries: list[dict] = []
-    values = list(values)
-    warnings: list[str] = value_warnings(values)  # the seed lint over values that read as seeds
+    warnings: list[str] = []
     seen: set[str] = set()
     for eid, value in values:
         vtype, canon = classify(value)

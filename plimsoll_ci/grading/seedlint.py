@@ -81,15 +81,17 @@ def power_text(n: int) -> str:
 
 
 def _repeated(text: str) -> bool:
-    n = len(text)
-    return n >= 4 and any(n % k == 0 and text == text[:k] * (n // k) for k in range(1, n // 2 + 1))
+    # A string is a shorter block repeated exactly when it occurs inside itself doubled, less
+    # the first and last character.
+    return len(text) >= 4 and text in (text + text)[1:-1]
 
 
 def _digit_run(text: str) -> bool:
     if len(text) < 4:
         return False
-    steps = {(int(b) - int(a)) % 10 for a, b in zip(text, text[1:], strict=False)}
-    return steps in ({1}, {9})
+    step = (ord(text[1]) - ord(text[0])) % 10
+    return step in (1, 9) and all((ord(b) - ord(a)) % 10 == step
+                                  for a, b in zip(text, text[1:], strict=False))
 
 
 def _date(text: str) -> bool:
