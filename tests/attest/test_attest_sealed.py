@@ -128,3 +128,29 @@ def test_the_bundle_summary_says_when_each_sealed_set_was_committed_and_graded(t
         "commitment": SEALED["commitment"], "committed": "2026-01-29T08:00:00Z",
         "graded": ["2026-01-31T12:00:00Z", "2026-02-02T10:00:00Z"], "records": [1, 2]}]
     assert summary["weak_seeds_allowed"] == [2]
+
+
+def test_a_node_jcs_implementation_recomputes_a_record_with_64_bit_seeds(tmp_path):
+    # JavaScript's JSON numbers lose digits past 2**53: as decimal strings the seeds survive any
+    # reader, and npm's canonicalize gives back the very bytes that were signed.
+    import json
+    import os
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    node = shutil.which("node")
+    modules = Path(__file__).resolve().parents[2] / ".ci" / "cache" / "node_modules"
+    if node is None or not (modules / "canonicalize").is_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail("node and npm's canonicalize are required in CI", pytrace=False)
+        pytest.skip("node or npm's canonicalize missing (.ci/run installs them)")
+    path = tmp_path / "runs.intoto.jsonl"
+    bundle.append_run(path, RESULT, predicate(), SIGNER)
+    proc = subprocess.run([node, str(Path(__file__).parent / "jcs" / "recompute.js"), str(path)],
+                          capture_output=True, text=True,
+                          env={**os.environ, "NODE_PATH": str(modules)})
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert all(r["line_is_jcs"] and r["payload_is_jcs"] for r in rows)
+    assert rows[0]["result_sha256"] == rows[0]["subject"] == rows[0]["predicate_result"]
