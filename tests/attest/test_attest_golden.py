@@ -151,7 +151,7 @@ def test_the_golden_v3_bundle_carries_64_bit_seeds_as_decimal_strings():
     assert summary["weak_seeds_allowed"] == [4] and summary["uncommitted"]["flights"] == 3
 
 
-def test_new_records_appended_to_a_v1_bundle_are_v2_and_the_whole_verifies(tmp_path):
+def test_new_records_appended_to_a_v1_bundle_are_v3_and_the_whole_verifies(tmp_path):
     path = tmp_path / "mixed.intoto.jsonl"
     path.write_bytes((HERE / "v1" / "runs.intoto.jsonl").read_bytes())
     assert bundle.append_runs(path, golden_runs()[:1], SIGNER) == 3
