@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fly": ("plimsoll_ci.commands.fly", "fly a trusted controller in-process"),
     "grade": ("plimsoll_ci.commands.grade", "grade an untrusted controller in a sandbox"),
     "squeeze": ("plimsoll_ci.commands.squeeze", "grade a loop against its rebuilds; verify it"),
+    "seeds": ("plimsoll_ci.commands.seeds", "draw, commit, reveal, check and lint seed sets"),
     "keygen": ("plimsoll_ci.commands.keygen", "make an Ed25519 signing key pair"),
     "verify": ("plimsoll_ci.commands.verify", "verify a signed bundle of run records"),
     "sealed": ("plimsoll_ci.commands.sealed", "build a sealed set for the tripwire"),

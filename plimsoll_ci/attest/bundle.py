@@ -65,6 +65,11 @@ class RecordSummary(NamedTuple):
     practice_set: str | None
     fresh_commitment: str | None
     result_sha256: str
+    started: str = ""  # run.startedOn
+    sealed_commitment: str | None = None  # a held-out set committed before the grading
+    sealed_committed: str | None = None  # when that commitment was dated
+    uncommitted: int = 0  # flights on seeds no commitment covered (a seed file)
+    weak_allowed: bool = False  # graded with --allow-weak-seeds
 
 
 class Report(NamedTuple):
@@ -138,7 +143,7 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
     problems.extend(opened.problems)
     if opened.payload is None:
         return done()
-    types = (record.PREDICATE_TYPE, record.PREDICATE_TYPE_V1)
+    types = record.PREDICATE_TYPES
     statement = _signed_statement(opened.payload, forms, types, problems, "")
     if statement is None:
         return done()
@@ -146,8 +151,8 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
     problems.extend(frame)
     if subject is None:
         return done()
-    predicate = statement["predicate"]
-    shape = record.check_predicate(predicate)
+    predicate, kind = statement["predicate"], statement["predicateType"]
+    shape = record.check_predicate(predicate, kind)
     problems.extend(f"predicate: {reason}" for reason in shape)
     if shape:
         return done()
@@ -155,8 +160,10 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
         problems.append("stored result does not match the signed result digest")
     if predicate["result"]["sha256"] != subject:
         problems.append("predicate result digest does not match the statement subject")
-    problems.extend(record.check_fresh_set(predicate))
+    problems.extend(record.check_seed_sets(predicate, kind))
     inputs, sandbox = predicate["inputs"], predicate["sandbox"]
+    sealed = inputs.get("sealedSet")
+    check = predicate.get("seedCheck") or {}
     return done(RecordSummary(
         line=n,
         course=inputs["course"],
@@ -165,6 +172,11 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
         practice_set=None if inputs["practiceSet"] is None else inputs["practiceSet"]["sha256"],
         fresh_commitment=None if inputs["freshSet"] is None else inputs["freshSet"]["commitment"],
         result_sha256=subject,
+        started=predicate["run"]["startedOn"],
+        sealed_commitment=None if sealed is None else sealed["commitment"],
+        sealed_committed=None if sealed is None else sealed["committedOn"],
+        uncommitted=check.get("uncommitted", 0),
+        weak_allowed=check.get("allowWeak", False),
     ))
 
 
@@ -395,7 +407,7 @@ def _record_line(index: int, previous: str, result_doc: Any, predicate: Any, sig
     problems = record.check_predicate(predicate)
     if problems:
         raise BadInput(f"run record {index}: {problems[0]}")
-    problems = record.check_fresh_set(predicate)
+    problems = record.check_seed_sets(predicate)
     if problems:
         raise BadInput(f"run record {index}: {problems[0]}; refusing to sign")
     statement = record.make_statement(result_doc, predicate)
@@ -465,8 +477,17 @@ def append_run(
 
 
 def summarize(report: Report) -> dict[str, Any]:
-    """A JSON-ready summary of a verified bundle: counts by tier, provider, course and set."""
+    """A JSON-ready summary of a verified bundle: counts by tier, provider, course and set; each
+    sealed set with when it was committed and when each of its gradings started."""
     commitments = [r.fresh_commitment for r in report.records if r.fresh_commitment is not None]
+    sealed: dict[str, dict[str, Any]] = {}
+    for r in report.records:
+        if r.sealed_commitment is not None:
+            entry = sealed.setdefault(r.sealed_commitment, {
+                "commitment": r.sealed_commitment, "committed": r.sealed_committed,
+                "graded": [], "records": []})
+            entry["graded"].append(r.started)
+            entry["records"].append(r.line)
     return {
         "records": report.count,
         "keyid": report.keyid,
@@ -476,4 +497,8 @@ def summarize(report: Report) -> dict[str, Any]:
         "practice_sets": sorted({r.practice_set for r in report.records if r.practice_set}),
         "fresh_sets": {"committed": len(commitments), "revealed_and_matching": len(commitments),
                        "distinct": len(set(commitments))},
+        "sealed_sets": sorted(sealed.values(), key=lambda e: (e["committed"], e["commitment"])),
+        "uncommitted": {"records": [r.line for r in report.records if r.uncommitted],
+                        "flights": sum(r.uncommitted for r in report.records)},
+        "weak_seeds_allowed": [r.line for r in report.records if r.weak_allowed],
     }
