@@ -56,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
         sets = ", ".join(d[:16] + "..." for d in s["practice_sets"]) or "none"
         print(f"  practice sets: {len(s['practice_sets'])} ({sets})")
         print(f"  fresh sets:    {fresh['committed']} committed, each reveal matches its commitment")
+        if s["kinds"].get("eval-attempt"):
+            print(f"  eval attempts: {s['kinds']['eval-attempt']} (coding-model attempts, "
+                  "plimsoll-ci eval run)")
     else:
         for problem in report.problems:
             print(problem)
