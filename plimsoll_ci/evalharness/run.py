@@ -168,12 +168,13 @@ def _line(a: Attempt) -> str:
 
 
 def tripwire_lines(result: Any) -> list[str]:
-    """The tripwire's findings as report lines: recorded file, place, sealed id; never a value."""
+    """The tripwire's findings as report lines: recorded file (under the output folder), place,
+    sealed id; never a value."""
     from plimsoll_ci.report import place
 
     if result is None:
         return []
-    lines = [f"- `{f.path}` {place(f)}{' at ' + f.chain if f.chain else ''}: sealed {f.kind} "
+    lines = [f"- `requests/{f.path}` {place(f)}{' at ' + f.chain if f.chain else ''}: sealed {f.kind} "
              f"`{f.entry}`{' (' + f.detail + ')' if f.detail else ''}" for f in result.findings]
     n = len(result.findings)
     lines.append(f"Tripwire: {n} hit(s) in {result.files} recorded file(s)." + (

@@ -165,7 +165,7 @@ def run_in_sandbox(provider: str, folder: Path, argv: Sequence[str],
     command did."""
     limits = limits or CommandLimits()
     argv = tuple(argv)
-    if not argv or any(not isinstance(a, str) or "\0" in a for a in argv):
+    if not argv or not argv[0] or any(not isinstance(a, str) or "\0" in a for a in argv):
         raise BadInput("a sandboxed command needs a program and string arguments without NUL")
     chosen = all_providers.get(provider)
     ok, why = chosen.available()
