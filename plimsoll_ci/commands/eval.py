@@ -108,9 +108,13 @@ def run(args: argparse.Namespace) -> int:
               "removed", file=sys.stderr)
         return 128 + e.signum
     if result.refused is not None:
-        from plimsoll_ci.report import to_text
+        from plimsoll_ci.report import describe
 
-        sys.stdout.write(to_text(result.refused))
+        for finding in result.refused.findings:
+            print(describe(finding))
+        print("A copy that already holds a task's known-good fix (or anything else withheld) "
+              "measures nothing: remove it from the repository's tracked files, or drop the "
+              f"task. Report: {result.out}/report.md")
         print(f"plimsoll-ci eval: refused: the copy of {args.repo} holds withheld entries; no "
               "model was called", file=sys.stderr)
         return 1

@@ -4,7 +4,13 @@ the tripwire after, signed records `plimsoll-ci verify` checks, and bad input (e
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -127,10 +133,6 @@ def test_the_example_sets_are_current_and_only_the_fix_matches(tmp_path):
 
 
 def _in(folder: Path, args: list[str]):
-    import os
-    import subprocess
-    import sys
-
     return subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], cwd=folder,
                           capture_output=True, text=True, env=dict(os.environ))
 
@@ -173,3 +175,41 @@ def test_bad_input_exits_2_naming_what_to_fix_and_calls_no_model(chat_server, re
         assert sorted(p.name for p in out.iterdir()) == ["earlier.txt"]
     else:
         assert not out.exists() or not any(out.iterdir())
+
+
+def _ours(marker: str) -> list[str]:
+    """Command lines of live processes that carry `marker`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(cmdline)
+    return found
+
+
+@pytest.mark.gvisor
+def test_sigterm_mid_command_stops_the_sandbox_and_removes_the_copy(gvisor, chat_server, repo,
+                                                                    tmp_path, request):
+    chat_server.push(reply(commands=[["python", "-c", "import time; time.sleep(600)"]]))
+    # the run's own temporary folders go here (beside /tmp's others, so a sandbox can reach them)
+    scratch = Path(tempfile.mkdtemp(prefix="plimsoll-test-sigterm-"))
+    request.addfinalizer(lambda: shutil.rmtree(scratch, ignore_errors=True))
+    scratch.chmod(0o755)
+    out = tmp_path / "out"
+    args = run_args(chat_server.url, repo, tasks(tmp_path, "edge-case"), out)
+    proc = subprocess.Popen([sys.executable, "-m", "plimsoll_ci", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, KEY_ENV: KEY, "TMPDIR": str(scratch)})
+    deadline = time.monotonic() + 60
+    while not _ours(f"--root={scratch}/plimsoll-cmd-") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _ours(f"--root={scratch}/plimsoll-cmd-"), proc.communicate(timeout=60)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "stopped by SIGTERM" in err
+    assert _ours(f"{scratch}/plimsoll-") == []
+    assert sorted(p.name for p in scratch.iterdir()) == []
