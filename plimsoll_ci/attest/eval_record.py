@@ -26,7 +26,7 @@ them the same way (signature, chain, checkpoint, canonical form, and this shape)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from plimsoll_ci.attest import record
@@ -159,7 +159,3 @@ def check_predicate(pred: Any) -> list[str]:
             p.append("tool must be plimsoll-ci with a version string")
     return p
 
-
-def sorted_unique(values: Sequence[str]) -> list[str]:
-    """A list written the one way a record holds it: sorted, each once."""
-    return sorted(set(values))

@@ -13,6 +13,7 @@ as the model left it, then the guarded test runs in one more fresh sandbox over 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import shutil
 import tempfile
 import time
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from plimsoll_ci.attest import canonical
 from plimsoll_ci.evalharness import contract, scores
 from plimsoll_ci.evalharness.contract import CommandOutcome, EditOutcome
 from plimsoll_ci.evalharness.diff import TreeDiff, compare
@@ -166,6 +168,24 @@ def _rounds(setup: Setup, session, task: Task, copy: Path) -> _Rounds:
                    notes)
 
 
+def _printable(doc: Any) -> Any:
+    """The transcript with every string UTF-8 can carry (a model can answer "\\ud800"; canonical
+    JSON, and so a digest or a signed record, cannot hold it)."""
+    if isinstance(doc, str):
+        return doc if contract.utf8(doc) else contract.printable(doc)
+    if isinstance(doc, list):
+        return [_printable(x) for x in doc]
+    if isinstance(doc, dict):
+        return {_printable(k): _printable(v) for k, v in doc.items()}
+    return doc
+
+
+def _digest(transcript: dict[str, Any]) -> str:
+    """SHA-256 of the transcript's RFC 8785 canonical JSON (the model session's own digest, over
+    the printable transcript)."""
+    return hashlib.sha256(canonical.dumps(transcript)).hexdigest()
+
+
 def run_attempt(setup: Setup, client: ModelClient, task: Task, run: int) -> Attempt:
     """One attempt of `task` by `client`'s model in a fresh copy; never raises because of what
     the model answered or what its commands did."""
@@ -188,9 +208,10 @@ def run_attempt(setup: Setup, client: ModelClient, task: Task, run: int) -> Atte
                           guarded.output, guarded.seconds)
     notes = rounds.notes + [f"edit {e.path}: {e.detail}" for e in rounds.edits if not e.applied]
     notes += list(diff.notes)
+    transcript = _printable(session.transcript())
     return Attempt(
         model=client.config.model, task=task, run=run, test=test, diff=diff,
         edits=rounds.edits, commands=rounds.commands, tokens=session.outcome().tokens,
         seconds=round(time.monotonic() - t0, 3), stopped=rounds.stopped, nothing=rounds.nothing,
-        notes=notes, transcript=session.transcript(), transcript_sha256=session.digest(),
+        notes=notes, transcript=transcript, transcript_sha256=_digest(transcript),
         evidence=guarded.evidence, started=started, finished=dt.datetime.now(dt.UTC))

@@ -39,6 +39,24 @@ shell: give argv lists). Only these programs are allowed: {allow}. Anything else
 - An answer with no edits and no commands ends the attempt."""
 
 
+def utf8(text: str) -> bool:
+    """Whether `text` is text UTF-8 can carry (JSON can smuggle in lone surrogates: "\\ud800")."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable(text: str) -> str:
+    """`text` with what UTF-8 cannot carry written as backslash escapes (a file name's undecodable
+    bytes as `\\xNN`), so a report, a result and a signed record can always hold it."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class Edit(NamedTuple):
     """Replace (or create) one file with `content`."""
 
@@ -91,7 +109,8 @@ def parse(content: str | None) -> Proposal | NotContract:
     out_edits = []
     for i, e in enumerate(edits):
         if not isinstance(e, dict) or set(e) != {"path", "content"} or \
-                not isinstance(e["path"], str) or not isinstance(e["content"], str):
+                not isinstance(e["path"], str) or not isinstance(e["content"], str) or \
+                not utf8(e["path"]):
             return NotContract(f"edits[{i}] must be {{\"path\": string, \"content\": string}}")
         if len(e["content"].encode("utf-8", "surrogatepass")) > MAX_CONTENT:
             return NotContract(f"edits[{i}]: content larger than {MAX_CONTENT} bytes")
@@ -99,7 +118,7 @@ def parse(content: str | None) -> Proposal | NotContract:
     out_commands = []
     for i, c in enumerate(commands):
         if not isinstance(c, list) or not c or len(c) > MAX_ARGS or \
-                not all(isinstance(a, str) and "\0" not in a for a in c) or not c[0]:
+                not all(isinstance(a, str) and "\0" not in a and utf8(a) for a in c) or not c[0]:
             return NotContract(f"commands[{i}] must be a non-empty list of strings (an argv)")
         out_commands.append(tuple(c))
     return Proposal(tuple(out_edits), tuple(out_commands))

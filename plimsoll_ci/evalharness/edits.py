@@ -12,6 +12,7 @@ import errno
 import os
 from pathlib import Path
 
+from plimsoll_ci.evalharness import contract
 from plimsoll_ci.evalharness.contract import Edit, EditOutcome
 
 
@@ -19,6 +20,8 @@ def refusal(path: str) -> str | None:
     """Why `path` is not a path inside the copy (None when it is)."""
     if not path or "\0" in path:
         return "refused: an empty path or one with a NUL byte"
+    if not contract.utf8(path):
+        return "refused: the path is not text UTF-8 can carry"
     if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
         return "refused: an absolute path; give a path relative to the repository's top folder"
     if "\\" in path:

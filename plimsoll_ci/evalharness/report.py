@@ -13,14 +13,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from plimsoll_ci.evalharness.attempt import Attempt
+from plimsoll_ci.evalharness.contract import printable
 
 
 def attempt_doc(a: Attempt, diff_path: str) -> dict[str, Any]:
     """The attempt's entry of results.json (and the subject of its signed record)."""
     return {
         "model": a.model, "task": a.task.name, "run": a.run, "test_passed": a.test_passed,
-        "in_scope": a.in_scope, "touched": a.touched, "test_files_changed": a.test_files_changed,
-        "refused_commands": [list(c) for c in a.refused_commands],
+        "in_scope": a.in_scope, "touched": [printable(p) for p in a.touched],
+        "test_files_changed": [printable(p) for p in a.test_files_changed],
+        "refused_commands": [[printable(x) for x in c] for c in a.refused_commands],
         "timed_out_commands": a.timed_out_commands, "tokens": a.tokens,
         "seconds": round(a.seconds, 3), "diff": diff_path,
     }

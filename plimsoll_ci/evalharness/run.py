@@ -26,6 +26,7 @@ from plimsoll_ci.attest import eval_record
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.evalharness import report, wall
 from plimsoll_ci.evalharness.attempt import DEFAULT_ALLOW, Attempt, Setup, run_attempt
+from plimsoll_ci.evalharness.contract import printable
 from plimsoll_ci.evalharness.snapshot import Snapshot, take
 from plimsoll_ci.evalharness.tasks import Task, load_tasks
 from plimsoll_ci.model import ModelClient, ModelConfig, read_key
@@ -115,8 +116,12 @@ def _out_folder(out: str) -> Path:
 
 
 def _write(path: Path, text: str) -> str:
-    """Write `text` whole (temp file, then rename); its SHA-256."""
-    data = text.encode("utf-8", "surrogateescape")
+    """Write `text` whole (temp file, then rename); its SHA-256. A file name's undecodable bytes
+    are written as they were; anything else UTF-8 cannot carry as a backslash escape."""
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "backslashreplace")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.part")
     with open(tmp, "wb") as fh:
@@ -160,7 +165,8 @@ def _predicate(a: Attempt, doc: dict[str, Any], context: dict[str, Any],
 
 def _line(a: Attempt) -> str:
     test = "passed" if a.test_passed else f"failed (exit {a.test.exit_code})"
-    scope = "in scope" if a.in_scope else f"OUT OF SCOPE ({', '.join(a.touched)})"
+    scope = "in scope" if a.in_scope else \
+        f"OUT OF SCOPE ({', '.join(printable(p) for p in a.touched)})"
     extra = f"; stopped: {a.stopped}" if a.stopped else f"; {a.nothing}" if a.nothing else ""
     return (f"{a.model} {a.task.name} run {a.run}: test {test}, {scope}, refused "
             f"{len(a.refused_commands)}, timed out {a.timed_out_commands}, {a.tokens} tokens, "
@@ -222,8 +228,8 @@ def run_eval(request: EvalRequest, signer: Any = None, bundle: str | None = None
     attempts = _attempts(request, setup, tasks, out, (environ, say))
     context = {"snapshot": snapshot, "allow": request.allow, "turns": request.turns,
                "base_url": request.models[0].base_url, "evidence": evidence,
-               "provider": request.provider, "tier": tier}
-    return _finish(request, attempts, names, context, notes, out, (signer, bundle))
+               "provider": request.provider, "tier": tier, "names": names, "notes": notes}
+    return _finish(request, attempts, context, out, (signer, bundle))
 
 
 def _attempts(request: EvalRequest, setup: Setup, tasks: list[Task], out: Path,
@@ -248,17 +254,17 @@ def _attempts(request: EvalRequest, setup: Setup, tasks: list[Task], out: Path,
     return attempts
 
 
-def _finish(request: EvalRequest, attempts: list[Attempt], names: dict[str, str],
-            context: dict[str, Any], notes: list[str], out: Path,
+def _finish(request: EvalRequest, attempts: list[Attempt], context: dict[str, Any], out: Path,
             signing: tuple[Any, str | None]) -> EvalResult:
+    names: dict[str, str] = context["names"]
+    notes: list[str] = context["notes"]
     tripwire = (wall.scan_requests(out / "requests", request.sealed)
                 if request.sealed is not None else None)
     docs, kept, runs = [], [], []
     for a in attempts:
         where = f"{names[a.model]}/{a.task.name}/{a.run}"
         diff_sha = _write(out / "diffs" / f"{where}.diff", a.diff.text)
-        _write(out / "transcripts" / f"{where}.json",
-               json.dumps(a.transcript, indent=1, ensure_ascii=False) + "\n")
+        _write(out / "transcripts" / f"{where}.json", json.dumps(a.transcript, indent=1) + "\n")
         doc = report.attempt_doc(a, f"diffs/{where}.diff")
         docs.append(doc)
         kept.append((a, doc))
@@ -282,7 +288,7 @@ def _finish(request: EvalRequest, attempts: list[Attempt], names: dict[str, str]
                "tasks": {name: {"allow": allow} for name, allow in run_info["task_allow"].items()},
                "tripwire": None if tripwire is None else {
                    "hits": len(tripwire.findings), "files": tripwire.files}}
-    _write(out / "results.json", json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    _write(out / "results.json", json.dumps(results, indent=2) + "\n")
     _write(out / "report.md", report.render_markdown(run_info, tables, kept,
                                                       tripwire_lines(tripwire), notes))
     records = 0

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from chat_server import Answer, text
 
@@ -87,14 +88,15 @@ def tasks(tmp_path: Path, *names: str, extra: dict[str, str] | None = None) -> P
     return folder
 
 
-def evaluate(url: str, repo: Path, task_dir: Path, out: Path, models: Sequence[str] = ("scripted",),
-             max_tokens: int = 100_000, timeout: float = 60.0, **kw: object) -> EvalResult:
-    """The library's run against the scripted endpoint at `url`, under gVisor by default."""
-    configs = tuple(ModelConfig(base_url=url, model=m, max_tokens=max_tokens, api_key_env=KEY_ENV,
-                                timeout=10.0, retries=0) for m in models)
+def evaluate(url: str, repo: Path, task_dir: Path, out: Path, **kw: Any) -> EvalResult:
+    """The library's run against the scripted endpoint at `url`, under gVisor by default; `kw`:
+    models (names), max_tokens, timeout, signer, bundle, and any field of EvalRequest."""
+    budget = kw.pop("max_tokens", 100_000)
+    configs = tuple(ModelConfig(base_url=url, model=m, max_tokens=budget, api_key_env=KEY_ENV,
+                                timeout=10.0, retries=0) for m in kw.pop("models", ("scripted",)))
     signer, bundle = kw.pop("signer", None), kw.pop("bundle", None)
     request = EvalRequest(repo=str(repo), tasks=str(task_dir), models=configs, out=str(out),
-                          limits=CommandLimits(timeout_s=timeout), **kw)  # type: ignore[arg-type]
+                          limits=CommandLimits(timeout_s=kw.pop("timeout", 60.0)), **kw)
     return run_eval(request, signer, bundle, environ={KEY_ENV: KEY})
 
 

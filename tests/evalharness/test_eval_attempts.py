@@ -259,3 +259,27 @@ def test_two_models_get_a_table_each_and_their_own_folders(gvisor, chat_server, 
     assert [d["diff"] for d in result.documents] == ["diffs/coder-a/edge-case/1.diff",
                                                      "diffs/org_coder-b/edge-case/1.diff"]
     assert [r.json["model"] for r in chat_server.chat_requests] == ["coder-a", "org/coder-b"]
+
+
+def test_hostile_text_in_a_reply_or_a_file_name_never_breaks_the_run(gvisor, chat_server, repo,
+                                                                     tmp_path):
+    from chat_server import text
+
+    from plimsoll_ci.attest import bundle, keys
+
+    # JSON can carry lone surrogates, which no UTF-8 file, argv or canonical JSON can hold
+    chat_server.push(text('{"edits": [{"path": "shelf/stats.py", "content": "x = 1  # \\ud800\\n"}],'
+                          ' "commands": [["python", "-c", "open(b\'bad\\\\xff.txt\', \'w\')"]]}'),
+                     text('{"edits": [{"path": "a\\ud800.py", "content": "x"}],'
+                          ' "commands": [["rm", "\\udcff"]]}'))
+    signer = keys.generate()
+    result = evaluate(chat_server.url, repo, tasks(tmp_path, "edge-case"), tmp_path / "out",
+                      runs=2, signer=signer, bundle=str(tmp_path / "out" / "b.intoto.jsonl"))
+    first, second = result.attempts
+    assert first.commands[0].exit_code == 0, first.commands[0].output
+    assert sorted(result.documents[0]["touched"]) == ["bad\\xff.txt", "shelf/stats.py"]
+    assert first.nothing == "" and second.nothing.startswith("not the contract: edits[0]")
+    assert bundle.verify_bundle(tmp_path / "out" / "b.intoto.jsonl", signer.public).ok
+    json.loads((tmp_path / "out" / "results.json").read_text())
+    assert "x = 1  # ?" in (tmp_path / "out" / "diffs" / "scripted" / "edge-case" / "1.diff"
+                            ).read_text(errors="replace")
