@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tripwire": ("plimsoll_ci.commands.tripwire", "find sealed values in recorded requests"),
     "canary": ("plimsoll_ci.commands.canary", "make or check canary markers"),
     "record": ("plimsoll_ci.commands.record", "recording reverse proxy for model endpoints"),
+    "eval": ("plimsoll_ci.commands.eval", "coding-model task attempts in sandboxed repo copies"),
 }
 
 

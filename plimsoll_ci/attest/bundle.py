@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from plimsoll_ci.attest import canonical, dsse, record
+from plimsoll_ci.attest import canonical, dsse, eval_record, record
 from plimsoll_ci.attest.keys import PublicKey, Signer
 from plimsoll_ci.errors import BadInput
 
@@ -38,6 +38,8 @@ LINE_DOMAIN = b"plimsoll-ci bundle-line v1\x00"
 GENESIS = "0" * 64
 RECORD_KEYS = frozenset({"envelope", "index", "kind", "previous", "result"})
 CHECKPOINT_KEYS = frozenset({"envelope", "index", "kind", "previous"})
+# The canonical form each signed statement type is written in (eval attempts: RFC 8785).
+_FORMS = {**record.FORM_OF_TYPE, eval_record.PREDICATE_TYPE: canonical.JCS}
 
 
 def line_digest(line: bytes) -> str:
@@ -70,6 +72,7 @@ class RecordSummary(NamedTuple):
     sealed_committed: str | None = None  # when that commitment was dated
     uncommitted: int = 0  # flights on seeds no commitment covered (a seed file)
     weak_allowed: bool = False  # graded with --allow-weak-seeds
+    kind: str = "grading"  # or "eval-attempt" (a coding-model attempt, `plimsoll-ci eval run`)
 
 
 class Report(NamedTuple):
@@ -119,7 +122,7 @@ def _signed_statement(payload: bytes, line_forms: frozenset[str], types: tuple[s
         problems.append(f"{prefix}signed statement: {e}")
         return None
     kind = statement.get("predicateType") if isinstance(statement, dict) else None
-    form = record.FORM_OF_TYPE.get(kind) if kind in types else None
+    form = _FORMS.get(kind) if kind in types else None
     if form is None:
         return statement  # the frame check names the wrong type
     if form not in forms:
@@ -144,9 +147,12 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
     if opened.payload is None:
         return done()
     types = record.PREDICATE_TYPES
-    statement = _signed_statement(opened.payload, forms, types, problems, "")
+    statement = _signed_statement(opened.payload, forms, (*types, eval_record.PREDICATE_TYPE),
+                                  problems, "")
     if statement is None:
         return done()
+    if isinstance(statement, dict) and statement.get("predicateType") == eval_record.PREDICATE_TYPE:
+        return done(_check_eval_attempt(n, raw, doc, statement, problems))
     subject, frame = record.statement_subject(statement, types, record.RESULT_NAME)
     problems.extend(frame)
     if subject is None:
@@ -178,6 +184,29 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
         uncommitted=check.get("uncommitted", 0),
         weak_allowed=check.get("allowWeak", False),
     ))
+
+
+def _check_eval_attempt(n: int, raw: bytes, doc: dict, statement: dict,
+                        problems: list[str]) -> RecordSummary | None:
+    """An eval-attempt record's frame, predicate and stored result (problems noted)."""
+    subject, frame = record.statement_subject(statement, eval_record.PREDICATE_TYPE,
+                                              eval_record.RESULT_NAME)
+    problems.extend(frame)
+    if subject is None:
+        return None
+    predicate = statement["predicate"]
+    shape = eval_record.check_predicate(predicate)
+    problems.extend(f"predicate: {reason}" for reason in shape)
+    if shape:
+        return None
+    if hashlib.sha256(_result_bytes(raw, doc)).hexdigest() != subject:
+        problems.append("stored result does not match the signed result digest")
+    if predicate["result"]["sha256"] != subject:
+        problems.append("predicate result digest does not match the statement subject")
+    sandbox = predicate["sandbox"]
+    return RecordSummary(line=n, course="", provider=sandbox["provider"], tier=sandbox["tier"],
+                         practice_set=None, fresh_commitment=None, result_sha256=subject,
+                         kind="eval-attempt")
 
 
 def _check_checkpoint(doc: dict, forms: frozenset[str], public: PublicKey) -> _Inspected:
@@ -403,18 +432,31 @@ def _replace_atomically(path: Path, content: bytes, mode: int) -> None:
     _fsync_dir(path.parent)
 
 
-def _record_line(index: int, previous: str, result_doc: Any, predicate: Any, signer: Signer) -> bytes:
+def _record_line(index: int, previous: str, result_doc: Any, predicate: Any, signer: Signer,
+                 predicate_type: str = record.PREDICATE_TYPE) -> bytes:
+    if predicate_type == eval_record.PREDICATE_TYPE:
+        problems = eval_record.check_predicate(predicate)
+        if problems:
+            raise BadInput(f"eval attempt record {index}: {problems[0]}")
+        statement = eval_record.make_statement(result_doc, predicate)
+    elif predicate_type != record.PREDICATE_TYPE:
+        raise BadInput(f"run record {index}: cannot write predicate type {predicate_type}")
+    else:
+        statement = _grading_statement(index, result_doc, predicate)
+    envelope = dsse.sign(canonical.dumps(statement), signer)
+    doc = {"envelope": envelope, "index": index, "kind": "record", "previous": previous,
+           "result": result_doc}
+    return canonical.dumps(doc)
+
+
+def _grading_statement(index: int, result_doc: Any, predicate: Any) -> dict[str, Any]:
     problems = record.check_predicate(predicate)
     if problems:
         raise BadInput(f"run record {index}: {problems[0]}")
     problems = record.check_seed_sets(predicate)
     if problems:
         raise BadInput(f"run record {index}: {problems[0]}; refusing to sign")
-    statement = record.make_statement(result_doc, predicate)
-    envelope = dsse.sign(canonical.dumps(statement), signer)
-    doc = {"envelope": envelope, "index": index, "kind": "record", "previous": previous,
-           "result": result_doc}
-    return canonical.dumps(doc)
+    return record.make_statement(result_doc, predicate)
 
 
 def _checkpoint_line(count: int, head: str, signer: Signer) -> bytes:
@@ -424,9 +466,13 @@ def _checkpoint_line(count: int, head: str, signer: Signer) -> bytes:
 
 
 def append_runs(
-    bundle_path: str | os.PathLike[str], runs: Sequence[tuple[Any, Any]], signer: Signer
+    bundle_path: str | os.PathLike[str], runs: Sequence[tuple[Any, Any]], signer: Signer,
+    predicate_type: str = record.PREDICATE_TYPE,
 ) -> int:
     """Append signed records for `runs` (pairs of result document, predicate); the new count.
+
+    `predicate_type` is what every predicate of `runs` is: a grading run (the default) or an
+    eval attempt (`eval_record.PREDICATE_TYPE`).
 
     Creates the bundle when it does not exist. Refuses (BadInput) a bundle that does not verify
     under `signer`'s public key, so a damaged or foreign bundle is never re-sealed.
@@ -461,7 +507,7 @@ def append_runs(
         new_lines = []
         for result_doc, predicate in runs:
             count += 1
-            line = _record_line(count, head, result_doc, predicate, signer)
+            line = _record_line(count, head, result_doc, predicate, signer, predicate_type)
             new_lines.append(line)
             head = line_digest(line)
         new_lines.append(_checkpoint_line(count, head, signer))
@@ -491,9 +537,10 @@ def summarize(report: Report) -> dict[str, Any]:
     return {
         "records": report.count,
         "keyid": report.keyid,
+        "kinds": dict(Counter(r.kind for r in report.records)),
         "tiers": dict(Counter(r.tier for r in report.records)),
         "providers": dict(Counter(r.provider for r in report.records)),
-        "courses": dict(Counter(r.course for r in report.records)),
+        "courses": dict(Counter(r.course for r in report.records if r.kind == "grading")),
         "practice_sets": sorted({r.practice_set for r in report.records if r.practice_set}),
         "fresh_sets": {"committed": len(commitments), "revealed_and_matching": len(commitments),
                        "distinct": len(set(commitments))},

@@ -123,6 +123,9 @@ def _progress(display, label: str):
         if event.event == "committed":
             print(f"plimsoll-ci grade: fresh set of {event.total} committed: {event.detail}",
                   file=sys.stderr, flush=True)
+        elif event.event == "sealed":
+            print(f"plimsoll-ci grade: sealed set, reveal matches its commitment {event.detail}",
+                  file=sys.stderr, flush=True)
         shown(event)
 
     return on
@@ -135,9 +138,6 @@ def _reap() -> None:
     reaped = leftovers.reap_once()
     if reaped is not None and reaped.total:
         print(f"plimsoll-ci grade: removed the leftovers of a killed run: {reaped.summary()}",
-              file=sys.stderr, flush=True)
-    elif event.event == "sealed":
-        print(f"plimsoll-ci grade: sealed set, reveal matches its commitment {event.detail}",
               file=sys.stderr, flush=True)
 
 

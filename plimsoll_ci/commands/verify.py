@@ -73,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         if s["weak_seeds_allowed"]:
             print("  weak seeds:    allowed by --allow-weak-seeds (records "
                   f"{', '.join(str(n) for n in s['weak_seeds_allowed'])})")
+        if s["kinds"].get("eval-attempt"):
+            print(f"  eval attempts: {s['kinds']['eval-attempt']} (coding-model attempts, "
+                  "plimsoll-ci eval run)")
     else:
         for problem in report.problems:
             print(problem)
