@@ -65,6 +65,7 @@ class RecordSummary(NamedTuple):
     practice_set: str | None
     fresh_commitment: str | None
     result_sha256: str
+    kind: str = "grading"  # or "rebuild-session" (a squeeze rebuild made through a model)
 
 
 class Report(NamedTuple):
@@ -139,9 +140,13 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
     if opened.payload is None:
         return done()
     types = (record.PREDICATE_TYPE, record.PREDICATE_TYPE_V1)
-    statement = _signed_statement(opened.payload, forms, types, problems, "")
+    statement = _signed_statement(opened.payload, forms, (*types, record.SESSION_PREDICATE_TYPE),
+                                  problems, "")
     if statement is None:
         return done()
+    if isinstance(statement, dict) and \
+            statement.get("predicateType") == record.SESSION_PREDICATE_TYPE:
+        return done(_check_session(n, raw, doc, statement, problems))
     subject, frame = record.statement_subject(statement, types, record.RESULT_NAME)
     problems.extend(frame)
     if subject is None:
@@ -166,6 +171,27 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
         fresh_commitment=None if inputs["freshSet"] is None else inputs["freshSet"]["commitment"],
         result_sha256=subject,
     ))
+
+
+def _check_session(n: int, raw: bytes, doc: dict, statement: dict,
+                   problems: list[str]) -> RecordSummary | None:
+    """A rebuild-session record's frame, predicate and stored result (problems noted)."""
+    subject, frame = record.statement_subject(statement, record.SESSION_PREDICATE_TYPE,
+                                              record.SESSION_NAME)
+    problems.extend(frame)
+    if subject is None:
+        return None
+    predicate = statement["predicate"]
+    shape = record.check_session_predicate(predicate)
+    problems.extend(f"predicate: {reason}" for reason in shape)
+    if shape:
+        return None
+    if hashlib.sha256(_result_bytes(raw, doc)).hexdigest() != subject:
+        problems.append("stored result does not match the signed result digest")
+    if predicate["result"]["sha256"] != subject:
+        problems.append("predicate result digest does not match the statement subject")
+    return RecordSummary(line=n, course="", provider="", tier="", practice_set=None,
+                         fresh_commitment=None, result_sha256=subject, kind="rebuild-session")
 
 
 def _check_checkpoint(doc: dict, forms: frozenset[str], public: PublicKey) -> _Inspected:
@@ -391,18 +417,31 @@ def _replace_atomically(path: Path, content: bytes, mode: int) -> None:
     _fsync_dir(path.parent)
 
 
-def _record_line(index: int, previous: str, result_doc: Any, predicate: Any, signer: Signer) -> bytes:
+def _record_line(index: int, previous: str, result_doc: Any, predicate: Any, signer: Signer,
+                 predicate_type: str = record.PREDICATE_TYPE) -> bytes:
+    if predicate_type == record.SESSION_PREDICATE_TYPE:
+        problems = record.check_session_predicate(predicate)
+        if problems:
+            raise BadInput(f"session record {index}: {problems[0]}")
+        statement = record.make_session_statement(result_doc, predicate)
+    elif predicate_type != record.PREDICATE_TYPE:
+        raise BadInput(f"run record {index}: cannot write predicate type {predicate_type}")
+    else:
+        statement = _grading_statement(index, result_doc, predicate)
+    envelope = dsse.sign(canonical.dumps(statement), signer)
+    doc = {"envelope": envelope, "index": index, "kind": "record", "previous": previous,
+           "result": result_doc}
+    return canonical.dumps(doc)
+
+
+def _grading_statement(index: int, result_doc: Any, predicate: Any) -> dict[str, Any]:
     problems = record.check_predicate(predicate)
     if problems:
         raise BadInput(f"run record {index}: {problems[0]}")
     problems = record.check_fresh_set(predicate)
     if problems:
         raise BadInput(f"run record {index}: {problems[0]}; refusing to sign")
-    statement = record.make_statement(result_doc, predicate)
-    envelope = dsse.sign(canonical.dumps(statement), signer)
-    doc = {"envelope": envelope, "index": index, "kind": "record", "previous": previous,
-           "result": result_doc}
-    return canonical.dumps(doc)
+    return record.make_statement(result_doc, predicate)
 
 
 def _checkpoint_line(count: int, head: str, signer: Signer) -> bytes:
@@ -412,9 +451,13 @@ def _checkpoint_line(count: int, head: str, signer: Signer) -> bytes:
 
 
 def append_runs(
-    bundle_path: str | os.PathLike[str], runs: Sequence[tuple[Any, Any]], signer: Signer
+    bundle_path: str | os.PathLike[str], runs: Sequence[tuple[Any, Any]], signer: Signer,
+    predicate_type: str = record.PREDICATE_TYPE,
 ) -> int:
     """Append signed records for `runs` (pairs of result document, predicate); the new count.
+
+    `predicate_type` is what every predicate of `runs` is: a grading run (the default) or a
+    rebuild session (`record.SESSION_PREDICATE_TYPE`).
 
     Creates the bundle when it does not exist. Refuses (BadInput) a bundle that does not verify
     under `signer`'s public key, so a damaged or foreign bundle is never re-sealed.
@@ -449,7 +492,7 @@ def append_runs(
         new_lines = []
         for result_doc, predicate in runs:
             count += 1
-            line = _record_line(count, head, result_doc, predicate, signer)
+            line = _record_line(count, head, result_doc, predicate, signer, predicate_type)
             new_lines.append(line)
             head = line_digest(line)
         new_lines.append(_checkpoint_line(count, head, signer))
@@ -470,9 +513,9 @@ def summarize(report: Report) -> dict[str, Any]:
     return {
         "records": report.count,
         "keyid": report.keyid,
-        "tiers": dict(Counter(r.tier for r in report.records)),
-        "providers": dict(Counter(r.provider for r in report.records)),
-        "courses": dict(Counter(r.course for r in report.records)),
+        "tiers": dict(Counter(r.tier for r in report.records if r.kind == "grading")),
+        "providers": dict(Counter(r.provider for r in report.records if r.kind == "grading")),
+        "courses": dict(Counter(r.course for r in report.records if r.kind == "grading")),
         "practice_sets": sorted({r.practice_set for r in report.records if r.practice_set}),
         "fresh_sets": {"committed": len(commitments), "revealed_and_matching": len(commitments),
                        "distinct": len(set(commitments))},
