@@ -1,9 +1,14 @@
-"""`plimsoll-ci squeeze run JOB --out DIR` and `plimsoll-ci squeeze verify DIR --pub KEY`.
+"""`plimsoll-ci squeeze run|verify|recipe|canary`.
 
 run: exit 0 when every grading was signed and the artifacts written (whatever the verdicts);
-2 bad input (the job file, a recipe over budget, no sandbox at the tier asked for); 130 / 143
+1 when the tripwire found a sealed value sent to the rebuilds' model (the session and request
+named, never the value), or a loop's sessions left nothing to grade; 2 bad input (the job file, a
+recipe over budget, no model endpoint for `build:`, no sandbox at the tier asked for); 130 / 143
 when stopped by SIGINT / SIGTERM (every sandbox stopped, finished gradings signed).
 verify: 0 verified, 1 something disagrees (every problem listed), 2 bad input.
+recipe: 0 a recipe within budget was written; 1 none was (over budget after every draft, the
+budget spent, a rate limit, or the recipe carries a sealed value); 2 bad input.
+canary: 0 every canary planted and none sent; 1 a canary was sent or not planted; 2 bad input.
 """
 
 from __future__ import annotations
@@ -33,8 +38,10 @@ class _Lazy:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """`run` and `verify`."""
-    sub = parser.add_subparsers(dest="squeeze_command", metavar="run|verify")
+    """`run`, `verify`, `recipe` and `canary`."""
+    from plimsoll_ci.commands._model import add_model_arguments
+
+    sub = parser.add_subparsers(dest="squeeze_command", metavar="run|verify|recipe|canary")
     run = sub.add_parser("run", help="grade a loop against its rebuilds; sign; write the reports",
                          description="Grade every controller of the job on the practice set and "
                          "a fresh set committed before any flight, in parallel sandboxes; sign a "
@@ -74,6 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="a kept private key file (PKCS#8 PEM, 0600)")
     keys.add_argument("--signing-key-env", metavar="VAR",
                       help="environment variable holding a kept private key's PEM text")
+    add_model_arguments(run)
     verify = sub.add_parser("verify", help="recompute a squeeze from its signed records",
                             description="Check the bundle's signatures and chain, the committed "
                             "seed sets, and that every artifact is exactly what the records give. "
@@ -126,9 +134,21 @@ def _run(args: argparse.Namespace) -> int:
     key = key_from(args.withheld_key_env, args.withheld_key_file)
     withheld = tuple(load(p, key=key) for p in args.withheld)
     setup = Setup(args.provider, args.min_tier, _budget(args), limits, withheld)
+    model = None
+    if job.builds():
+        from plimsoll_ci.commands._model import model_config_from
+
+        model = run_mod.Model(model_config_from(args))
+    elif args.base_url:
+        print(f"plimsoll-ci squeeze: {args.job} builds no rebuilds (no build: N); the model "
+              "flags are not used", file=sys.stderr)
     options = run_mod.Options(Path(args.out), args.jobs, setup, args.signing_key_file,
-                              args.signing_key_env)
+                              args.signing_key_env, model=model)
     outcome = run_mod.run(job, options, progress.make())
+    if outcome.status in ("breached", "no_rebuilds"):
+        print(f"plimsoll-ci: squeeze run: {outcome.status.replace('_', ' ')}: no verdict "
+              f"(see {Path(args.out) / 'run.json'}); the session records are signed in "
+              f"{Path(args.out) / 'bundle.intoto.jsonl'}", file=sys.stderr)
     if outcome.result is not None:
         from plimsoll_ci.squeeze.report_md import verdict_lines
 

@@ -154,9 +154,11 @@ def _check_run_json(folder: Path, read: Any, problems: list[str]) -> None:
         ("status",): "done",
         ("job", "sha256"): job.get("job_sha256"),
         ("fresh_commitment",): (job.get("fresh") or {}).get("commitment"),
-        ("gradings", "signed"): read.count,
+        ("gradings", "signed"): len(read.records),
         ("gradings", "planned"): len(job.get("plan") or []),
     }
+    if read.sessions:
+        expect[("sessions", "done")] = len(read.sessions)
     for keys, want in expect.items():
         have: Any = doc
         for k in keys:
