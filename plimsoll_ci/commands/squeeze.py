@@ -90,6 +90,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     verify.add_argument("--pub", required=True, metavar="KEY",
                         help="the public key you trust for this run (harness.pub, as published)")
     verify.add_argument("--format", choices=["text", "json"], default="text")
+    recipe = sub.add_parser("recipe", help="squeeze a loop's record into a recipe through a model",
+                            description="Send a loop's record (a folder of transcripts, "
+                            "controller versions and scores) to the model and ask for a recipe "
+                            "of at most --tokens tokens; drafts over budget are sent back with "
+                            "their count. The recipe is scanned for sealed values before it is "
+                            "written.")
+    recipe.add_argument("--record", required=True, metavar="DIR", help="the loop's record")
+    recipe.add_argument("--out", required=True, metavar="DIR",
+                        help="a new or empty folder: recipe.txt, recipe.json, requests/")
+    recipe.add_argument("--tokens", type=int, default=32, metavar="N",
+                        help="the recipe's budget in cl100k_base tokens (default 32)")
+    recipe.add_argument("--drafts", type=int, default=4, metavar="N",
+                        help="drafts asked for at most (default 4)")
+    recipe.add_argument("--practice", metavar="FILE",
+                        help="the loop's practice seeds, one per line (default: the simulator's "
+                             "16); the recipe must not carry them")
+    recipe.add_argument("--sealed", action="append", default=[], metavar="SET",
+                        help="a sealed or withheld set the recipe must not carry; repeatable")
+    recipe.add_argument("--sealed-key-env", metavar="VAR",
+                        help="environment variable holding the --sealed sets' HMAC key")
+    recipe.add_argument("--sealed-key-file", metavar="FILE",
+                        help="file holding the --sealed sets' HMAC key")
+    add_model_arguments(recipe)
+    canary = sub.add_parser("canary", help="the canary run of the rebuild harness",
+                            description="Plant canaries in place of the practice seeds, the "
+                            "fresh seeds and the generator, run the rebuild harness (one session "
+                            "per loop and one for the control group), and pass only when every "
+                            "canary was planted and none was sent.")
+    canary.add_argument("job", metavar="JOB", help="the job file (squeeze.yaml)")
+    canary.add_argument("--echo", action="store_true",
+                        help="use a built-in endpoint on 127.0.0.1 that answers with one fly "
+                             "call and then stops (no model, no key, no network)")
+    canary.add_argument("--out", metavar="DIR",
+                        help="a new or empty folder for the canaries, what was planted and the "
+                             "recorded requests (default: a temporary folder, removed)")
+    canary.add_argument("--provider", choices=_Lazy("all_providers", "PROVIDERS"),
+                        default="gvisor", metavar="PROVIDER",
+                        help="sandbox provider for run_code and fly (default gvisor)")
+    canary.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="sessions at once (default 1)")
+    add_model_arguments(canary)
 
 
 def _budget(args: argparse.Namespace):
@@ -189,11 +230,69 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _recipe(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from plimsoll_ci.commands._model import model_config_from
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.grading.seeds import read_seed_file
+    from plimsoll_ci.squeeze import compress, wall
+    from plimsoll_ci.squeeze.run import Model
+    from plimsoll_ci.withheld import key_from
+
+    if args.tokens < 1 or args.drafts < 1:
+        raise BadInput("--tokens and --drafts: give 1 or more")
+    model = Model(model_config_from(args))
+    key = key_from(args.sealed_key_env, args.sealed_key_file)
+    sealed = tuple(wall.load_sealed(p, key=key) for p in args.sealed)
+    practice = tuple(read_seed_file(args.practice)) if args.practice else None
+    done = compress.compress(compress.CompressOptions(
+        Path(args.record), Path(args.out), args.tokens, args.drafts, practice, sealed), model)
+    if done.recipe is None:
+        print(f"plimsoll-ci: squeeze recipe: {done.message}", file=sys.stderr)
+        return 1
+    print(done.recipe)
+    print(f"plimsoll-ci squeeze: {done.message}", file=sys.stderr)
+    return 0
+
+
+def _canary(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from plimsoll_ci.squeeze import job as job_mod
+    from plimsoll_ci.squeeze import progress
+    from plimsoll_ci.squeeze.canary import CanaryOptions, run_canary
+    from plimsoll_ci.squeeze.run import Model
+
+    job = job_mod.load(args.job)
+    model = None
+    if not args.echo:
+        from plimsoll_ci.commands._model import model_config_from
+
+        model = Model(model_config_from(args))
+    temp = None if args.out else tempfile.mkdtemp(prefix="plimsoll-squeeze-canary-")
+    out = Path(args.out) if args.out else Path(temp) / "canary"
+    try:
+        found = run_canary(job, CanaryOptions(out, model, args.provider, max(1, args.jobs)),
+                           progress.make())
+    finally:
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
+    sys.stdout.write(found.text)
+    if not found.ok:
+        print(f"plimsoll-ci: squeeze canary: {args.job}: a canary was sent or not planted; the "
+              "harness leaks, do not run the squeeze until it is fixed", file=sys.stderr)
+        return 1
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    """Dispatch to `run` or `verify`."""
-    if args.squeeze_command == "run":
-        return _run(args)
-    if args.squeeze_command == "verify":
-        return _verify(args)
-    print("usage: plimsoll-ci squeeze run JOB --out DIR | verify DIR --pub KEY", file=sys.stderr)
+    """Dispatch to `run`, `verify`, `recipe` or `canary`."""
+    commands = {"run": _run, "verify": _verify, "recipe": _recipe, "canary": _canary}
+    if args.squeeze_command in commands:
+        return commands[args.squeeze_command](args)
+    print("usage: plimsoll-ci squeeze run JOB --out DIR | verify DIR --pub KEY | recipe "
+          "--record DIR --out DIR | canary JOB [--echo]", file=sys.stderr)
     return 2

@@ -50,12 +50,26 @@ ENDED_STOPPED = ("budget", "rate_limit", "error", "interrupted")
 FATAL_STATUS = (401, 403, 404)  # the endpoint refuses every session alike: stop the run
 
 
-class Harness(NamedTuple):
-    """What the harness puts on the model's side of the wall."""
+def _brief(given: brief_mod.BriefInput, secrets: wall.Secrets) -> tuple[str, str]:
+    return brief_mod.brief(given)  # made from public information alone
 
-    brief: Callable[[brief_mod.BriefInput], tuple[str, str]] = brief_mod.brief
-    kit: Callable[[wall.Secrets], dict[str, bytes]] = lambda secrets: {}  # extra sandbox files
-    smoke: Callable[[int], tuple[int, ...]] = wall.draw_smoke
+
+def _no_kit(secrets: wall.Secrets) -> dict[str, bytes]:
+    return {}  # the sandboxes hold the model's own files and nothing else
+
+
+def _smoke(count: int, secrets: wall.Secrets) -> tuple[int, ...]:
+    return wall.draw_smoke(count)
+
+
+class Harness(NamedTuple):
+    """What the harness puts on the model's side of the wall. Each part is handed the secrets
+    because a harness has them at hand: a mistake is one line away, and the canary run shows
+    that such a mistake is caught."""
+
+    brief: Callable[[brief_mod.BriefInput, wall.Secrets], tuple[str, str]] = _brief
+    kit: Callable[[wall.Secrets], dict[str, bytes]] = _no_kit  # files shipped into sandboxes
+    smoke: Callable[[int, wall.Secrets], tuple[int, ...]] = _smoke
 
 
 class Spec(NamedTuple):
@@ -128,7 +142,7 @@ def run_session(spec: Spec, setting: Setting) -> Done:
     import sim
 
     started = dt.datetime.now(dt.UTC)
-    smoke = tuple(setting.harness.smoke(setting.smoke))
+    smoke = tuple(setting.harness.smoke(setting.smoke, setting.secrets))
     hit = wall.check_smoke(smoke, setting.secrets.sealed)
     if hit:
         raise WallBreach(f"session {spec.name}: its smoke seeds are sealed values ({', '.join(hit)})"
@@ -139,7 +153,7 @@ def run_session(spec: Spec, setting: Setting) -> Done:
     wall.record_kit(folder, kit)
     given = brief_mod.BriefInput(setting.course, sim.course(setting.course).info(), spec.recipe,
                                  setting.smoke, setting.max_turns)
-    system, user = setting.harness.brief(given)
+    system, user = setting.harness.brief(given, setting.secrets)
     space = Workspace(Path(tempfile.mkdtemp(prefix=f"{folder_name(spec)}-", dir=setting.work)))
     tools = _Tools(space, kit, smoke, setting)
     with wall.Recording(setting.config.base_url, folder) as recording:

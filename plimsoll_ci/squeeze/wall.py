@@ -50,21 +50,22 @@ def generator_path() -> Path:
     return Path(sim.__file__).parent / "generator.py"
 
 
-def seal(practice: tuple[int, ...], fresh: FreshSet, generator: bytes | None = None,
+def seal(practice: tuple[int, ...], fresh: FreshSet | None, generator: bytes | None = None,
          withheld: Iterable[Any] = ()) -> Secrets:
-    """Seal the run's secrets under a key drawn now (never written, never shown)."""
+    """Seal the run's secrets under a key drawn now (never written, never shown); `fresh` None
+    before a run has drawn one (a recipe is squeezed before)."""
     import sim.generator
     from plimsoll_ci.withheld import build_set, parse
 
     source = generator_path().read_bytes() if generator is None else generator
     values = [(f"practice:{n}", str(s)) for n, s in enumerate(practice, 1)]
-    values += [(f"fresh:{n}", str(s)) for n, s in enumerate(fresh.seeds, 1)]
+    values += [(f"fresh:{n}", str(s)) for n, s in enumerate(fresh.seeds if fresh else (), 1)]
     values.append((GENERATOR_MAGIC, str(sim.generator.MAGIC)))
     key = secrets.token_bytes(32)
     doc, _warnings = build_set(values=values, sources=[(GENERATOR_SOURCE, source)], key=key,
                                tag="plimsoll-sealed/1")
     sealed = parse(doc, key=key, origin="<the squeeze's sealed set>")
-    return Secrets(tuple(practice), fresh, source, (sealed, *withheld))
+    return Secrets(tuple(practice), fresh or FreshSet((), b""), source, (sealed, *withheld))
 
 
 def _sets(sealed: Any) -> tuple[Any, ...]:
@@ -265,6 +266,13 @@ def canary_sealed(path: Path) -> Any:
     from plimsoll_ci import canary
 
     return canary.marker_set(canary.load(str(path)))
+
+
+def load_sealed(path: str, key: bytes | None = None) -> Any:
+    """A sealed set, withheld set or canary file (`--sealed`), as the tripwire reads it."""
+    from plimsoll_ci.tripwire import load_sealed as load
+
+    return load(path, key=key)
 
 
 def canary_check(path: Path, planted: Path, requests: Path) -> tuple[bool, str]:
