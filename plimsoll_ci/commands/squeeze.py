@@ -179,6 +179,8 @@ def _run(args: argparse.Namespace) -> int:
     if job.builds():
         from plimsoll_ci.commands._model import model_config_from
 
+        if not (args.base_url or args.model or args.max_tokens):
+            raise BadInput(run_mod.model_needed(job))
         model = run_mod.Model(model_config_from(args))
     elif args.base_url:
         print(f"plimsoll-ci squeeze: {args.job} builds no rebuilds (no build: N); the model "

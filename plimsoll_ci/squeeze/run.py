@@ -117,15 +117,20 @@ def claim_out(out: Path) -> None:
         raise BadInput(f"--out {out}: cannot create ({e.strerror})") from None
 
 
+def model_needed(job: Job) -> str:
+    """What to say when a job builds and no model endpoint was given."""
+    g = next(g for g in job.groups() if g.build)
+    where = f"loops.{g.name}" if g.name != "control" else "control"
+    return (f"{job.path} line {g.line}: {where}.build: rebuilds made through a model need the "
+            "model's endpoint: --base-url, --model and --max-tokens (and the key in the "
+            "variable --api-key-env names)")
+
+
 def prepare(job: Job, options: Options | None = None) -> Prepared:
     """Count the recipes (refusing one over budget, and one a model would be sent that carries a
     practice seed or the generator constant) and run every imported controller's code checks."""
     if job.builds() and (options is None or options.model is None):
-        g = next(g for g in job.groups() if g.build)
-        where = f"loops.{g.name}" if g.name != "control" else "control"
-        raise BadInput(f"{job.path} line {g.line}: {where}.build: rebuilds made through a model "
-                       "need the model's endpoint: --base-url, --model and --max-tokens (and the "
-                       "key in the variable --api-key-env names)")
+        raise BadInput(model_needed(job))
     scan = checks.scanner(job.practice)
     found: dict[str, dict[str, Any]] = {}
     counted: dict[str, recipes.Recipe] = {}
