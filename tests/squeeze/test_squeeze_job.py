@@ -124,6 +124,13 @@ def test_build_makes_rebuilds_through_a_model_beside_or_instead_of_imported_ones
     assert (plain.builds(), plain.max_turns, plain.smoke) == (0, 40, 4)
 
 
+def test_the_example_build_job_makes_8_rebuilds_per_group():
+    job = job_mod.load(EXAMPLE / "build.yaml")
+    assert [(g.name, g.build, g.rebuilds) for g in job.groups()] == [
+        ("honest", 8, ()), ("cheater", 8, ()), ("control", 8, ())]
+    assert (job.builds(), job.max_turns, job.smoke) == (24, 40, 4)
+
+
 def test_a_bad_practice_seed_file_names_its_own_line(tmp_path):
     job_path = folder(tmp_path, GOOD.replace("practice: practice", "practice: seeds.txt"))
     (tmp_path / "seeds.txt").write_text("5000000001\n\n50000x0002\n")
