@@ -238,3 +238,73 @@ def test_a_loop_whose_sessions_leave_nothing_to_grade_gets_no_verdict(tmp_path):
     assert (outcome.status, outcome.exit_code) == ("no_rebuilds", 1)
     assert "loops.honest: none of its 2 rebuild sessions left a controller to grade " \
            "(no_controller 2)" in err.getvalue()
+
+
+def _records(bundle_path: Path) -> tuple[list, list]:
+    from plimsoll_ci.attest import canonical
+    from plimsoll_ci.attest.record import SESSION_PREDICATE_TYPE
+
+    made, graded = [], []
+    for raw in bundle_path.read_bytes().split(b"\n")[:-2]:
+        doc = canonical.loads(raw)
+        statement = canonical.loads(canonical.b64decode(doc["envelope"]["payload"]))
+        kind = made if statement["predicateType"] == SESSION_PREDICATE_TYPE else graded
+        kind.append((doc["result"], statement["predicate"]))
+    return made, graded
+
+
+def _reseal(out: Path, made: list, graded: list, signer) -> list[str]:
+    import shutil
+
+    from plimsoll_ci.attest import bundle
+    from plimsoll_ci.attest.record import SESSION_PREDICATE_TYPE, result_digest
+    from plimsoll_ci.squeeze.verify import verify
+
+    copy = shutil.copytree(out, out.parent / f"{out.name}-{len(list(out.parent.iterdir()))}")
+    (copy / "bundle.intoto.jsonl").unlink()
+    for result, predicate in made + graded:
+        predicate["result"]["sha256"] = result_digest(result)
+    if made:
+        bundle.append_runs(copy / "bundle.intoto.jsonl", made, signer, SESSION_PREDICATE_TYPE)
+    if graded:
+        bundle.append_runs(copy / "bundle.intoto.jsonl", graded, signer)
+    return verify(copy, signer.public).problems
+
+
+def test_even_the_key_holder_cannot_drop_a_session_or_restate_what_it_did(tmp_path, gvisor):
+    import copy as copy_mod
+
+    job = job_mod.load(job_folder(tmp_path / "job", JOB.replace("    build: 2\n", "    build: 1\n")
+                                  .replace("    rebuilds: [hover.py]\n    build: 1\n",
+                                           "    rebuilds: [hover.py]\n")
+                                  .replace("control: {build: 1}\n", "")))
+    signer = keys.write_keypair(tmp_path / "ci")
+    with ChatServer([builder()] * 10) as server:
+        config = ModelConfig(base_url=server.url, model="scripted", max_tokens=10_000,
+                             timeout=30.0, retries=1)
+        outcome = run_mod.run(job, run_mod.Options(
+            tmp_path / "out", 1, Setup(gvisor), key_file=str(tmp_path / "ci.key"),
+            model=run_mod.Model(config, {"OPENAI_API_KEY": KEY})), progress.Plain(io.StringIO()))
+    assert outcome.status == "done"
+    out = tmp_path / "out"
+    made, graded = _records(out / "bundle.intoto.jsonl")
+    assert len(made) == 1 and len(graded) == 4  # honest: loop + built/honest/1; seeder: loop+hover
+    assert _reseal(out, made, graded, signer) == []
+    # The session dropped (its rebuild then looks imported from nowhere):
+    assert any("no record of session honest/1" in p
+               for p in _reseal(out, [], copy_mod.deepcopy(graded), signer))
+    # Fewer tokens stated in the document than were signed for:
+    fewer = copy_mod.deepcopy(made)
+    fewer[0][0]["tokens"] -= 1
+    assert any("session honest/1: its signed tokens is not what its document says" in p
+               for p in _reseal(out, fewer, copy_mod.deepcopy(graded), signer))
+    # The built rebuild's grading dropped while its session says it was graded:
+    kept = [g for g in copy_mod.deepcopy(graded)
+            if g[0]["squeeze"]["grading"]["controller"] != "built/honest/1"]
+    assert any("no record for honest/rebuild built/honest/1" in p
+               for p in _reseal(out, copy_mod.deepcopy(made), kept, signer))
+    # The session said to have written other files than the ones graded:
+    other = copy_mod.deepcopy(made)
+    other[0][0]["workspace"]["files"]["controller.py"] = "0" * 64
+    assert any("graded other files than its session's workspace" in p
+               for p in _reseal(out, other, copy_mod.deepcopy(graded), signer))
