@@ -308,3 +308,38 @@ def test_even_the_key_holder_cannot_drop_a_session_or_restate_what_it_did(tmp_pa
     other[0][0]["workspace"]["files"]["controller.py"] = "0" * 64
     assert any("graded other files than its session's workspace" in p
                for p in _reseal(out, other, copy_mod.deepcopy(graded), signer))
+
+
+def test_sigterm_during_the_sessions_stops_every_sandbox_and_signs_nothing(tmp_path, gvisor):
+    import signal
+    import tempfile
+    import time
+
+    job = job_folder(tmp_path / "job")
+    # the sandboxes' folders go here: a folder the sandbox user can traverse, as /tmp is
+    spool = Path(tempfile.mkdtemp(prefix="plimsoll-sigterm-test-", dir="/tmp"))
+    spool.chmod(0o755)
+    script = [tool_call("run_code", {"code": "import time\ntime.sleep(120)"})] * 10
+    env = {**os.environ, "SCRIPTED_KEY": KEY, "TMPDIR": str(spool)}
+    with ChatServer(script) as server:
+        proc = subprocess.Popen([sys.executable, "-m", "plimsoll_ci", "squeeze", "run", str(job),
+                                 "--out", str(tmp_path / "out"), "--jobs", "2", "--base-url",
+                                 server.url, "--model", "scripted", "--api-key-env",
+                                 "SCRIPTED_KEY", "--max-tokens", "100000"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        deadline = time.monotonic() + 120
+        while len(server.chat_requests) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(3)  # both sessions are inside run_code's sandbox now
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-2000:]
+    assert "interrupted during the rebuild sessions" in err
+    account = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert account["status"] == "interrupted"
+    assert not (tmp_path / "out" / "bundle.intoto.jsonl").exists()
+    left = subprocess.run(["pgrep", "-f", str(spool)], capture_output=True, text=True).stdout
+    assert left == "", f"processes of the run still alive: {left}"
+    assert list(spool.iterdir()) == []
+    spool.rmdir()
