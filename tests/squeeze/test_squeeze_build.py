@@ -17,6 +17,7 @@ from squeezekit import HONEST, KEY, REPO, assistant_turns, builder, need_gvisor
 import sim
 from plimsoll_ci.attest import keys
 from plimsoll_ci.attest.bundle import verify_bundle
+from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import fresh
 from plimsoll_ci.model import ModelConfig
 from plimsoll_ci.model.session import Budget
@@ -364,3 +365,18 @@ def test_a_build_run_gives_the_same_result_for_any_jobs(tmp_path, gvisor):
             results.append((out / "result.json").read_bytes())
     assert results[0] == results[1]
     assert json.loads(results[0])["loops"][0]["sessions"]["graded"] == 2
+
+
+def test_a_recipe_a_model_would_be_sent_that_carries_a_practice_seed_is_refused_first(tmp_path):
+    job = job_mod.load(job_folder(tmp_path / "job", honest_recipe=(
+        f"Flight {sim.PRACTICE_SEEDS[0]} is the hardest.")))
+    with ChatServer([]) as server:
+        config = ModelConfig(base_url=server.url, model="scripted", max_tokens=1000)
+        with pytest.raises(BadInput) as e:
+            run_mod.run(job, run_mod.Options(tmp_path / "out", 1, Setup("process"),
+                                             model=run_mod.Model(config, {"OPENAI_API_KEY": KEY})),
+                        progress.Plain(io.StringIO()))
+    assert "recipe honest.txt carries practice:1; it would cross the wall" in str(e.value)
+    assert e.value.exit_code == 2
+    assert str(sim.PRACTICE_SEEDS[0]) not in str(e.value)
+    assert server.chat_requests == [] and not (tmp_path / "out").exists()
