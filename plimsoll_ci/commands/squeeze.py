@@ -217,8 +217,9 @@ def _verify(args: argparse.Namespace) -> int:
                          indent=2, sort_keys=True))
     elif found.ok:
         assert found.result is not None
-        print(f"squeeze {args.folder}: verified ({found.records} signed gradings; result, "
-              "evidence and reports recomputed from them)")
+        made = f" and {found.sessions} rebuild sessions" if found.sessions else ""
+        print(f"squeeze {args.folder}: verified ({found.records - found.sessions} signed "
+              f"gradings{made}; result, evidence and reports recomputed from them)")
         for line in verdict_lines(found.result):
             print(f"  {line}")
     else:

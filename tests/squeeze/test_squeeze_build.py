@@ -158,6 +158,7 @@ def test_the_session_records_are_signed_beside_the_gradings_and_verify(built):
                         "--pub", str(out / "harness.pub")], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+    assert "verified (6 signed gradings and 4 rebuild sessions;" in r.stdout
     line = (out / "bundle.intoto.jsonl").read_text().splitlines()[2]
     session = json.loads(line)["result"]
     assert session["session"] == {"group": "seeder", "index": 1, "role": "rebuild"}
