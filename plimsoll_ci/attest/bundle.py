@@ -72,7 +72,7 @@ class RecordSummary(NamedTuple):
     sealed_committed: str | None = None  # when that commitment was dated
     uncommitted: int = 0  # flights on seeds no commitment covered (a seed file)
     weak_allowed: bool = False  # graded with --allow-weak-seeds
-    kind: str = "grading"  # or "eval-attempt" (a coding-model attempt, `plimsoll-ci eval run`)
+    kind: str = "grading"  # or "eval-attempt" (`plimsoll-ci eval run`), "rebuild-session" (squeeze)
 
 
 class Report(NamedTuple):
@@ -147,12 +147,15 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
     if opened.payload is None:
         return done()
     types = record.PREDICATE_TYPES
-    statement = _signed_statement(opened.payload, forms, (*types, eval_record.PREDICATE_TYPE),
-                                  problems, "")
+    others = (eval_record.PREDICATE_TYPE, record.SESSION_PREDICATE_TYPE)
+    statement = _signed_statement(opened.payload, forms, (*types, *others), problems, "")
     if statement is None:
         return done()
-    if isinstance(statement, dict) and statement.get("predicateType") == eval_record.PREDICATE_TYPE:
+    kind = statement.get("predicateType") if isinstance(statement, dict) else None
+    if kind == eval_record.PREDICATE_TYPE:
         return done(_check_eval_attempt(n, raw, doc, statement, problems))
+    if kind == record.SESSION_PREDICATE_TYPE:
+        return done(_check_session(n, raw, doc, statement, problems))
     subject, frame = record.statement_subject(statement, types, record.RESULT_NAME)
     problems.extend(frame)
     if subject is None:
@@ -186,16 +189,17 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
     ))
 
 
-def _check_eval_attempt(n: int, raw: bytes, doc: dict, statement: dict,
-                        problems: list[str]) -> RecordSummary | None:
-    """An eval-attempt record's frame, predicate and stored result (problems noted)."""
-    subject, frame = record.statement_subject(statement, eval_record.PREDICATE_TYPE,
-                                              eval_record.RESULT_NAME)
+def _other_predicate(raw: bytes, doc: dict, statement: dict, problems: list[str],
+                     predicate_type: str, name: str, check: Any) -> tuple[dict, str] | None:
+    """A record of another kind than a grading run (an eval attempt, a rebuild session): its
+    frame, its predicate's shape (by `check`) and its stored result; (predicate, subject), or None
+    after noting why not."""
+    subject, frame = record.statement_subject(statement, predicate_type, name)
     problems.extend(frame)
     if subject is None:
         return None
     predicate = statement["predicate"]
-    shape = eval_record.check_predicate(predicate)
+    shape = check(predicate)
     problems.extend(f"predicate: {reason}" for reason in shape)
     if shape:
         return None
@@ -203,10 +207,31 @@ def _check_eval_attempt(n: int, raw: bytes, doc: dict, statement: dict,
         problems.append("stored result does not match the signed result digest")
     if predicate["result"]["sha256"] != subject:
         problems.append("predicate result digest does not match the statement subject")
-    sandbox = predicate["sandbox"]
+    return predicate, subject
+
+
+def _check_eval_attempt(n: int, raw: bytes, doc: dict, statement: dict,
+                        problems: list[str]) -> RecordSummary | None:
+    """An eval-attempt record's frame, predicate and stored result (problems noted)."""
+    found = _other_predicate(raw, doc, statement, problems, eval_record.PREDICATE_TYPE,
+                             eval_record.RESULT_NAME, eval_record.check_predicate)
+    if found is None:
+        return None
+    sandbox = found[0]["sandbox"]
     return RecordSummary(line=n, course="", provider=sandbox["provider"], tier=sandbox["tier"],
-                         practice_set=None, fresh_commitment=None, result_sha256=subject,
+                         practice_set=None, fresh_commitment=None, result_sha256=found[1],
                          kind="eval-attempt")
+
+
+def _check_session(n: int, raw: bytes, doc: dict, statement: dict,
+                   problems: list[str]) -> RecordSummary | None:
+    """A rebuild-session record's frame, predicate and stored result (problems noted)."""
+    found = _other_predicate(raw, doc, statement, problems, record.SESSION_PREDICATE_TYPE,
+                             record.SESSION_NAME, record.check_session_predicate)
+    if found is None:
+        return None
+    return RecordSummary(line=n, course="", provider="", tier="", practice_set=None,
+                         fresh_commitment=None, result_sha256=found[1], kind="rebuild-session")
 
 
 def _check_checkpoint(doc: dict, forms: frozenset[str], public: PublicKey) -> _Inspected:
@@ -439,6 +464,11 @@ def _record_line(index: int, previous: str, result_doc: Any, predicate: Any, sig
         if problems:
             raise BadInput(f"eval attempt record {index}: {problems[0]}")
         statement = eval_record.make_statement(result_doc, predicate)
+    elif predicate_type == record.SESSION_PREDICATE_TYPE:
+        problems = record.check_session_predicate(predicate)
+        if problems:
+            raise BadInput(f"session record {index}: {problems[0]}")
+        statement = record.make_session_statement(result_doc, predicate)
     elif predicate_type != record.PREDICATE_TYPE:
         raise BadInput(f"run record {index}: cannot write predicate type {predicate_type}")
     else:
@@ -471,8 +501,8 @@ def append_runs(
 ) -> int:
     """Append signed records for `runs` (pairs of result document, predicate); the new count.
 
-    `predicate_type` is what every predicate of `runs` is: a grading run (the default) or an
-    eval attempt (`eval_record.PREDICATE_TYPE`).
+    `predicate_type` is what every predicate of `runs` is: a grading run (the default), an eval
+    attempt (`eval_record.PREDICATE_TYPE`) or a rebuild session (`record.SESSION_PREDICATE_TYPE`).
 
     Creates the bundle when it does not exist. Refuses (BadInput) a bundle that does not verify
     under `signer`'s public key, so a damaged or foreign bundle is never re-sealed.
@@ -538,8 +568,8 @@ def summarize(report: Report) -> dict[str, Any]:
         "records": report.count,
         "keyid": report.keyid,
         "kinds": dict(Counter(r.kind for r in report.records)),
-        "tiers": dict(Counter(r.tier for r in report.records)),
-        "providers": dict(Counter(r.provider for r in report.records)),
+        "tiers": dict(Counter(r.tier for r in report.records if r.tier)),
+        "providers": dict(Counter(r.provider for r in report.records if r.provider)),
         "courses": dict(Counter(r.course for r in report.records if r.kind == "grading")),
         "practice_sets": sorted({r.practice_set for r in report.records if r.practice_set}),
         "fresh_sets": {"committed": len(commitments), "revealed_and_matching": len(commitments),

@@ -393,3 +393,115 @@ def check_seed_sets(pred: Mapping[str, Any],
 def check_fresh_set(pred: Mapping[str, Any], predicate_type: str = PREDICATE_TYPE) -> list[str]:
     """`check_seed_sets` (its former name, kept for callers of the v2 API)."""
     return check_seed_sets(pred, predicate_type)
+
+
+# ---- rebuild sessions (the squeeze's rebuilds made through a model) -------------------------------
+#
+# One record per session, in the same bundle as the gradings. The subject is the SHA-256 of the
+# session document (RFC 8785), named `rebuild-session.json`; the predicate names by digest what
+# the session was given and what it made:
+#
+#     {
+#       "brief": {"sha256": hex},                       # the system and user messages it started on
+#       "controller": {"sha256": hex} | null,           # of the workspace's files, when it wrote any
+#       "model": {"name": "...", "baseUrl": "..."},
+#       "recipe": {"sha256": hex} | null,               # null for the control group
+#       "recording": {"requests": N, "sha256": hex},    # of the recorded requests' manifest
+#       "result": {"sha256": hex},
+#       "run": {"finishedOn": "...", "startedOn": "..."},
+#       "session": {"group": "...", "index": N},
+#       "tokens": N,
+#       "tool": {"name": "plimsoll-ci", "version": "..."},
+#       "tools": [{"arguments": {"sha256": hex}, "name": "write_file|run_code|fly|..."}, ...],
+#       "transcript": {"sha256": hex}
+#     }
+
+SESSION_PREDICATE_TYPE = "https://plimsoll-ci.dev/rebuild-session/v1"
+SESSION_NAME = "rebuild-session.json"
+FORM_OF_TYPE[SESSION_PREDICATE_TYPE] = canonical.JCS
+_SESSION_KEYS = {"brief", "controller", "model", "recipe", "recording", "result", "run",
+                 "session", "tokens", "tool", "tools", "transcript"}
+
+
+def make_session_predicate(*, result_doc: Mapping[str, Any], started: dt.datetime | str,
+                           finished: dt.datetime | str, **fields: Any) -> dict[str, Any]:
+    """The rebuild-session predicate over `result_doc`; `fields` are the predicate's other keys
+    (brief, controller, model, recipe, recording, session, tokens, tools, transcript). BadInput
+    naming the first problem, so a bad record is never signed."""
+    from plimsoll_ci import __version__
+
+    predicate = {**fields, "result": {"sha256": result_digest(result_doc)},
+                 "run": {"finishedOn": _timestamp(finished, "end time"),
+                         "startedOn": _timestamp(started, "start time")},
+                 "tool": {"name": "plimsoll-ci", "version": __version__}}
+    problems = check_session_predicate(predicate)
+    if problems:
+        raise BadInput(f"session record: {problems[0]}")
+    return predicate
+
+
+def _digest_field(obj: Any, where: str, p: list[str], nullable: bool = False) -> None:
+    if obj is None and nullable:
+        return
+    if _keys(obj, {"sha256"}, where, p) and not is_sha256_hex(obj["sha256"]):
+        p.append(f"{where} is not a SHA-256 in lowercase hex")
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def check_session_predicate(pred: Any) -> list[str]:
+    """Every way `pred` departs from the rebuild-session predicate's shape (empty when it fits)."""
+    p: list[str] = []
+    if not _keys(pred, _SESSION_KEYS, "predicate", p):
+        return p
+    for name in ("brief", "result", "transcript"):
+        _digest_field(pred[name], name, p)
+    for name in ("controller", "recipe"):
+        _digest_field(pred[name], name, p, nullable=True)
+    if _keys(pred["model"], {"name", "baseUrl"}, "model", p) and not (
+            isinstance(pred["model"]["name"], str) and pred["model"]["name"]
+            and isinstance(pred["model"]["baseUrl"], str)):
+        p.append("model must name the model and its base URL")
+    rec = pred["recording"]
+    if _keys(rec, {"requests", "sha256"}, "recording", p) and not (
+            _count(rec["requests"]) and is_sha256_hex(rec["sha256"])):
+        p.append("recording needs a request count and a SHA-256 in lowercase hex")
+    s = pred["session"]
+    if _keys(s, {"group", "index"}, "session", p) and not (
+            isinstance(s["group"], str) and s["group"] and type(s["index"]) is int
+            and s["index"] >= 1):
+        p.append("session needs its group's name and an index from 1")
+    if not _count(pred["tokens"]):
+        p.append("tokens must be a count")
+    tools = pred["tools"]
+    if not isinstance(tools, list):
+        p.append("tools must list the tool calls")
+    else:
+        for call in tools:
+            if _keys(call, {"arguments", "name"}, "tool call", p):
+                if not isinstance(call["name"], str):
+                    p.append("tool call needs a name")
+                _digest_field(call["arguments"], "tool call arguments", p)
+    run = pred["run"]
+    if _keys(run, {"finishedOn", "startedOn"}, "run", p):
+        if not (is_utc_time(run["startedOn"]) and is_utc_time(run["finishedOn"])):
+            p.append("run times must be UTC times like 2026-01-31T12:00:00Z")
+        elif run["finishedOn"] < run["startedOn"]:
+            p.append("run finished before it started")
+    tool = pred["tool"]
+    if _keys(tool, {"name", "version"}, "tool", p) and (
+            tool["name"] != "plimsoll-ci" or not isinstance(tool["version"], str)):
+        p.append("tool must be plimsoll-ci with a version string")
+    return p
+
+
+def make_session_statement(result_doc: Any, predicate: Mapping[str, Any]) -> dict[str, Any]:
+    """The in-toto Statement v1 for one rebuild session."""
+    digest = result_digest(result_doc)
+    if predicate.get("result", {}).get("sha256") != digest:
+        raise BadInput("session record: the predicate's result digest is not this session's")
+    return {"_type": STATEMENT_TYPE, "predicate": dict(predicate),
+            "predicateType": SESSION_PREDICATE_TYPE,
+            "subject": [{"digest": {"sha256": digest}, "name": SESSION_NAME}]}

@@ -54,7 +54,7 @@ def split_base_url(base_url: str) -> tuple[str, str]:
 def start_recorder(upstream: str, out: Path) -> tuple[Any, str]:
     """Start the recording proxy on 127.0.0.1 (a free port) forwarding to `upstream`, writing to
     `out`; (server, its base URL). Stop it with `stop_recorder`."""
-    from plimsoll_ci.record import start_in_thread  # -> plimsoll_ci.tripwire.recorder
+    from plimsoll_ci.tripwire.recorder import start_in_thread
 
     return start_in_thread(upstream, str(out))
 
@@ -69,13 +69,13 @@ def scan_requests(folder: Path, sealed: Any) -> Any:
     """The tripwire over recorded requests -> ScanResult (findings name the file and the sealed
     entry, never the value)."""
     from plimsoll_ci.scan import decide_mode
-    from plimsoll_ci.tripwire import scan_requests as scan  # -> plimsoll_ci.tripwire.requests
+    from plimsoll_ci.tripwire.requests import scan_requests as scan
 
     return scan(str(folder), sealed, jobs=1)._replace(mode=decide_mode(sealed.mode))
 
 
 def load_sealed(path: str, key: bytes | None) -> Any:
     """A sealed set (or a withheld set, or a canary file) for the tripwire."""
-    from plimsoll_ci.tripwire import load_sealed as load  # -> plimsoll_ci.tripwire.sealed
+    from plimsoll_ci.tripwire.sealed import load_sealed as load
 
     return load(path, key=key)
