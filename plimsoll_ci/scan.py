@@ -14,6 +14,11 @@ shown tree, cuts files at the file bound, de-duplicates, redacts (`Redactor`), c
   whether or not a cache knew it already: the same tree gives the same numbers on every road.
 - A finding names the file, the place (line:column for text; line 0 and the byte offset as column
   for binary content and names), the decode chain and the entry id.
+
+Over 600 lines because it is the one front end: `Verdicts` (batching, cache, file bound, names)
+and the placers on it (`ShipScan`; the tripwire's and history's elsewhere) share one protocol and
+are read together. The folder walk behind `scan PATH` (`scan_paths`) is the part that could stand
+alone, if this grows.
 """
 
 from __future__ import annotations
