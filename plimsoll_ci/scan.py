@@ -248,6 +248,7 @@ class Verdicts:
         self.cache = cache
         self.read = read
         self._scanner: Scanner | None = None
+        self.batch_bytes = BATCH_BYTES  # a caller with many small items may batch smaller
         self._pending: list[tuple[str, str, Item]] = []  # (label, content key, item)
         self._streams: list[tuple[str, Item]] = []  # long files on disk, read as they are scanned
         self._pending_bytes = 0
@@ -306,7 +307,7 @@ class Verdicts:
             self.flush()
 
     def _flush_if_full(self) -> None:
-        if (self._pending_bytes >= BATCH_BYTES or self._unread >= _BATCH_UNREAD
+        if (self._pending_bytes >= self.batch_bytes or self._unread >= _BATCH_UNREAD
                 or len(self._pending) + len(self._names) >= _BATCH_FILES):
             self.flush()
 
