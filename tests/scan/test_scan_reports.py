@@ -140,3 +140,81 @@ def test_the_markdown_summary_lists_findings_in_a_table(leak):
     result = scan_checked([("a.js", b"seed " + S)], make_set(), leak)
     md = report.render(result, "markdown")
     assert "| `a.js` | 1:6 | `seeds.txt:2` | value |" in md
+
+
+def _sarif_files(every_kind, leak, folder: Path) -> list[Path]:
+    """The scan's SARIF in every shape a reader meets: both modes, builder output, a folder name
+    that carries a value, and an empty scan."""
+    wset, items = every_kind
+    built = [("drone:viewer/replay.html", "viewer/replay.html", b"seed " + S),
+             (f"drone:runs/seed-{SEED}/log.txt", f"runs/seed-{SEED}/log.txt", b"ok")]
+    shapes = {
+        "refuse": scan_checked(items, wset, leak),
+        "warn": scan_checked(items, wset, leak)._replace(mode="warn"),
+        "built": scan_checked(built, wset, leak),
+        "empty": scan_checked([("a.txt", b"nothing")], make_set(), leak),
+    }
+    files = []
+    for name, result in shapes.items():
+        p = folder / f"{name}.sarif"
+        p.write_text(report.render(result, "sarif"), encoding="utf-8")
+        files.append(p)
+    return files
+
+
+def test_the_sarif_report_passes_githubs_rules_and_sarifs_own(every_kind, leak, tmp_path,
+                                                               sarif_rules):
+    files = _sarif_files(every_kind, leak, tmp_path)
+    assert sarif_rules(*files) == []
+
+
+def test_every_sarif_rule_says_what_it_finds_and_what_to_do(every_kind, leak, tmp_path):
+    for path in _sarif_files(every_kind, leak, tmp_path):
+        driver = json.loads(path.read_text())["runs"][0]["tool"]["driver"]
+        for rule in driver["rules"]:
+            assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"]
+            assert rule["help"]["text"] and rule["helpUri"].startswith(report.REPOSITORY + "/")
+            assert re.fullmatch(r"(?:[A-Z][a-z]+)+", rule["name"]), rule["name"]
+
+
+def test_every_sarif_result_has_a_region_names_and_folders_included(every_kind, leak, tmp_path):
+    built = _sarif_files(every_kind, leak, tmp_path)
+    for path in built:
+        for r in json.loads(path.read_text())["runs"][0]["results"]:
+            region = r["locations"][0]["physicalLocation"]["region"]
+            assert region.get("startLine", 0) >= 1 or "byteOffset" in region, r
+    names = [r for r in json.loads(built[0].read_text())["runs"][0]["results"]
+             if r["properties"]["where"] == "name"]
+    assert names and all(r["locations"][0]["physicalLocation"]["region"] == {"startLine": 1}
+                         for r in names)
+
+
+def test_builder_output_has_a_valid_uri_and_a_readable_path_in_every_message(every_kind, leak,
+                                                                            tmp_path):
+    doc = json.loads(_sarif_files(every_kind, leak, tmp_path)[2].read_text())
+    results = doc["runs"][0]["results"]
+    uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results]
+    assert "drone%3Aviewer/replay.html" in uris and all(_URI_CHARS.fullmatch(u) for u in uris)
+    texts = json.dumps([r["message"] for r in results]
+                       + doc["runs"][0]["invocations"][0]["toolExecutionNotifications"])
+    assert "%3A" not in texts
+    assert "drone:viewer/replay.html" in texts
+
+
+def test_one_tool_name_and_one_repository_in_sarif_and_the_docs(leak):
+    from plimsoll_ci.history.records import HistoryReport
+    from plimsoll_ci.history.render import render as history_render
+
+    driver = report.to_sarif(scan_checked([("a.txt", b"x")], make_set(), leak))["runs"][0]
+    empty = HistoryReport(revs=["HEAD"], entries=[], commits_scanned=0, blobs_scanned=0,
+                          blobs_from_cache=0, notes=[])
+    history = json.loads(history_render(empty, "sarif"))["runs"][0]
+    for run in (driver, history):
+        assert run["tool"]["driver"]["name"] == report.TOOL_NAME == "plimsoll-ci"
+        assert run["tool"]["driver"]["informationUri"] == report.REPOSITORY
+    # the docs, the README and the package metadata name the same repository and no other
+    texts = [p.read_text() for p in [REPO / "README.md", REPO / "pyproject.toml",
+                                     *sorted((REPO / "docs").glob("*.md"))]]
+    named = {m for t in texts for m in re.findall(r"github\.com/([\w.-]+/plimsoll[\w.-]*)", t)}
+    named |= {m for t in texts for m in re.findall(r"uses: ([\w.-]+/plimsoll[\w.-]*)/", t)}
+    assert named == {report.REPOSITORY.removeprefix("https://github.com/")}, named
