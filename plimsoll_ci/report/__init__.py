@@ -2,14 +2,15 @@
 
 Everything here works from a `ScanResult`: findings carry entry ids and places, never values, and
 the result carries its mode (refuse: SARIF level `error`; warn: `warning`), so every caller's
-report says the same for the same scan.
+report says the same for the same scan. Every name a report shows (path, chain, entry id, note)
+goes through `shown`: one finding is one line, and nothing in a name reaches the terminal raw.
 """
 
 from __future__ import annotations
 
 import json
 
-from plimsoll_ci.report.names import shown
+from plimsoll_ci.report.names import path_fields, shown
 from plimsoll_ci.report.sarif import (
     REPOSITORY,
     RULES,
@@ -40,20 +41,21 @@ def place(f: Finding) -> str:
 
 def describe(f: Finding) -> str:
     """One line a person reads: file, place, chain, entry, kind."""
-    chain = f" via {f.chain}" if f.chain else ""
-    detail = f" ({f.detail})" if f.detail else ""
-    return f"{f.path}:{place(f)}: withheld {f.kind} {f.entry}{chain}{detail}"
+    chain = f" via {shown(f.chain)}" if f.chain else ""
+    detail = f" ({shown(f.detail)})" if f.detail else ""
+    return f"{shown(f.path)}:{place(f)}: withheld {f.kind} {shown(f.entry)}{chain}{detail}"
 
 
 def to_json(result: ScanResult) -> dict:
-    """The JSON report document."""
+    """The JSON report document: names as shown, a name's exact bytes in `path_bytes` (base64)
+    when the shown path differs from it."""
     return {
         "findings": [
-            {"path": f.path, "line": f.line, "column": f.column, "chain": f.chain,
-             "entry": f.entry, "kind": f.kind, "where": f.where, "detail": f.detail}
+            {**path_fields(f.path), "line": f.line, "column": f.column, "chain": shown(f.chain),
+             "entry": shown(f.entry), "kind": f.kind, "where": f.where, "detail": shown(f.detail)}
             for f in result.findings
         ],
-        "notes": list(result.notes),
+        "notes": [shown(n) for n in result.notes],
         "scanned": {"files": result.files, "bytes": result.bytes},
     }
 
@@ -61,7 +63,7 @@ def to_json(result: ScanResult) -> dict:
 def to_text(result: ScanResult) -> str:
     """Plain text for a terminal."""
     lines = [describe(f) for f in result.findings]
-    lines += [f"note: {n}" for n in result.notes]
+    lines += [f"note: {shown(n)}" for n in result.notes]
     n = len(result.findings)
     lines.append(f"{n} finding{'s' if n != 1 else ''} in {result.files} file"
                  f"{'s' if result.files != 1 else ''} ({result.bytes:,} bytes scanned)")
@@ -71,8 +73,11 @@ def to_text(result: ScanResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md(s: str) -> str:
-    return s.replace("|", "\\|").replace("`", "'")
+def _md(s: str, code: bool = False) -> str:
+    """A name for a Markdown table cell or list item: escaped, no `|` column break, no backtick
+    that ends a code span, and outside a code span (`code` False) no HTML."""
+    s = shown(s).replace("|", "\\|").replace("`", "'")
+    return s if code else s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def to_markdown(result: ScanResult, title: str = "plimsoll-ci ship scan") -> str:
@@ -84,7 +89,7 @@ def to_markdown(result: ScanResult, title: str = "plimsoll-ci ship scan") -> str
     if n:
         out += ["| file | place | entry | kind | decode chain |", "|---|---|---|---|---|"]
         for f in result.findings:
-            out.append(f"| `{_md(f.path)}` | {place(f)} | `{_md(f.entry)}` | {f.kind} | "
+            out.append(f"| `{_md(f.path, True)}` | {place(f)} | `{_md(f.entry, True)}` | {f.kind} | "
                        f"{_md(f.chain) or '—'} |")
         out.append("")
     if result.notes:

@@ -173,7 +173,7 @@ def to_sarif(result: ScanResult, tripwire: bool = False) -> dict[str, Any]:
                 "artifactLocation": {"uri": artifact_uri(f.path)},
                 "region": sarif_region(f.line, f.column, f.where)}}],
             "partialFingerprints": {"plimsollFinding/v1": fingerprint(f)},
-            "properties": {"entry": f.entry, "chain": f.chain, "where": f.where},
+            "properties": {"entry": shown(f.entry), "chain": shown(f.chain), "where": f.where},
         })
     notes = [{"level": "note", "message": {"text": shown(n)}} for n in result.notes]
     return sarif_log(

@@ -54,7 +54,7 @@ def test_the_json_report_has_exactly_the_documented_shape(every_kind, leak):
     assert doc["notes"] and all(isinstance(n, str) for n in doc["notes"])
     required = {"path", "line", "column", "chain", "entry", "kind"}
     for f in doc["findings"]:
-        assert required <= set(f) <= required | {"where", "detail"}
+        assert required <= set(f) <= required | {"where", "detail", "path_bytes"}
         assert isinstance(f["line"], int) and isinstance(f["column"], int)
     kinds = {f["kind"] for f in doc["findings"]}
     assert kinds == {"value", "file", "source", "withheld-set"}
@@ -218,3 +218,79 @@ def test_one_tool_name_and_one_repository_in_sarif_and_the_docs(leak):
     named = {m for t in texts for m in re.findall(r"github\.com/([\w.-]+/plimsoll[\w.-]*)", t)}
     named |= {m for t in texts for m in re.findall(r"uses: ([\w.-]+/plimsoll[\w.-]*)/", t)}
     assert named == {report.REPOSITORY.removeprefix("https://github.com/")}, named
+
+
+# A name that forges a report line, one that drives the terminal, one that breaks a table, and one
+# that is not UTF-8.
+FORGED = "a.txt\n0 findings in 1 file (0 bytes scanned)"
+ANSI = "\x1b[2J\x1b]0;owned\x07b.txt"
+PIPE = "c|d`e\r.txt"
+ODD = os.fsdecode(b"odd-\xff.txt")
+_CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\udc80-\udcff]")
+
+
+@pytest.fixture
+def odd_names(leak):
+    items = [(name, b"seed " + S + b"\n") for name in (FORGED, ANSI, PIPE, ODD)]
+    return scan_checked(items, make_set(), leak)
+
+
+def test_the_text_report_escapes_control_characters_in_names(odd_names):
+    text = report.render(odd_names, "text")
+    lines = text.splitlines()
+    assert len(lines) == 4 + 2  # four findings, the count, what to do: no forged line
+    assert "0 findings in 1 file" not in lines
+    assert not _CONTROLS.search(text), repr(text)
+    assert lines[0].startswith("a.txt\\x0a0 findings in 1 file (0 bytes scanned):1:6: ")
+    assert "\\x1b[2J\\x1b]0;owned\\x07b.txt:1:6: " in text
+    assert "odd-\\xff.txt:1:6: " in text
+
+
+def test_the_markdown_report_keeps_one_table_row_per_finding(odd_names):
+    md = report.render(odd_names, "markdown")
+    rows = [ln for ln in md.splitlines() if ln.startswith("| `")]
+    assert len(rows) == 4, md
+    for row in rows:  # five columns: six unescaped pipes
+        assert len(re.findall(r"(?<!\\)\|", row)) == 6, row
+    assert not _CONTROLS.search(md), repr(md)
+
+
+def test_the_json_report_shows_a_readable_path_and_keeps_the_exact_bytes(odd_names):
+    import base64
+
+    raw = report.render(odd_names, "json")
+    assert "\\udc" not in raw  # no lone surrogate escape a JSON reader chokes on
+    doc = json.loads(raw)
+    by_bytes = {base64.b64decode(f["path_bytes"]): f["path"] for f in doc["findings"]
+                if "path_bytes" in f}
+    assert by_bytes == {
+        FORGED.encode(): "a.txt\\x0a0 findings in 1 file (0 bytes scanned)",
+        ANSI.encode(): "\\x1b[2J\\x1b]0;owned\\x07b.txt",
+        PIPE.encode(): "c|d`e\\x0d.txt",
+        b"odd-\xff.txt": "odd-\\xff.txt",
+    }
+    assert all(not _CONTROLS.search(f["path"]) for f in doc["findings"])
+
+
+def test_a_plain_name_has_no_path_bytes(leak):
+    doc = report.to_json(scan_checked([("a.js", b"seed " + S)], make_set(), leak))
+    assert "path_bytes" not in doc["findings"][0]
+
+
+def test_scan_prints_no_control_character_of_a_name_on_the_terminal(tmp_path, leak):
+    import subprocess
+    import sys
+
+    wset = tmp_path / "withheld.json"
+    wset.write_text(dumps(build_set([("seeds.txt:2", SEED)])[0]))
+    task = tmp_path / "task"
+    task.mkdir()
+    for name in (FORGED, ANSI, ODD):
+        (task / name).write_bytes(b"seed " + S + b"\n")
+    for fmt in ("text", "markdown", "json", "sarif"):
+        proc = subprocess.run([sys.executable, "-m", "plimsoll_ci", "scan", "--withheld",
+                               str(wset), str(task), "--format", fmt], capture_output=True)
+        assert proc.returncode == 1, proc.stderr
+        out = proc.stdout.decode("utf-8")  # valid UTF-8: no raw byte of a name
+        assert not _CONTROLS.search(out), (fmt, out)
+        leak.text(out, f"scan --format {fmt}")
