@@ -20,6 +20,7 @@ import hashlib
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -55,6 +56,8 @@ class WithheldSet(NamedTuple):
     entries: list[Entry]
     digest: str  # SHA-256 of the set file's canonical bytes
     key: bytes | None
+    # What a command should tell its user (a key given for an unkeyed set, a set with no entry).
+    notes: tuple[str, ...] = ()
 
     @property
     def keyed(self) -> bool:
@@ -113,19 +116,33 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} seconds"
 
 
-def read_values(path: str) -> list[tuple[str, str]]:
-    """(entry id `FILE:LINE`, value) for every non-empty, non-comment line of a values file."""
+def entry_name(path: str) -> str:
+    """How entry ids name a file given on the command line: the path as given when it stays
+    inside the current folder (`sub/seeds.txt`), else its base name (`seeds.txt`); never an
+    absolute path, which would publish the machine's folders in the set and every report."""
+    p = Path(path)
+    try:
+        inside = Path(os.path.abspath(p)).relative_to(Path.cwd().resolve())
+    except ValueError:
+        return p.name
+    return inside.as_posix()
+
+
+def read_values(path: str, id_prefix: str | None = None) -> list[tuple[str, str]]:
+    """(entry id `PREFIX:LINE`, value) for every non-empty, non-comment line of a values file;
+    the prefix is `id_prefix`, else `entry_name(path)`."""
     try:
         text = Path(path).read_bytes().decode("utf-8")
     except OSError as e:
         raise BadInput(f"values file {path}: cannot read ({e.strerror})") from None
     except UnicodeDecodeError as e:
         raise BadInput(f"values file {path}: not UTF-8 at byte {e.start}") from None
+    prefix = id_prefix if id_prefix is not None else entry_name(path)
     out = []
     for n, line in enumerate(text.splitlines(), 1):
         v = line.strip()
         if v and not v.startswith("#"):
-            out.append((f"{path}:{n}", v))
+            out.append((f"{prefix}:{n}", v))
     return out
 
 
@@ -171,11 +188,12 @@ def build_set(
             warnings.append(f"{eid}: source too short to fingerprint reliably ({len(fps)} prints)")
         entries.append({"id": eid, "kind": "source", "fingerprints": [f"{x:016x}" for x in fps],
                         "threshold": threshold})
-    ids = [e["id"] for e in entries]
-    dup = {i for i in ids if ids.count(i) > 1}
+    dup = [i for i, n in Counter(e["id"] for e in entries).items() if n > 1]
     if dup:
-        raise BadInput(f"duplicate entry ids: {', '.join(sorted(dup))}; give each path once "
-                       "(a --source entry also finds exact copies, so --file beside it adds nothing)")
+        shown = ", ".join(sorted(dup)[:5]) + (f" and {len(dup) - 5} more" if len(dup) > 5 else "")
+        raise BadInput(f"duplicate entry ids: {shown}; give each path once (a --source entry "
+                       "also finds exact copies, so --file beside it adds nothing), and name "
+                       "values files that share a name apart with --id-prefix")
     doc = {
         "format": tag,
         "scheme": "hmac-sha256" if key is not None else "sha256",
@@ -191,8 +209,9 @@ def dumps(doc: dict) -> str:
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
-def load(path: str | os.PathLike[str], key: bytes | None = None) -> WithheldSet:
-    """Read and validate a withheld (or sealed) set file."""
+def load(path: str | os.PathLike[str], key: bytes | None = None,
+         need_key: bool = True) -> WithheldSet:
+    """Read and validate a withheld (or sealed) set file (`parse`)."""
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -200,18 +219,33 @@ def load(path: str | os.PathLike[str], key: bytes | None = None) -> WithheldSet:
         raise WithheldSetError(f"withheld set {p}: no such file") from None
     except OSError as e:
         raise WithheldSetError(f"withheld set {p}: cannot read ({e.strerror})") from None
+    return parse(parse_json(raw, str(p)), key=key, origin=str(p), raw=raw,
+                 need_key=need_key)
+
+
+def parse_json(raw: bytes, origin: str) -> object:
+    """A set file's JSON; WithheldSetError (exit 2) naming `origin` when it is not valid JSON or
+    nests deeper than the parser goes (never a RecursionError traceback)."""
     try:
-        doc = json.loads(raw)
+        return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         pos = f"line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) \
             else f"byte {e.start}"
-        raise WithheldSetError(f"withheld set {p}: not valid JSON at {pos}") from None
-    return parse(doc, key=key, origin=str(p), raw=raw)
+        raise WithheldSetError(f"withheld set {origin}: not valid JSON at {pos}") from None
+    except RecursionError:
+        raise WithheldSetError(f"withheld set {origin}: nested too deeply to be a set file "
+                               "(a set is an object holding a list of entries); rebuild it "
+                               "with `plimsoll-ci withheld build`") from None
 
 
 def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
-          raw: bytes | None = None) -> WithheldSet:
-    """Validate a set document; every problem is reported at once."""
+          raw: bytes | None = None, need_key: bool = True) -> WithheldSet:
+    """Validate a set document; every problem is reported at once.
+
+    A keyed set needs its key (a wrong key is always refused); with `need_key` False a keyed set
+    without one is read for its ids and kinds only (its `key` is None: it cannot scan). A key
+    given for an unkeyed set, and a set with no entries, are said in `notes`.
+    """
     problems: list[str] = []
     if not isinstance(doc, dict):
         raise WithheldSetError(f"withheld set {origin}: not a JSON object")
@@ -225,16 +259,21 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
     if mode not in ("refuse", "warn"):
         problems.append(f"mode is {mode!r}, expected refuse or warn")
     kid = doc.get("key_id")
+    notes: list[str] = []
     if scheme == "hmac-sha256":
-        if key is None:
+        if key is None and need_key:
             raise WithheldSetError(
                 f"withheld set {origin} is keyed (key id {kid}): give its key with --key-env VAR "
                 "or --key-file FILE, or `key:` in plimsoll.yaml")
-        if key_id(key) != kid:
+        if key is not None and key_id(key) != kid:
             raise WithheldSetError(
                 f"withheld set {origin}: the key given has id {key_id(key)}, the set was built "
                 f"with key id {kid}: wrong key")
     elif scheme == "sha256":
+        if key is not None:
+            notes.append(f"withheld set {origin} is not keyed (scheme sha256): the key given is "
+                         "not used. Rebuild the set keyed (withheld build --key-env VAR) so its "
+                         "digests cannot be brute-forced, or stop passing a key")
         key = None
     raw_entries = doc.get("entries")
     entries: list[Entry] = []
@@ -284,10 +323,13 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
             problems.append(f"{where}: {msg}")
     if problems:
         raise WithheldSetError(f"withheld set {origin}: " + "; ".join(problems))
+    if not entries:
+        notes.append(f"withheld set {origin} has no entries: it withholds nothing, so every "
+                     "scan against it passes; rebuild it from your values")
     if raw is None:
         raw = dumps(doc).encode()
     return WithheldSet(origin, fmt, scheme, kid, mode, entries,
-                       hashlib.sha256(raw).hexdigest(), key)
+                       hashlib.sha256(raw).hexdigest(), key, tuple(notes))
 
 
 def guessable_values(wset: WithheldSet) -> Sequence[Entry]:

@@ -41,7 +41,7 @@ def _looks_like_set_file(value: str | None) -> bool:
 def run(args: argparse.Namespace) -> int:
     """Scan what ships; print or write the report; 1 when the scan refuses, else 0."""
     from plimsoll_ci import report
-    from plimsoll_ci.commands._common import limit_overrides, write_output
+    from plimsoll_ci.commands._common import limit_overrides, warn_set_notes, write_output
     from plimsoll_ci.errors import BadInput
     from plimsoll_ci.scan import ShipScan, decide_mode, make_limits, scan_paths
     from plimsoll_ci.withheld import key_from, load
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         if key is None:
             key = ship.load_key(config)
         wset = load(set_file, key=key) if set_file else ship.load_withheld(config, key=key)
+        warn_set_notes(wset)
         session = ShipScan(wset, make_limits(config.limits, str(config.path),
                                              limit_overrides(args)),
                            mode=decide_mode(config.mode, wset.mode, override=args.mode))
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         if not set_file:
             raise BadInput("which withheld set? give --set withheld.json")
         wset = load(set_file, key=key)
+        warn_set_notes(wset)
         result = scan_paths(args.paths, wset, make_limits(overrides=limit_overrides(args)),
                             decide_mode(wset.mode, override=args.mode))
     write_output(report.render(result, args.format), args.output)
