@@ -23,7 +23,8 @@ from plimsoll_ci.report.sarif import (
 )
 from plimsoll_ci.scan import Finding, ScanResult
 
-__all__ = ["FORMATS", "REPOSITORY", "RULES", "TOOL_NAME", "TRIPWIRE_RULES", "artifact_uri",
+__all__ = ["FORMATS", "REPOSITORY", "RULES", "STAGE_ADVICE", "TOOL_NAME", "TRIPWIRE_RULES",
+           "artifact_uri",
            "describe", "fingerprint", "level", "place", "render", "shown", "to_json",
            "to_markdown", "to_sarif", "to_text"]
 
@@ -60,16 +61,34 @@ def to_json(result: ScanResult) -> dict:
     }
 
 
-def to_text(result: ScanResult) -> str:
-    """Plain text for a terminal."""
+# What is true, and what to do, when withheld entries are found at each stage (quoted in
+# docs/when-it-fires.md, which a test keeps in step). "scan" is for a caller that cannot know
+# whether what it scanned was committed or pushed.
+STAGE_ADVICE = {
+    "scan": "Withheld entries ship. Remove them from what ships (or exclude the files from their "
+            "ship set). If a commit that carries them was ever pushed, or a sandbox got them, "
+            "treat them as public and rotate them: see docs/when-it-fires.md",
+    "commit": "Refused at git commit: nothing was committed and nothing left this machine. "
+              "Remove the values from the staged files (or exclude the files from their ship "
+              "set), stage the fix and commit again: see docs/when-it-fires.md",
+    "push": "Refused at git push: nothing was pushed, but the commits named above carry the "
+            "values in your local history. Rewrite them so that no commit carries a value (git "
+            "commit --amend for the last one, git rebase -i for older ones), then push again; "
+            "rotate only if those commits were pushed somewhere before: see "
+            "docs/when-it-fires.md",
+}
+
+
+def to_text(result: ScanResult, stage: str | None = "scan") -> str:
+    """Plain text for a terminal; with findings it ends with what is true and what to do at
+    `stage` (`STAGE_ADVICE`; None: the caller says it)."""
     lines = [describe(f) for f in result.findings]
     lines += [f"note: {shown(n)}" for n in result.notes]
     n = len(result.findings)
     lines.append(f"{n} finding{'s' if n != 1 else ''} in {result.files} file"
                  f"{'s' if result.files != 1 else ''} ({result.bytes:,} bytes scanned)")
-    if n:
-        lines.append("Withheld entries ship. Remove them from the ship set and rotate them "
-                     "(they are in git history): see docs/when-it-fires.md")
+    if n and stage is not None:
+        lines.append(STAGE_ADVICE[stage])
     return "\n".join(lines) + "\n"
 
 
@@ -99,13 +118,15 @@ def to_markdown(result: ScanResult, title: str = "plimsoll-ci ship scan") -> str
     return "\n".join(out)
 
 
-def render(result: ScanResult, fmt: str, tripwire: bool = False) -> str:
-    """The report in `fmt` (text, json, sarif, markdown), in the result's own mode."""
+def render(result: ScanResult, fmt: str, tripwire: bool = False,
+           stage: str | None = "scan") -> str:
+    """The report in `fmt` (text, json, sarif, markdown), in the result's own mode; a text
+    report ends with the advice of `stage` (see `to_text`)."""
     if fmt == "json":
         return json.dumps(to_json(result), indent=2) + "\n"
     if fmt == "sarif":
         return json.dumps(to_sarif(result, tripwire), indent=2) + "\n"
     if fmt == "markdown":
         return to_markdown(result)
-    return to_text(result)
+    return to_text(result, stage)
 
