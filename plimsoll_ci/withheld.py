@@ -85,6 +85,7 @@ def key_from(env: str | None = None, file: str | None = None) -> bytes | None:
     return None
 
 
+_SAID = 5  # warnings said one entry a line before they are counted
 GUESSABLE_BITS = 64  # below this, a plain SHA-256 digest of a value is worth brute-forcing
 
 
@@ -161,24 +162,41 @@ def build_set(
     entries: list[dict] = []
     warnings: list[str] = []
     seen: set[str] = set()
+    same: list[str] = []
+    weak: list[tuple[str, float]] = []
     for eid, value in values:
         vtype, canon = classify(value)
         if not canon:
             raise BadInput(f"{eid}: the value has no letters or digits to match")
         d = digest(vtype, canon, key).hex()
         if d in seen:
-            warnings.append(f"{eid}: same value as an earlier entry (kept; both ids will be named)")
+            same.append(eid)
         seen.add(d)
-        shape = number_shape(canon) if vtype == "number" else text_shape_dict(canon, key)
+        if vtype == "number":
+            shape = number_shape(canon)
+            bits = shape_bits(vtype, shape)
+        else:
+            shape = text_shape_dict(canon, key)
+            bits = shape_bits(vtype, {"len": len(canon)})
         entries.append({"id": eid, "kind": "value", "type": vtype, "digest": d, "shape": shape})
-        if key is None:
-            bits = entropy_bits(value)
-            if bits < GUESSABLE_BITS:
-                secs = 2**bits / HASH_RATE
-                warnings.append(
-                    f"{eid}: about {bits:.0f} bits of guessable entropy; plain SHA-256 of it "
-                    f"is brute-forced in about {_duration(secs)} at {HASH_RATE:.0e} hashes/s. "
-                    "Key the set: --key-env VAR or --key-file FILE (outside the repository)")
+        if key is None and bits < GUESSABLE_BITS:
+            weak.append((eid, bits))
+    # One line per entry for the first few, then a count: a million guessable seeds are said in
+    # six lines, not a million.
+    warnings += [f"{eid}: same value as an earlier entry (kept; both ids will be named)"
+                 for eid in same[:_SAID]]
+    if len(same) > _SAID:
+        warnings.append(f"and {len(same) - _SAID} more entries with the same value as an earlier "
+                        "entry (kept)")
+    for eid, bits in weak[:_SAID]:
+        warnings.append(
+            f"{eid}: about {bits:.0f} bits of guessable entropy; plain SHA-256 of it "
+            f"is brute-forced in about {_duration(2**bits / HASH_RATE)} at {HASH_RATE:.0e} "
+            "hashes/s. Key the set: --key-env VAR or --key-file FILE (outside the repository)")
+    if len(weak) > _SAID:
+        least = min(b for _, b in weak)
+        warnings.append(f"and {len(weak) - _SAID} more values under {GUESSABLE_BITS} bits of "
+                        f"guessable entropy (the weakest about {least:.0f} bits): key the set")
     for eid, data in files:
         entries.append({"id": eid, "kind": "file", "digest": file_digest(data, key).hex(),
                         "size": len(data)})
@@ -205,8 +223,92 @@ def build_set(
 
 
 def dumps(doc: dict) -> str:
-    """The canonical text of a set document."""
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    """The canonical text of a set document: exactly `json.dumps(doc, indent=2, sort_keys=True)`
+    and a newline, written without the standard library's pure-Python indenting encoder (17 s
+    for a million entries; this takes a few)."""
+    out: list[str] = []
+    _dump(doc, "\n", out)
+    out.append("\n")
+    return "".join(out)
+
+
+_STRING = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_FLOAT = json.JSONEncoder().iterencode  # NaN, Infinity and repr, as json.dumps writes them
+
+
+def _leaf(o: object) -> str | None:
+    """The JSON text of a scalar as json.dumps writes it, or None for a list or an object."""
+    t = type(o)
+    if t is str:
+        return _STRING(o)
+    if t is int:
+        return int.__repr__(o)  # type: ignore[arg-type]
+    if o is None:
+        return "null"
+    if o is True:
+        return "true"
+    if o is False:
+        return "false"
+    if isinstance(o, float):
+        return "".join(_FLOAT(o))
+    if isinstance(o, int):  # an int subclass
+        return int.__repr__(o)
+    if isinstance(o, str):
+        return _STRING(o)
+    if isinstance(o, dict | list | tuple):
+        return None
+    raise TypeError(f"not JSON: {type(o).__name__}")
+
+
+# (an object's keys in their order, its indent) -> (key, its sorted place's text before the value)
+_OBJECT_PARTS: dict[tuple, list[tuple[str, str]]] = {}
+
+
+def _dump(o: object, newline: str, out: list[str]) -> None:
+    """Append `o` as json.dumps(indent=2, sort_keys=True) writes it at the indent `newline`."""
+    leaf = _leaf(o)
+    if leaf is not None:
+        out.append(leaf)
+        return
+    inner = newline + "  "
+    if isinstance(o, dict):
+        if not o:
+            out.append("{}")
+            return
+        shape = (tuple(o), newline)  # a set's entries share a few shapes: their text is kept
+        parts = _OBJECT_PARTS.get(shape)
+        if parts is None:
+            parts = [(k, ("{" if n == 0 else ",") + inner + _STRING(k) + ": ")
+                     for n, k in enumerate(sorted(o))]
+            if len(_OBJECT_PARTS) < 4096:
+                _OBJECT_PARTS[shape] = parts
+        for k, before in parts:
+            v = o[k]
+            t = type(v)
+            if t is str:
+                out.append(before + _STRING(v))
+                continue
+            leaf = int.__repr__(v) if t is int else _leaf(v)
+            if leaf is not None:
+                out.append(before + leaf)
+            else:
+                out.append(before)
+                _dump(v, inner, out)
+        out.append(newline + "}")
+        return
+    if not o:
+        out.append("[]")
+        return
+    sep = "[" + inner
+    for v in o:  # type: ignore[attr-defined]
+        leaf = _leaf(v)
+        if leaf is not None:
+            out.append(sep + leaf)
+        else:
+            out.append(sep)
+            _dump(v, inner, out)
+        sep = "," + inner
+    out.append(newline + "]")
 
 
 def load(path: str | os.PathLike[str], key: bytes | None = None,

@@ -437,3 +437,12 @@ def test_output_onto_a_pipe_or_device_writes_into_it_and_never_replaces_it(leak,
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the pipe, not a file renamed over it
     assert "seeds.txt:2" in got
     assert not [x for x in os.listdir(harness) if x.startswith(".report.fifo.")]
+
+
+def test_many_guessable_values_are_warned_about_in_a_few_lines(leak, harness):
+    (harness / "many.txt").write_text("".join(f"{1_000_000_000 + i}\n" for i in range(20)))
+    p = run(leak, "withheld", "build", "--values", "many.txt", cwd=harness)
+    assert p.returncode == 0
+    lines = p.stderr.splitlines()
+    assert len(lines) == 6 and "many.txt:5: about 33 bits" in lines[4]
+    assert "and 15 more values under 64 bits of guessable entropy" in lines[5]
