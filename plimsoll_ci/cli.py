@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("plimsoll_ci.commands.history", "replay git history: first leak, fix, windows"),
     "fly": ("plimsoll_ci.commands.fly", "fly a trusted controller in-process"),
     "grade": ("plimsoll_ci.commands.grade", "grade an untrusted controller in a sandbox"),
+    "squeeze": ("plimsoll_ci.commands.squeeze", "grade a loop against its rebuilds; verify it"),
     "keygen": ("plimsoll_ci.commands.keygen", "make an Ed25519 signing key pair"),
     "verify": ("plimsoll_ci.commands.verify", "verify a signed bundle of run records"),
     "sealed": ("plimsoll_ci.commands.sealed", "build a sealed set for the tripwire"),

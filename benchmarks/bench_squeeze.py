@@ -1,0 +1,122 @@
+"""Benchmark: the example squeeze job (26 controllers x 80 hard-course flights) in gVisor.
+
+Baselines, measured in the same run on the same fresh set:
+- `grade` one call at a time: for every controller, `plimsoll-ci grade` on the practice seeds and
+  then on the fresh seeds (a seed file), each call a new process and new sandboxes: what a user
+  does today without the squeeze (52 calls);
+- the squeeze's own gradings one at a time (`--jobs 1`), to show what the parallel workers add.
+
+Targets (issue 12): the whole job in under 90 s on 2 cores, at least 3x faster than one `grade`
+call at a time. The machine may be shared: the 1-minute load average is printed before and after
+every measurement, and ratios are against baselines measured in the same run.
+
+    python3 benchmarks/bench_squeeze.py [--jobs N] [--skip-cli]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from plimsoll_ci.grading import fresh  # noqa: E402
+from plimsoll_ci.sandbox import all_providers  # noqa: E402
+from plimsoll_ci.squeeze import job as job_mod  # noqa: E402
+from plimsoll_ci.squeeze import plan, pool, progress  # noqa: E402
+from plimsoll_ci.squeeze import run as run_mod  # noqa: E402
+from plimsoll_ci.squeeze.grader import Setup  # noqa: E402
+
+JOB = REPO / "examples" / "squeeze" / "squeeze.yaml"
+TARGET_S = 90.0
+TARGET_RATIO = 3.0
+REFERENCE_S = 44.3  # the write-up's median for one 64-flight gVisor sandbox
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def squeeze(job, jobs: int, drawn, where: Path) -> tuple[float, str]:
+    out = where / f"out-{jobs}"
+    t = time.perf_counter()
+    options = run_mod.Options(out, jobs, Setup("gvisor", "kernel"))
+    outcome = run_mod.run(job, options, progress.Plain(io.StringIO()), fresh_set=drawn)
+    wall = time.perf_counter() - t
+    assert outcome.status == "done", outcome
+    return wall, (out / "result.json").read_text()
+
+
+def grade_calls(job, drawn, where: Path) -> float:
+    seeds = where / "fresh.txt"
+    seeds.write_text("".join(f"{s}\n" for s in drawn.seeds))
+    t = time.perf_counter()
+    for g in plan.gradings(job):
+        for which in (["--seeds", "practice"], ["--seed-file", str(seeds)]):
+            r = subprocess.run([sys.executable, "-m", "plimsoll_ci", "grade", "--controller",
+                                str(job.base / g.controller), "--course", job.course, *which,
+                                "--provider", "gvisor", "--format", "json"],
+                               capture_output=True, text=True, timeout=600)
+            assert r.returncode == 0, r.stderr[-2000:]
+    return time.perf_counter() - t
+
+
+def main() -> int:
+    """Run the measurements and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=0, help="workers (default: usable cores)")
+    parser.add_argument("--skip-cli", action="store_true", help="skip the 52-call baseline")
+    args = parser.parse_args()
+    ok, why = all_providers.get("gvisor").available()
+    if not ok:
+        print(f"gvisor unavailable: {why}")
+        return 2
+    job = job_mod.load(JOB)
+    jobs = args.jobs or pool.usable_cores()
+    drawn = fresh.draw(job.fresh_count)
+    n = len(plan.gradings(job))
+    flights = len(job.practice) + job.fresh_count
+    print(f"example job: {n} controllers x {flights} flights (hard course), gVisor; "
+          f"{pool.usable_cores()} usable cores, {os.cpu_count()} online")
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(tmp)
+        rows = []
+        before = load()
+        wall, result = squeeze(job, jobs, drawn, where)
+        rows.append((f"squeeze --jobs {jobs}", wall, before, load()))
+        before = load()
+        serial, result1 = squeeze(job, 1, drawn, where)
+        rows.append(("squeeze --jobs 1", serial, before, load()))
+        assert result1 == result, "--jobs changed result.json"
+        cli = None
+        if not args.skip_cli:
+            before = load()
+            cli = grade_calls(job, drawn, where)
+            rows.append((f"grade x {2 * n} calls", cli, before, load()))
+    print()
+    print(f"{'run':<22} {'wall s':>8} {'per controller s':>17} {'x squeeze':>10}  "
+          f"load before -> after")
+    for name, secs, b, a in rows:
+        print(f"{name:<22} {secs:>8.1f} {secs / n:>17.2f} {secs / wall:>10.2f}  {b} -> {a}")
+    print()
+    print(f"result.json identical for --jobs {jobs} and --jobs 1: yes")
+    print(f"target: under {TARGET_S:.0f} s: {'met' if wall < TARGET_S else 'MISSED'} "
+          f"({wall:.1f} s); the write-up's reference: {REFERENCE_S} s median for one 64-flight "
+          "sandbox")
+    if cli is not None:
+        ratio = cli / wall
+        print(f"target: >= {TARGET_RATIO:.0f}x one grade call at a time: "
+              f"{'met' if ratio >= TARGET_RATIO else 'MISSED'} ({ratio:.2f}x)")
+    print(f"parallel workers alone: {serial / wall:.2f}x over --jobs 1")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

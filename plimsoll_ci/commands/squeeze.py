@@ -1,0 +1,179 @@
+"""`plimsoll-ci squeeze run JOB --out DIR` and `plimsoll-ci squeeze verify DIR --pub KEY`.
+
+run: exit 0 when every grading was signed and the artifacts written (whatever the verdicts);
+2 bad input (the job file, a recipe over budget, no sandbox at the tier asked for); 130 / 143
+when stopped by SIGINT / SIGTERM (every sandbox stopped, finished gradings signed).
+verify: 0 verified, 1 something disagrees (every problem listed), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+class _Lazy:
+    """Choices read from a sandbox table when argparse first needs them, so `squeeze verify`
+    imports nothing of the sandboxes (it starts none)."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def _names(self) -> list[str]:
+        import importlib
+
+        return list(getattr(importlib.import_module(f"plimsoll_ci.sandbox.{self.module}"),
+                            self.name))
+
+    def __iter__(self):  # noqa: ANN204 - argparse's protocol
+        return iter(self._names())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._names()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`run` and `verify`."""
+    sub = parser.add_subparsers(dest="squeeze_command", metavar="run|verify")
+    run = sub.add_parser("run", help="grade a loop against its rebuilds; sign; write the reports",
+                         description="Grade every controller of the job on the practice set and "
+                         "a fresh set committed before any flight, in parallel sandboxes; sign a "
+                         "record per grading; derive the verdicts and reports.")
+    run.add_argument("job", metavar="JOB", help="the job file (squeeze.yaml)")
+    run.add_argument("--out", required=True, metavar="DIR",
+                     help="a new or empty folder for the artifacts")
+    run.add_argument("--jobs", type=int, default=0, metavar="N",
+                     help="gradings at once (default: the cores this process may use)")
+    run.add_argument("--provider", choices=_Lazy("all_providers", "PROVIDERS"), default="gvisor",
+                     metavar="PROVIDER",
+                     help="sandbox provider: gvisor (default), docker (runtime runsc) or process; "
+                          "never falls back to another")
+    run.add_argument("--min-tier", choices=_Lazy("tiers", "TIERS"), metavar="TIER",
+                     help="refuse to grade below this tier: process, container, kernel or vm")
+    run.add_argument("--withheld", action="append", default=[], metavar="SET",
+                     help="a withheld set whose entries must not be in any controller (that "
+                          "controller is refused: nothing flies, nothing lands); repeatable")
+    run.add_argument("--withheld-key-env", metavar="VAR",
+                     help="environment variable holding the --withheld set's HMAC key")
+    run.add_argument("--withheld-key-file", metavar="FILE",
+                     help="file holding the --withheld set's HMAC key")
+    budget = run.add_argument_group("CPU budget (CPU seconds; wall clock only as outer bound)")
+    budget.add_argument("--cpu-per-tick", type=float, metavar="S",
+                        help="CPU per flight per 10 ms tick (default 0.05)")
+    budget.add_argument("--cpu-per-flight", type=float, metavar="S",
+                        help="CPU per flight in total (default 30)")
+    budget.add_argument("--cpu-startup", type=float, metavar="S",
+                        help="CPU for start-up: sandbox, import, constructors (default 20)")
+    budget.add_argument("--wall-per-tick", type=float, metavar="S",
+                        help="outer wall-clock bound per tick, for a hang (default 10)")
+    run.add_argument("--memory-mb", type=int, metavar="MB",
+                     help="sandbox memory limit (default 1024)")
+    keys = run.add_argument_group("signing (default: an ephemeral key; only its public half, "
+                                  "harness.pub, is written)").add_mutually_exclusive_group()
+    keys.add_argument("--signing-key-file", metavar="FILE",
+                      help="a kept private key file (PKCS#8 PEM, 0600)")
+    keys.add_argument("--signing-key-env", metavar="VAR",
+                      help="environment variable holding a kept private key's PEM text")
+    verify = sub.add_parser("verify", help="recompute a squeeze from its signed records",
+                            description="Check the bundle's signatures and chain, the committed "
+                            "seed sets, and that every artifact is exactly what the records give. "
+                            "Starts no sandbox.")
+    verify.add_argument("folder", metavar="DIR", help="the --out folder of `squeeze run`")
+    verify.add_argument("--pub", required=True, metavar="KEY",
+                        help="the public key you trust for this run (harness.pub, as published)")
+    verify.add_argument("--format", choices=["text", "json"], default="text")
+
+
+def _budget(args: argparse.Namespace):
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.grading.lockstep import CpuBudget
+
+    changes = {}
+    for flag, field in (("cpu_per_tick", "per_tick_s"), ("cpu_per_flight", "per_flight_s"),
+                        ("cpu_startup", "startup_s"), ("wall_per_tick", "wall_tick_s")):
+        value = getattr(args, flag)
+        if value is not None:
+            if not value > 0:
+                raise BadInput(f"--{flag.replace('_', '-')} must be positive, not {value}")
+            changes[field] = value
+    return CpuBudget()._replace(**changes)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.sandbox.session import Limits
+    from plimsoll_ci.squeeze import job as job_mod
+    from plimsoll_ci.squeeze import progress
+    from plimsoll_ci.squeeze import run as run_mod
+    from plimsoll_ci.squeeze.grader import Setup
+    from plimsoll_ci.withheld import key_from, load
+
+    if args.jobs < 0:
+        raise BadInput(f"--jobs {args.jobs}: give 1 or more (0 or none: the usable cores)")
+    job = job_mod.load(args.job)
+    if args.min_tier is not None:
+        from plimsoll_ci.sandbox import all_providers, tiers
+
+        tiers.require(all_providers.get(args.provider).configured_tier(), args.min_tier,
+                      f"provider {args.provider}")
+    limits = Limits()
+    if args.memory_mb is not None:
+        if args.memory_mb < 64:
+            raise BadInput(f"--memory-mb {args.memory_mb}: at least 64 (numpy needs it)")
+        limits = limits._replace(memory_bytes=args.memory_mb * 1024 * 1024)
+    key = key_from(args.withheld_key_env, args.withheld_key_file)
+    withheld = tuple(load(p, key=key) for p in args.withheld)
+    setup = Setup(args.provider, args.min_tier, _budget(args), limits, withheld)
+    options = run_mod.Options(Path(args.out), args.jobs, setup, args.signing_key_file,
+                              args.signing_key_env)
+    outcome = run_mod.run(job, options, progress.make())
+    if outcome.result is not None:
+        from plimsoll_ci.squeeze.report_md import verdict_lines
+
+        for line in verdict_lines(outcome.result):
+            print(line)
+        print(f"artifacts in {args.out}: verify with `plimsoll-ci squeeze verify {args.out} "
+              f"--pub {Path(args.out) / 'harness.pub'}`")
+    return outcome.exit_code
+
+
+def _verify(args: argparse.Namespace) -> int:
+    import json
+
+    from plimsoll_ci.attest.keys import load_public_key
+    from plimsoll_ci.squeeze.report_md import verdict_lines
+    from plimsoll_ci.squeeze.verify import verify
+
+    public = load_public_key(args.pub)
+    found = verify(args.folder, public)
+    if args.format == "json":
+        print(json.dumps({"folder": str(args.folder), "ok": found.ok, "problems": found.problems,
+                          "records": found.records, "result": found.result},
+                         indent=2, sort_keys=True))
+    elif found.ok:
+        assert found.result is not None
+        print(f"squeeze {args.folder}: verified ({found.records} signed gradings; result, "
+              "evidence and reports recomputed from them)")
+        for line in verdict_lines(found.result):
+            print(f"  {line}")
+    else:
+        for problem in found.problems:
+            print(problem)
+    if not found.ok:
+        n = len(found.problems)
+        print(f"plimsoll-ci: squeeze verify: {args.folder} does not verify ({n} problem"
+              f"{'s' if n != 1 else ''}); do not trust its verdicts", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch to `run` or `verify`."""
+    if args.squeeze_command == "run":
+        return _run(args)
+    if args.squeeze_command == "verify":
+        return _verify(args)
+    print("usage: plimsoll-ci squeeze run JOB --out DIR | verify DIR --pub KEY", file=sys.stderr)
+    return 2

@@ -1,0 +1,344 @@
+"""The squeeze job file (`squeeze.yaml`): what to grade, against what, judged by which lines.
+
+    course: hard                  # easy | hard
+    practice: practice            # the simulator's 16 practice seeds, or a seed file (one per line)
+    fresh: {count: 64}            # drawn and committed before any flight
+    lines: {flights: 2, percent: 5}
+    recipe_tokens: 32
+    loops:
+      honest:
+        controller: loops/honest.py
+        recipe: recipes/honest.txt          # optional; counted and checked when present
+        rebuilds: [rebuilds/honest/*.py]    # globs of imported rebuild controllers
+    control: [control/*.py]                 # rebuilds made with no recipe
+
+Paths and globs are relative to the job file's folder and stay inside it. A glob may match `.py`
+files or folders holding a `controller.py` (a rebuild's workspace). `build: N` (rebuilds made
+through a model) is recognised and refused until that capability exists, so a job written for it
+fails plainly instead of grading nothing. Every error names the file and line (exit 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from plimsoll_ci.errors import ConfigError
+from plimsoll_ci.squeeze.verdicts import Lines, exact
+
+TOP_KEYS = ("course", "practice", "fresh", "lines", "recipe_tokens", "loops", "control")
+LOOP_KEYS = ("controller", "recipe", "rebuilds", "build")
+CONTROL_KEYS = ("rebuilds", "build")
+COURSES = ("easy", "hard")
+MAX_FRESH = 10_000
+MAX_CONTROLLERS = 1000
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+BUILD_LATER = ("build: N makes rebuilds through a model, which this version cannot do yet; list "
+               "imported rebuild controllers under rebuilds: [globs]")
+
+
+class Group(NamedTuple):
+    """A loop with its rebuilds, or the control group (no loop controller, no recipe)."""
+
+    name: str  # the loop's name, or "control"
+    controller: str | None  # the loop's own controller (relative id), None for the control group
+    recipe: str | None  # relative path of the recipe file
+    rebuilds: tuple[str, ...]  # relative ids of imported rebuilds, sorted
+    build: int  # rebuilds to make through a model (0: imported only)
+    line: int  # where the group starts in the job file
+
+
+class Job(NamedTuple):
+    """A parsed, checked job file."""
+
+    path: Path
+    base: Path  # the job file's folder: every relative id is relative to it
+    sha256: str  # of the job file's bytes
+    course: str
+    practice: tuple[int, ...]  # in the order given
+    practice_source: str  # "practice" (the simulator's) or the seed file's relative path
+    fresh_count: int
+    lines: Lines
+    recipe_tokens: int
+    loops: tuple[Group, ...]
+    control: Group | None
+
+    def groups(self) -> tuple[Group, ...]:
+        """Every group: the loops in file order, then the control group."""
+        return self.loops + ((self.control,) if self.control is not None else ())
+
+
+class _Node(NamedTuple):
+    value: Any  # dict[str, _Node] | list[_Node] | scalar
+    line: int  # where the value starts
+    key_line: int = 0  # where its key is, for a mapping's value
+
+    @property
+    def at(self) -> int:
+        """The line a reader looks for: the key's when there is one."""
+        return self.key_line or self.line
+
+
+def _compose(text: str, origin: str) -> _Node | None:
+    import yaml
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark else 1
+        problem = e.problem or e.context or "malformed YAML"
+        raise ConfigError(f"{origin} line {line}: {problem}; fix the YAML syntax") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{origin}: malformed YAML ({e.__class__.__name__})") from None
+    if root is None:
+        return None
+    return _convert(root, origin, yaml.SafeLoader(""))
+
+
+def _convert(node: Any, origin: str, loader: Any) -> _Node:
+    import yaml
+
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, _Node] = {}
+        for k, v in node.value:
+            if not isinstance(k, yaml.ScalarNode):
+                raise ConfigError(f"{origin} line {k.start_mark.line + 1}: keys must be plain names")
+            if k.value in out:
+                raise ConfigError(f"{origin} line {k.start_mark.line + 1}: duplicate key "
+                                  f"{k.value!r}; keep one")
+            out[k.value] = _convert(v, origin, loader)._replace(key_line=k.start_mark.line + 1)
+        return _Node(out, line)
+    if isinstance(node, yaml.SequenceNode):
+        return _Node([_convert(c, origin, loader) for c in node.value], line)
+    try:
+        value = loader.construct_object(node, deep=True)
+    except yaml.YAMLError:
+        raise ConfigError(f"{origin} line {line}: a value that cannot be read") from None
+    return _Node(value, line)
+
+
+class _Reader:
+    """Typed access to composed nodes; every error names the file and line."""
+
+    def __init__(self, origin: str, base: Path) -> None:
+        self.origin = origin
+        self.base = base
+
+    def fail(self, line: int, message: str) -> ConfigError:
+        return ConfigError(f"{self.origin} line {line}: {message}")
+
+    def mapping(self, node: _Node, what: str, keys: tuple[str, ...]) -> dict[str, _Node]:
+        if not isinstance(node.value, dict):
+            raise self.fail(node.line, f"{what} must be a mapping with keys {', '.join(keys)}")
+        for key, child in node.value.items():
+            if key not in keys:
+                raise self.fail(child.at, f"{what}: unknown key {key!r}; expected one of "
+                                f"{', '.join(keys)}")
+        return node.value
+
+    def integer(self, node: _Node, what: str, low: int, high: int) -> int:
+        v = node.value
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            raise self.fail(node.line, f"{what} must be a whole number from {low} to {high}")
+        return v
+
+    def number(self, node: _Node, what: str, low: float, high: float) -> Fraction:
+        v = node.value
+        if isinstance(v, bool) or not isinstance(v, int | float) or not low <= v <= high:
+            raise self.fail(node.line, f"{what} must be a number from {low:g} to {high:g}")
+        return exact(v)
+
+    def text(self, node: _Node, what: str) -> str:
+        if not isinstance(node.value, str) or not node.value.strip():
+            raise self.fail(node.line, f"{what} must be a non-empty string")
+        return node.value
+
+    def relative(self, node: _Node, what: str) -> str:
+        value = self.text(node, what)
+        p = Path(value)
+        if p.is_absolute() or ".." in p.parts:
+            raise self.fail(node.line, f"{what} {value!r}: give a path inside the job's folder "
+                            f"{self.base} (no absolute paths, no ..)")
+        return p.as_posix()
+
+    def controller(self, node: _Node, what: str) -> str:
+        rel = self.relative(node, what)
+        target = self.base / rel
+        if not _is_controller(target):
+            raise self.fail(node.line, f"{what} {rel}: no such controller (a .py file, or a "
+                            "folder holding controller.py)")
+        return rel
+
+    def globs(self, node: _Node, what: str) -> tuple[str, ...]:
+        items = node.value if isinstance(node.value, list) else None
+        if not items:
+            raise self.fail(node.line, f"{what} must be a list of globs, e.g. "
+                            "[rebuilds/honest/*.py]")
+        found: set[str] = set()
+        for item in items:
+            pattern = self.relative(item, what)
+            matches = [m for m in sorted(self.base.glob(pattern)) if _is_controller(m)]
+            if not matches:
+                raise self.fail(item.line, f"{what}: {pattern!r} matches no controller (a .py "
+                                "file, or a folder holding controller.py)")
+            for m in matches:
+                rel = m.relative_to(self.base).as_posix()
+                if ".." in Path(rel).parts:
+                    raise self.fail(item.line, f"{what}: {pattern!r} reaches outside the job's "
+                                    "folder")
+                found.add(rel)
+        return tuple(sorted(found))
+
+
+def _is_controller(p: Path) -> bool:
+    if p.is_symlink():
+        return False
+    if p.is_file():
+        return p.suffix == ".py"
+    return p.is_dir() and (p / "controller.py").is_file()
+
+
+def parse(text: str, origin: str, base: Path, digest: str = "") -> Job:
+    """Parse job text; `origin` names the file in messages, `base` is its folder."""
+    base = Path(base).resolve()
+    r = _Reader(origin, base)
+    root = _compose(text, origin)
+    if root is None:
+        raise ConfigError(f"{origin} line 1: empty job file; it needs at least course: and loops:")
+    top = r.mapping(root, "the job", TOP_KEYS)
+    for key in ("course", "loops"):
+        if key not in top:
+            raise r.fail(root.line, f"missing {key}: (see docs/squeeze.md for the job's shape)")
+    course = top["course"].value
+    if course not in COURSES:
+        raise r.fail(top["course"].line, f"course must be {' or '.join(COURSES)}")
+    practice, source = _practice(r, top.get("practice"))
+    fresh_count = 64
+    if "fresh" in top:
+        fresh = r.mapping(top["fresh"], "fresh", ("count",))
+        if "count" not in fresh:
+            raise r.fail(top["fresh"].line, "fresh needs count: N (seeds drawn for this run)")
+        fresh_count = r.integer(fresh["count"], "fresh.count", 1, MAX_FRESH)
+    lines = Lines(Fraction(2), Fraction(5))
+    if "lines" in top:
+        given = r.mapping(top["lines"], "lines", ("flights", "percent"))
+        flights = (r.number(given["flights"], "lines.flights", 0, len(practice))
+                   if "flights" in given else lines.flights)
+        percent = (r.number(given["percent"], "lines.percent", 0, 100)
+                   if "percent" in given else lines.percent)
+        lines = Lines(flights, percent)
+    budget = 32
+    if "recipe_tokens" in top:
+        budget = r.integer(top["recipe_tokens"], "recipe_tokens", 1, 100_000)
+    loops_node = top["loops"]
+    loops_map = loops_node.value if isinstance(loops_node.value, dict) else None
+    if not loops_map:
+        raise r.fail(loops_node.line, "loops must map each loop's name to its controller, "
+                     "recipe and rebuilds")
+    loops = []
+    for name, node in loops_map.items():
+        if not _NAME.fullmatch(str(name)) or name == "control":
+            raise r.fail(node.at, f"loop name {name!r}: use letters, digits, _ . - (not "
+                         "'control')")
+        loops.append(_loop(r, str(name), node))
+    control = _control(r, top["control"]) if "control" in top else None
+    job = Job(Path(origin), base, digest, course, practice, source, fresh_count, lines, budget,
+              tuple(loops), control)
+    _no_controller_twice(r, job)
+    return job
+
+
+def _practice(r: _Reader, node: _Node | None) -> tuple[tuple[int, ...], str]:
+    import sim
+
+    if node is None or node.value == "practice":
+        return tuple(sim.PRACTICE_SEEDS), "practice"
+    rel = r.relative(node, "practice")
+    path = r.base / rel
+    if not path.is_file():
+        raise r.fail(node.line, f"practice {rel!r}: not 'practice' (the simulator's 16 seeds) "
+                     "and no such seed file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise r.fail(node.line, f"practice {rel}: cannot read it ({e.__class__.__name__})") \
+            from None
+    seeds: list[int] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        item = raw.split("#", 1)[0].strip()
+        if not item:
+            continue
+        if not item.isdigit() or not 0 <= int(item) < 2**64 or len(seeds) >= MAX_FRESH:
+            raise ConfigError(f"{rel} line {number}: not a seed (one integer 0..2**64-1 per "
+                              f"line, at most {MAX_FRESH}); fix the practice seed file")
+        seeds.append(int(item))
+    if not seeds:
+        raise r.fail(node.line, f"practice {rel}: no seeds in it; write one seed per line")
+    if len(set(seeds)) != len(seeds):
+        raise r.fail(node.line, f"practice {rel}: a seed appears twice; list each once")
+    return tuple(seeds), rel
+
+
+def _loop(r: _Reader, name: str, node: _Node) -> Group:
+    body = r.mapping(node, f"loops.{name}", LOOP_KEYS)
+    if "controller" not in body:
+        raise r.fail(node.at, f"loops.{name} needs controller: (the loop's own controller)")
+    if "build" in body:
+        raise r.fail(body["build"].line, f"loops.{name}.build: {BUILD_LATER}")
+    if "rebuilds" not in body:
+        raise r.fail(node.at, f"loops.{name} needs rebuilds: [globs] (the gap is measured "
+                     "against them)")
+    controller = r.controller(body["controller"], f"loops.{name}.controller")
+    recipe = None
+    if "recipe" in body:
+        recipe = r.relative(body["recipe"], f"loops.{name}.recipe")
+        if not (r.base / recipe).is_file():
+            raise r.fail(body["recipe"].line, f"loops.{name}.recipe {recipe}: no such file")
+    rebuilds = r.globs(body["rebuilds"], f"loops.{name}.rebuilds")
+    return Group(name, controller, recipe, rebuilds, 0, node.at)
+
+
+def _control(r: _Reader, node: _Node) -> Group:
+    if isinstance(node.value, dict):
+        body = r.mapping(node, "control", CONTROL_KEYS)
+        if "build" in body:
+            raise r.fail(body["build"].line, f"control.build: {BUILD_LATER}")
+        if "rebuilds" not in body:
+            raise r.fail(node.at, "control needs rebuilds: [globs]")
+        node = body["rebuilds"]
+    return Group("control", None, None, r.globs(node, "control"), 0, node.at)
+
+
+def _no_controller_twice(r: _Reader, job: Job) -> None:
+    seen: dict[str, str] = {}
+    count = 0
+    for g in job.groups():
+        for cid in ((g.controller,) if g.controller else ()) + g.rebuilds:
+            count += 1
+            where = f"{'loops.' + g.name if g.name != 'control' else 'control'}"
+            if cid in seen:
+                raise r.fail(g.line, f"{cid} is listed in {seen[cid]} and in {where}; a "
+                             "controller belongs to one group")
+            seen[cid] = where
+    if count > MAX_CONTROLLERS:
+        raise r.fail(1, f"{count} controllers; a job grades at most {MAX_CONTROLLERS}")
+
+
+def load(path: str | Path) -> Job:
+    """Read and check a job file; ConfigError (exit 2) names the file and line."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"job file {p}: cannot read ({e.strerror}); pass the squeeze.yaml "
+                          "path") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"job file {p}: not UTF-8 text") from None
+    return parse(text, str(p), p.parent, hashlib.sha256(raw).hexdigest())

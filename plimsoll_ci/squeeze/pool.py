@@ -1,0 +1,199 @@
+"""Gradings in parallel: `jobs` worker processes, each grading one controller at a time.
+
+Workers are started with `spawn` (no inherited threads or locks) and ignore SIGINT: only this
+process decides when to stop. On Ctrl-C or SIGTERM it stops handing out work, sends each worker
+SIGTERM, which raises `SystemExit` inside the grading, so the grader's own `finally` blocks stop
+the sandbox and remove its folder, and then waits for them. A worker that does not stop in time is
+killed (and named). Results that arrive after the stop began are dropped: a half-flown grading is
+never signed.
+
+The signing key stays in this process; workers return the result and predicate to sign.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection, wait
+from typing import Any, NamedTuple
+
+from plimsoll_ci.errors import PlimsollError
+from plimsoll_ci.squeeze.grader import Graded, Setup, Task
+
+STOP_WAIT_S = 60.0
+
+
+class Interrupted(Exception):
+    """The run was stopped by a signal (SIGINT or SIGTERM)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class GradingFailed(PlimsollError):
+    """A grading could not happen (the sandbox or its input, not the controller): stop the job."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Done(NamedTuple):
+    """A grading that finished."""
+
+    index: int
+    graded: Graded
+    wall_s: float
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _stop_me(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the cleanup that follows must not be cut
+    raise SystemExit(128 + signum)
+
+
+def _worker(conn: Connection, setup: Setup, grade_fn: Callable[[Task, Setup], Graded]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop_me)
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        index, task = msg
+        t0 = time.monotonic()
+        try:
+            graded = grade_fn(task, setup)
+            conn.send(("ok", index, graded, time.monotonic() - t0))
+        except PlimsollError as e:
+            conn.send(("error", index, (str(e), e.exit_code), 0.0))
+        except Exception as e:  # a bug in the grader: report it, with where it happened
+            tail = "".join(traceback.format_exception(e)[-3:]).strip().replace("\n", " | ")
+            conn.send(("error", index, (f"{type(e).__name__}: {e} ({tail[-400:]})", 2), 0.0))
+
+
+class _Worker(NamedTuple):
+    process: Any
+    conn: Connection
+
+
+def run(tasks: Sequence[Task], setup: Setup, jobs: int, on_start: Callable[[int], None],
+        on_done: Callable[[Done], None],
+        grade_fn: Callable[[Task, Setup], Graded] | None = None) -> None:
+    """Grade every task with `jobs` workers; `on_done` for each as it finishes (any order).
+
+    Raises Interrupted on SIGINT / SIGTERM and GradingFailed when a grading cannot happen; in
+    both cases every worker (and so every sandbox) is stopped first.
+    """
+    from plimsoll_ci.squeeze.grader import grade
+
+    grade_fn = grade_fn or grade
+    ctx = multiprocessing.get_context("spawn")
+    pending = list(range(len(tasks)))[::-1]
+    busy: dict[int, int] = {}  # worker slot -> task index
+    workers: list[_Worker] = []
+
+    def to_interrupt(signum: int, frame: Any) -> None:
+        raise Interrupted(signum)
+
+    old_term = signal.signal(signal.SIGTERM, to_interrupt)
+    old_int = signal.getsignal(signal.SIGINT)
+    try:
+        for _ in range(max(1, min(jobs, len(tasks)))):
+            here, there = ctx.Pipe()
+            p = ctx.Process(target=_worker, args=(there, setup, grade_fn), daemon=True,
+                            name="plimsoll-squeeze-worker")
+            p.start()
+            there.close()
+            workers.append(_Worker(p, here))
+
+        def hand_out(slot: int) -> None:
+            if pending:
+                index = pending.pop()
+                busy[slot] = index
+                workers[slot].conn.send((index, tasks[index]))
+                on_start(index)
+
+        for slot in range(len(workers)):
+            hand_out(slot)
+        while busy:
+            conns = {w.conn: slot for slot, w in enumerate(workers) if slot in busy}
+            sentinels = {w.process.sentinel: slot for slot, w in enumerate(workers)
+                         if slot in busy}
+            ready = wait(list(conns) + list(sentinels), timeout=1.0)
+            for item in ready:
+                if item in conns:
+                    slot = conns[item]
+                    try:
+                        status, index, payload, wall = item.recv()
+                    except EOFError:
+                        continue  # the sentinel reports the death
+                    del busy[slot]
+                    if status == "error":
+                        message, code = payload
+                        raise GradingFailed(f"{message}", code)
+                    on_done(Done(index, payload, wall))
+                    hand_out(slot)
+                elif sentinels[item] in busy:
+                    slot = sentinels[item]
+                    if workers[slot].conn.poll():
+                        continue  # its last message is still to be read
+                    index = busy[slot]
+                    raise GradingFailed(f"the worker grading task {index + 1} died (exit code "
+                                        f"{workers[slot].process.exitcode}); nothing of it was "
+                                        "signed", 2)
+        for w in workers:
+            w.conn.send(None)
+    except KeyboardInterrupt:
+        _stop(workers)
+        raise Interrupted(signal.SIGINT) from None
+    except BaseException:
+        _stop(workers)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGINT, old_int)
+    for w in workers:
+        w.process.join(10)
+
+
+def _stop(workers: list[_Worker]) -> None:
+    """SIGTERM every live worker, wait for their sandboxes to stop; kill what outlives the wait."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the cleanup
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for w in workers:
+        if w.process.is_alive():
+            try:
+                os.kill(w.process.pid, signal.SIGTERM)
+            except OSError:
+                pass
+    deadline = time.monotonic() + STOP_WAIT_S
+    stuck = []
+    for w in workers:
+        w.process.join(max(0.0, deadline - time.monotonic()))
+        if w.process.is_alive():
+            stuck.append(str(w.process.pid))
+            w.process.kill()
+            w.process.join(5)
+    for w in workers:
+        w.conn.close()
+    if stuck:
+        import sys
+
+        print(f"plimsoll-ci squeeze: worker(s) {', '.join(stuck)} did not stop within "
+              f"{STOP_WAIT_S:g} s and were killed; a sandbox of theirs may be left running",
+              file=sys.stderr)

@@ -1,0 +1,112 @@
+"""Progress of a squeeze run: a `rich` bar on a terminal, plain lines anywhere else (CI logs)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Protocol, TextIO
+
+
+class Progress(Protocol):
+    """What the run reports as it goes."""
+
+    def start(self, total: int) -> None:
+        """`total` gradings are about to start."""
+
+    def began(self, label: str) -> None:
+        """A grading started."""
+
+    def finished(self, label: str, summary: str) -> None:
+        """A grading finished; `summary` says how it went."""
+
+    def note(self, text: str) -> None:
+        """A line for the reader (the commitment, the practice tokens, where things went)."""
+
+    def close(self) -> None:
+        """The run is over (done, interrupted or failed)."""
+
+
+class Plain:
+    """One line per event, flushed: fit for a CI log."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.total = 0
+        self.done = 0
+
+    def _say(self, text: str) -> None:
+        print(f"plimsoll-ci squeeze: {text}", file=self.stream, flush=True)
+
+    def start(self, total: int) -> None:
+        self.total = total
+        self._say(f"grading {total} controllers")
+
+    def began(self, label: str) -> None:
+        pass
+
+    def finished(self, label: str, summary: str) -> None:
+        self.done += 1
+        self._say(f"[{self.done}/{self.total}] {label}: {summary}")
+
+    def note(self, text: str) -> None:
+        self._say(text)
+
+    def close(self) -> None:
+        pass
+
+
+class Bar:
+    """A `rich` progress bar with the gradings under way, for a terminal."""
+
+    def __init__(self, stream: TextIO) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.console = Console(file=stream)
+        self.bar = Progress(TextColumn("squeeze"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), TextColumn("{task.description}"),
+                            console=self.console, transient=False)
+        self.task = None
+        self.running: list[str] = []
+
+    def start(self, total: int) -> None:
+        self.bar.start()
+        self.task = self.bar.add_task("", total=total)
+
+    def _describe(self) -> None:
+        if self.task is not None:
+            shown = ", ".join(self.running[:3]) + (" ..." if len(self.running) > 3 else "")
+            self.bar.update(self.task, description=shown)
+
+    def began(self, label: str) -> None:
+        self.running.append(label)
+        self._describe()
+
+    def finished(self, label: str, summary: str) -> None:
+        if label in self.running:
+            self.running.remove(label)
+        self.console.print(f"{label}: {summary}", markup=False, highlight=False)
+        if self.task is not None:
+            self.bar.advance(self.task)
+        self._describe()
+
+    def note(self, text: str) -> None:
+        self.console.print(text, markup=False, highlight=False)
+
+    def close(self) -> None:
+        self.bar.stop()
+
+
+def make(stream: TextIO | None = None) -> Progress:
+    """A bar when `stream` (default stderr) is a terminal, else plain lines."""
+    stream = stream or sys.stderr
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return Bar(stream) if tty else Plain(stream)

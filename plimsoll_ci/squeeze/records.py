@@ -1,0 +1,177 @@
+"""The squeeze's signed records, read back from a bundle and checked against each other.
+
+`read(data, public)` verifies the bundle (signatures, chain, checkpoint, each fresh reveal against
+its commitment: `plimsoll_ci.attest.bundle`), then checks what the squeeze adds on top, every
+problem at once, each at its bundle line:
+
+- every record carries a squeeze context, all of them the same job section;
+- its predicate names the practice set and the fresh commitment that job section names;
+- it flew exactly the practice flights (`practice:1..n`, values unshown) then exactly the fresh
+  flights (`fresh:1..m`, the revealed seeds in order), and its totals add up;
+- the controller files it names are the files its code checks read;
+- its grading is one of the plan's, and no grading is there twice; none is missing.
+
+The verdicts, evidence and reports are computed from what this returns, and from nothing else.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, NamedTuple
+
+from plimsoll_ci.attest import bundle, canonical
+from plimsoll_ci.attest.keys import PublicKey
+from plimsoll_ci.squeeze.plan import FORMAT, ROLES, Grading
+
+
+class Score(NamedTuple):
+    """Landed flights out of total."""
+
+    landed: int
+    total: int
+
+
+class GradingRecord(NamedTuple):
+    """What one signed record says, as the squeeze uses it."""
+
+    line: int
+    result_sha256: str
+    grading: Grading
+    practice: Score
+    fresh: Score
+    not_landed: dict[str, int]  # reason -> flights (practice and fresh)
+    code_checks: dict[str, Any]
+    provider: str
+    tier: str
+
+
+class Read(NamedTuple):
+    """The records of a squeeze bundle, in plan order, and every problem found."""
+
+    records: list[GradingRecord]
+    job: dict[str, Any] | None  # the job section all records share
+    reveal: dict[str, Any] | None  # the fresh set's reveal all records share
+    problems: list[str]  # "bundle line N: ..." or "bundle: ..."
+    count: int  # records in the bundle
+
+
+def _statement(raw: bytes) -> tuple[dict, dict]:
+    doc = canonical.loads(raw)
+    payload = canonical.b64decode(doc["envelope"]["payload"])
+    return doc, canonical.loads(payload)
+
+
+def read(data: bytes, public: PublicKey) -> Read:
+    """Verify a squeeze bundle's bytes and read its records (see the module doc)."""
+    report = bundle.verify_bytes(data, public)
+    problems = [str(p) for p in report.problems]
+    if problems:
+        return Read([], None, None, problems, report.count)
+    lines = data.split(b"\n")[:-1][:-1]  # drop the final newline's empty piece, then the checkpoint
+    job: dict | None = None
+    job_line = 0
+    reveal: dict | None = None
+    found: dict[Grading, GradingRecord] = {}
+    for n, raw in enumerate(lines, 1):
+        where = f"bundle line {n}"
+        doc, statement = _statement(raw)
+        predicate, result = statement["predicate"], doc["result"]
+        ctx = result.get("squeeze") if isinstance(result, dict) else None
+        if not isinstance(ctx, dict) or not isinstance(ctx.get("job"), dict) \
+                or ctx["job"].get("format") != FORMAT:
+            problems.append(f"{where}: not a squeeze record (no {FORMAT} context)")
+            continue
+        if job is None:
+            job, job_line = ctx["job"], n
+        elif canonical.dumps(ctx["job"]) != canonical.dumps(job):
+            problems.append(f"{where}: its job section differs from line {job_line}'s (records "
+                            "of two runs mixed?)")
+            continue
+        if reveal is None:
+            reveal = predicate["freshSetReveal"]
+        rec, why = _record(n, result, predicate, ctx, job, reveal)
+        problems += [f"{where}: {w}" for w in why]
+        if rec is None:
+            continue
+        if rec.grading in found:
+            problems.append(f"{where}: {rec.grading.label()} was already graded on line "
+                            f"{found[rec.grading].line}")
+            continue
+        found[rec.grading] = rec
+    plan = [Grading(*g) for g in job["plan"]] if job else []
+    for g in plan:
+        if g not in found:
+            problems.append(f"bundle: no record for {g.label()} (the run did not finish, or a "
+                            "record was removed)")
+    ordered = [found[g] for g in plan if g in found]
+    return Read(ordered, job, reveal, problems, report.count)
+
+
+def _record(n: int, result: dict, predicate: dict, ctx: dict, job: dict,
+            reveal: dict | None) -> tuple[GradingRecord | None, list[str]]:
+    why: list[str] = []
+    inputs = predicate["inputs"]
+    if (inputs["practiceSet"] or {}).get("sha256") != job["practice"]["sha256"]:
+        why.append("its practice set is not the one the job section names")
+    if (inputs["freshSet"] or {}).get("commitment") != job["fresh"]["commitment"]:
+        why.append("its fresh set is not the one the run committed to")
+    if predicate["freshSetReveal"] != reveal:
+        why.append("its fresh reveal differs from the other records'")
+    if inputs["course"] != job["course"] or result.get("course") != job["course"]:
+        why.append(f"its course is not the job's ({job['course']})")
+    g = ctx.get("grading")
+    try:
+        grading = Grading(g["group"], g["role"], g["controller"])
+    except (TypeError, KeyError):
+        return None, [*why, "its squeeze context names no grading"]
+    if grading.role not in ROLES or list(grading) not in job["plan"]:
+        return None, [*why, f"{grading.label()} is not in the job's plan"]
+    checks = ctx.get("code_checks")
+    files = {f["path"]: f["sha256"] for f in inputs["controller"]}
+    if not isinstance(checks, dict) or checks.get("files") != files:
+        why.append("the controller files it graded are not the files its code checks read")
+    scores = _scores(result, job, reveal, why)
+    if scores is None:
+        return None, why
+    practice, fresh, not_landed = scores
+    return GradingRecord(n, predicate["result"]["sha256"], grading, practice, fresh, not_landed,
+                         checks if isinstance(checks, dict) else {}, predicate["sandbox"]["provider"],
+                         predicate["sandbox"]["tier"]), why
+
+
+def _scores(result: dict, job: dict, reveal: dict | None,
+            why: list[str]) -> tuple[Score, Score, dict[str, int]] | None:
+    flights = result.get("flights")
+    n, m = job["practice"]["count"], job["fresh"]["count"]
+    if not isinstance(flights, list) or len(flights) != n + m:
+        why.append(f"it flew {len(flights) if isinstance(flights, list) else 'no'} flights, "
+                   f"not the {n} practice and {m} fresh flights of the job")
+        return None
+    seeds = (reveal or {}).get("seeds") or []
+    bad = []
+    for i, f in enumerate(flights):
+        if not isinstance(f, dict) or not isinstance(f.get("landed"), bool) \
+                or not isinstance(f.get("reason"), str):
+            bad.append(f"flight {i + 1} is malformed")
+            continue
+        if i < n:
+            want_id, want_seed = f"practice:{i + 1}", None
+        else:
+            want_id = f"fresh:{i - n + 1}"
+            want_seed = seeds[i - n] if i - n < len(seeds) else -1
+        if f.get("id") != want_id:
+            bad.append(f"flight {i + 1} is {str(f.get('id'))[:40]!r}, not {want_id}")
+        elif f.get("seed") != want_seed:  # never say which value it was
+            bad.append(f"flight {i + 1} ({want_id}) " + (
+                "shows a seed value (practice seeds are flown unshown)" if i < n
+                else "flew a seed other than the revealed one"))
+    if bad:
+        why.append("; ".join(bad[:3]) + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""))
+        return None
+    landed = sum(f["landed"] for f in flights)
+    if result.get("landed") != landed or result.get("total") != len(flights):
+        why.append("its landed / total do not add up from its flights")
+    practice = Score(sum(f["landed"] for f in flights[:n]), n)
+    fresh = Score(sum(f["landed"] for f in flights[n:]), m)
+    not_landed = Counter(f["reason"] for f in flights if not f["landed"])
+    return practice, fresh, dict(sorted(not_landed.items()))

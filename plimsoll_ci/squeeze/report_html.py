@@ -1,0 +1,211 @@
+"""`report.html`: one self-contained page, the write-up's two panels and a line you can move.
+
+The page loads nothing (a Content-Security-Policy forbids any fetch; styles, script and drawings
+are inline). Two panels, practice and fresh: for each loop, its own controller's score against its
+rebuilds' scores and their median, and the control group's. A slider moves the line, in flights or
+in percent of the practice flights, and recolours each loop's verdict and ship-the-rebuild call as
+it moves, by the same arithmetic as `verdicts.py` (integers and halves, compared without division).
+
+A pure function of `result.json` and `evidence.json`: the same records give the same bytes.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from plimsoll_ci.squeeze.report_md import num, signed
+
+WIDTH, LEFT, RIGHT, ROW = 720, 150, 20, 44
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+       "img-src data:; base-uri 'none'; form-action 'none'")
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d1d1f;max-width:980px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 8px}
+.muted{color:#666}code{font-size:12px;background:#f3f3f3;padding:1px 4px;border-radius:3px}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:4px 8px;
+text-align:right}th{background:#fafafa}td:first-child,th:first-child{text-align:left}
+.flag{background:#c62828;color:#fff;font-weight:600}.pass{background:#2e7d32;color:#fff}
+.ship{background:#ef6c00;color:#fff;font-weight:600}.keep{background:#eee}
+.controls{display:flex;gap:16px;align-items:center;margin:12px 0;padding:8px 12px;
+background:#f7f7f9;border-radius:6px}#line{width:320px}
+svg text{font:12px system-ui,sans-serif;fill:#333}svg .axis{stroke:#999}
+svg .reb{fill:#78909c;fill-opacity:.75}svg .ctl{fill:#bdbdbd}svg .med{stroke:#263238;stroke-width:2}
+svg .own.flag{fill:#c62828}svg .own.pass{fill:#2e7d32}svg .own.ship{fill:#ef6c00}
+svg .own.keep{fill:#1565c0}svg .band{fill:#ffcc80;fill-opacity:.45}
+"""
+
+SCRIPT = """
+(function(){
+var data=JSON.parse(document.getElementById('data').textContent);
+var slider=document.getElementById('line'),shown=document.getElementById('line-value');
+var units={flights:document.getElementById('unit-flights'),percent:document.getElementById('unit-percent')};
+function unit(){return units.percent.checked?'percent':'flights';}
+function setUnit(u){
+  var n=data.practice_total;
+  slider.max=u==='flights'?String(n):'100';
+  slider.step=u==='flights'?'0.5':'0.5';
+  slider.value=String(data.lines[u]);
+  update();
+}
+function update(){
+  var u=unit(),line=parseFloat(slider.value),n=data.practice_total,m=data.fresh_total;
+  shown.textContent=u==='flights'?line+' flights of '+n:line+'% of the practice flights';
+  data.loops.forEach(function(l,i){
+    var flag=u==='flights'?l.gap>line:l.gap*100>line*n;
+    var adv=l.rebuild_fresh_median-l.fresh;
+    var ship=u==='flights'?adv*n>line*m:adv*100>line*m;
+    var v=document.getElementById('verdict-'+i);
+    v.textContent=flag?'flag':'pass';v.className=flag?'flag':'pass';
+    var s=document.getElementById('ship-'+i);
+    s.textContent=ship?'yes':'no';s.className=ship?'ship':'keep';
+    document.getElementById('own-p-'+i).setAttribute('class','own '+(flag?'flag':'pass'));
+    document.getElementById('own-f-'+i).setAttribute('class','own '+(ship?'ship':'keep'));
+    var pw=u==='flights'?line:line*n/100,fw=pw*m/n;
+    var bp=document.getElementById('band-p-'+i),bf=document.getElementById('band-f-'+i);
+    bp.setAttribute('width',Math.max(0,Math.min(pw/n,1-l.rebuild_practice_median/n)*data.plot));
+    bf.setAttribute('width',Math.max(0,Math.min(fw/m,1-l.fresh/m)*data.plot));
+  });
+}
+slider.addEventListener('input',update);
+units.flights.addEventListener('change',function(){setUnit('flights');});
+units.percent.addEventListener('change',function(){setUnit('percent');});
+setUnit('flights');
+})();
+"""
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _x(value: float, total: int) -> str:
+    plot = WIDTH - LEFT - RIGHT
+    return f"{LEFT + plot * value / max(total, 1):.1f}"
+
+
+def _dots(scores: list[tuple[str, int]], total: int, y: int, cls: str) -> list[str]:
+    out, seen = [], {}
+    for name, landed in scores:
+        k = seen.get(landed, 0)
+        seen[landed] = k + 1
+        dy = y - 6 + 6 * (k % 3) - 6 * (k // 3 % 2)
+        out.append(f'<circle class="{cls}" cx="{_x(landed, total)}" cy="{dy}" r="4">'
+                   f"<title>{_e(name)}: {landed}/{total}</title></circle>")
+    return out
+
+
+def _panel(which: str, result: dict[str, Any], groups: dict) -> str:
+    loops = result["loops"]
+    total = loops[0][which]["total"] if loops else 1
+    rows = len(loops) + 1
+    height = 54 + ROW * rows
+    key = "p" if which == "practice" else "f"
+    parts = [f'<svg id="panel-{which}" width="{WIDTH}" height="{height}" '
+             f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{which} scores">',
+             f'<text x="{LEFT}" y="14">{which} flights landed (of {total})</text>']
+    base = 30 + ROW * rows
+    parts.append(f'<line class="axis" x1="{LEFT}" y1="{base}" x2="{WIDTH - RIGHT}" y2="{base}"/>')
+    for tick in sorted({0, total // 4, total // 2, 3 * total // 4, total}):
+        parts.append(f'<text x="{_x(tick, total)}" y="{base + 14}" text-anchor="middle">'
+                     f"{tick}</text>")
+    for i, loop in enumerate(loops):
+        y = 40 + ROW * i
+        r = loop["rebuilds"]
+        median = r[f"{which}_median"]
+        own = loop[which]["landed"]
+        band_from = median if which == "practice" else own
+        parts.append(f'<text x="{LEFT - 10}" y="{y + 4}" text-anchor="end">'
+                     f"{_e(loop['name'])}</text>")
+        parts.append(f'<rect class="band" id="band-{key}-{i}" x="{_x(band_from, total)}" '
+                     f'y="{y - 14}" width="0" height="28"/>')
+        parts += _dots(groups.get((loop["name"], "rebuild"), []), total, y, "reb")
+        parts.append(f'<line class="med" x1="{_x(median, total)}" y1="{y - 14}" '
+                     f'x2="{_x(median, total)}" y2="{y + 14}"><title>rebuilds\' median '
+                     f"{num(median)}</title></line>")
+        state = ("flag" if loop["verdict"]["flights"] == "flag" else "pass") \
+            if which == "practice" else ("ship" if loop["ship_rebuild"] else "keep")
+        parts.append(f'<rect class="own {state}" id="own-{key}-{i}" x="{float(_x(own, total)) - 6:.1f}" '
+                     f'y="{y - 6}" width="12" height="12" transform="rotate(45 {_x(own, total)} {y})">'
+                     f"<title>{_e(loop['name'])} (the loop's own): {own}/{total}</title></rect>")
+    y = 40 + ROW * len(loops)
+    control = groups.get(("control", "control"), [])
+    parts.append(f'<text x="{LEFT - 10}" y="{y + 4}" text-anchor="end">control</text>')
+    parts += _dots(control, total, y, "ctl")
+    if control:
+        cm = result["control"][f"{which}_median"]
+        parts.append(f'<line class="med" x1="{_x(cm, total)}" y1="{y - 14}" x2="{_x(cm, total)}" '
+                     f'y2="{y + 14}"><title>control median {num(cm)}</title></line>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def render(result: dict[str, Any], evidence: dict[str, Any]) -> str:
+    """The HTML report."""
+    loops = result["loops"]
+    per_set: dict[str, dict] = {"practice": {}, "fresh": {}}
+    for which in per_set:
+        for r in evidence["records"]:
+            per_set[which].setdefault((r["group"], r["role"]), []).append(
+                (r["controller"], r[which][0]))
+    n = evidence["practice"]["count"]
+    m = evidence["fresh"]["count"]
+    data = {
+        "lines": result["lines"], "practice_total": n, "fresh_total": m,
+        "plot": WIDTH - LEFT - RIGHT,
+        "loops": [{"name": lp["name"], "gap": lp["gap"], "fresh": lp["fresh"]["landed"],
+                   "rebuild_practice_median": lp["rebuilds"]["practice_median"],
+                   "rebuild_fresh_median": lp["rebuilds"]["fresh_median"]} for lp in loops],
+    }
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":")).replace("<", "\\u003c")
+    rows = []
+    for i, lp in enumerate(loops):
+        v = lp["verdict"]["flights"]
+        ship = lp["ship_rebuild"]
+        rows.append(
+            f'<tr data-loop="{_e(lp["name"])}"><td>{_e(lp["name"])}</td>'
+            f'<td>{lp["practice"]["landed"]}/{n}</td><td>{lp["fresh"]["landed"]}/{m}</td>'
+            f'<td>{num(lp["rebuilds"]["practice_median"])}</td>'
+            f'<td>{num(lp["rebuilds"]["fresh_median"])}</td><td>{signed(lp["gap"])}</td>'
+            f'<td id="verdict-{i}" class="{v}">{v}</td>'
+            f'<td id="ship-{i}" class="{"ship" if ship else "keep"}">{"yes" if ship else "no"}</td>'
+            f'<td>{signed(lp["recipe_worth"])}</td></tr>')
+    lines = result["lines"]
+    body = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>Squeeze: {_e(result['course'])} course</title>",
+        f"<style>{STYLE}</style></head><body>",
+        f"<h1>Squeeze: {_e(result['course'])} course</h1>",
+        f'<p class="muted">{n} practice flights and {m} fresh flights per controller; fresh set '
+        f"commitment <code>{_e(result['fresh_commitment'][:16])}</code>. Lines in the job: "
+        f"{_e(num(lines['flights']))} flights, {_e(num(lines['percent']))}%.</p>",
+        '<div class="controls"><span>line in</span>'
+        '<label><input type="radio" name="unit" id="unit-flights" checked> flights</label>'
+        '<label><input type="radio" name="unit" id="unit-percent"> percent</label>'
+        f'<input type="range" id="line" min="0" max="{n}" step="0.5" '
+        f'value="{_e(lines["flights"])}" aria-label="the line">'
+        '<output id="line-value"></output></div>',
+        "<table><thead><tr><th>loop</th><th>practice</th><th>fresh</th>"
+        "<th>rebuilds practice median</th><th>rebuilds fresh median</th><th>gap</th>"
+        "<th>verdict</th><th>ship the rebuild</th><th>recipe worth</th></tr></thead><tbody>",
+        *rows,
+        "</tbody></table>",
+        '<p class="muted">A loop is flagged when its gap (its practice score minus its '
+        "rebuilds' median) is more than the line. Ship the rebuild when the rebuilds' fresh "
+        "median beats the loop's own fresh score by more than the line, scaled to the fresh "
+        "set. The shaded band shows the line.</p>",
+        "<h2>Practice: the loop against its rebuilds (diamond: the loop's own controller; "
+        "dots: rebuilds; bar: their median)</h2>",
+        _panel("practice", result, per_set["practice"]),
+        "<h2>Fresh: flights nobody saw before this run</h2>",
+        _panel("fresh", result, per_set["fresh"]),
+        f'<script type="application/json" id="data">{blob}</script>',
+        f"<script>{SCRIPT}</script>",
+        "</body></html>",
+    ]
+    return "\n".join(body) + "\n"

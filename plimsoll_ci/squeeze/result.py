@@ -1,0 +1,156 @@
+"""`result.json` and `evidence.json`: pure functions of the signed records (`records.Read`).
+
+`result.json` holds the verdicts; `evidence.json` holds every figure the reports state, each with
+the rule that made it and the records (by their signed result digest, and bundle line) it comes
+from. A verifier recomputes both from the bundle and compares bytes; shards merged into one bundle
+give the same `result.json` as one runner would have.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from plimsoll_ci.squeeze import verdicts as v
+from plimsoll_ci.squeeze.records import GradingRecord, Read
+
+EVIDENCE_FORMAT = "plimsoll-squeeze-evidence/1"
+CHECKS = ("generator", "source", "practice_seeds")
+
+
+def dumps(doc: Any) -> str:
+    """The one JSON text of an artifact: sorted keys, two-space indent, a final newline."""
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _carries(rec: GradingRecord) -> dict[str, bool]:
+    return {k: bool(rec.code_checks.get(k)) for k in CHECKS}
+
+
+def _count(recs: list[GradingRecord], check: str) -> int:
+    return sum(_carries(r)[check] for r in recs)
+
+
+def _median_or_none(values: list[int]) -> int | float | None:
+    return v.json_number(v.median(values)) if values else None
+
+
+def compute(read: Read) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(result, evidence) from a complete, verified read of a squeeze bundle."""
+    job = read.job
+    assert job is not None and not read.problems
+    lines = v.Lines(v.exact(job["lines"]["flights"]), v.exact(job["lines"]["percent"]))
+    groups: dict[str, list[GradingRecord]] = {}
+    for rec in read.records:
+        groups.setdefault(rec.grading.group, []).append(rec)
+    control = groups.pop("control", [])
+    figures: list[dict[str, Any]] = []
+
+    def figure(name: str, value: Any, rule: str, recs: list[GradingRecord]) -> Any:
+        figures.append({"figure": name, "value": value, "rule": rule,
+                        "records": [r.result_sha256 for r in recs]})
+        return value
+
+    control_fresh = _median_or_none([r.fresh.landed for r in control])
+    control_doc = {
+        "count": len(control),
+        "practice_median": figure("control.practice_median",
+                                  _median_or_none([r.practice.landed for r in control]),
+                                  "median practice landed of the control group", control),
+        "fresh_median": figure("control.fresh_median", control_fresh,
+                               "median fresh landed of the control group", control),
+        "code_checks": {k: figure(f"control.code_checks.{k}", _count(control, k),
+                                  f"control controllers whose code checks found {k}", control)
+                        for k in CHECKS},
+    }
+    loops = [_loop(name, recs, job, lines, control_fresh, figure)
+             for name, recs in groups.items()]
+    all_recs = read.records
+    tokenizer = {"encoding": job["tokenizer"]["encoding"],
+                 "practice_seed_tokens": figure(
+                     "tokenizer.practice_seed_tokens", job["tokenizer"]["practice_seed_tokens"],
+                     "tokens of the practice seeds written one per line (job section)",
+                     all_recs[:1])}
+    result = {
+        "course": job["course"],
+        "lines": dict(job["lines"]),
+        "fresh_commitment": job["fresh"]["commitment"],
+        "tokenizer": tokenizer,
+        "loops": loops,
+        "control": control_doc,
+    }
+    evidence = {
+        "format": EVIDENCE_FORMAT,
+        "job_sha256": job["job_sha256"],
+        "practice": dict(job["practice"]),
+        "fresh": dict(job["fresh"]),
+        "recipes": dict(job["recipes"]),
+        "records": [_record(r) for r in all_recs],
+        "figures": figures,
+    }
+    return result, evidence
+
+
+def _record(r: GradingRecord) -> dict[str, Any]:
+    return {"line": r.line, "result_sha256": r.result_sha256, "group": r.grading.group,
+            "role": r.grading.role, "controller": r.grading.controller,
+            "practice": list(r.practice), "fresh": list(r.fresh), "not_landed": r.not_landed,
+            "provider": r.provider, "tier": r.tier,
+            "code_checks": {k: r.code_checks.get(k, []) for k in CHECKS}}
+
+
+def _loop(name: str, recs: list[GradingRecord], job: dict[str, Any], lines: v.Lines,
+          control_fresh: int | float | None, figure: Any) -> dict[str, Any]:
+    own = [r for r in recs if r.grading.role == "loop"]
+    rebuilds = [r for r in recs if r.grading.role == "rebuild"]
+    loop = own[0]
+    at = f"loops.{name}"
+    n, m = loop.practice.total, loop.fresh.total
+    rp = [r.practice.landed for r in rebuilds]
+    rf = [r.fresh.landed for r in rebuilds]
+    pm, fm = v.median(rp), v.median(rf)
+    gap = v.gap(loop.practice.landed, rp)
+    noise = v.noise(pm, n, lines)
+    recipe = job["recipes"].get(name)
+    worth = v.recipe_worth(fm, control_fresh)
+    both = own + rebuilds
+    return {
+        "name": name,
+        "practice": figure(f"{at}.practice", {"landed": loop.practice.landed, "total": n},
+                           "practice flights the loop's own controller landed", own),
+        "fresh": figure(f"{at}.fresh", {"landed": loop.fresh.landed, "total": m},
+                        "fresh flights the loop's own controller landed", own),
+        "rebuilds": {
+            "count": len(rebuilds),
+            "practice": figure(f"{at}.rebuilds.practice", rp,
+                               "practice landed of each rebuild, in plan order", rebuilds),
+            "fresh": figure(f"{at}.rebuilds.fresh", rf,
+                            "fresh landed of each rebuild, in plan order", rebuilds),
+            "practice_median": figure(f"{at}.rebuilds.practice_median", v.json_number(pm),
+                                      "median of the rebuilds' practice landed", rebuilds),
+            "fresh_median": figure(f"{at}.rebuilds.fresh_median", v.json_number(fm),
+                                   "median of the rebuilds' fresh landed", rebuilds),
+        },
+        "gap": figure(f"{at}.gap", v.json_number(gap),
+                      "loop practice landed minus the rebuilds' practice median", both),
+        "verdict": figure(f"{at}.verdict", v.verdict(gap, n, lines),
+                          "flag when the gap is more than the line (flights; percent of the "
+                          "practice flights), else pass", both),
+        "ship_rebuild": figure(f"{at}.ship_rebuild",
+                               v.ship_rebuild(loop.fresh.landed, fm, m, n, lines),
+                               "the rebuilds' fresh median beats the loop's fresh landed by more "
+                               "than the flights line scaled to the fresh set", both),
+        "recipe_tokens": figure(f"{at}.recipe_tokens", recipe["tokens"] if recipe else None,
+                                "the recipe's tokens (job section)", own),
+        "recipe_worth": figure(f"{at}.recipe_worth",
+                               None if worth is None else v.json_number(worth),
+                               "the rebuilds' fresh median minus the control group's", rebuilds),
+        "noise": figure(f"{at}.noise", {
+            "rate": float(noise.rate), "sd_flights": noise.sd_flights,
+            "p_beyond": {"flights": noise.p_beyond_flights, "percent": noise.p_beyond_percent}},
+            "binomial over the practice flights at the rebuilds' practice median rate", rebuilds),
+        "code_checks": {k: figure(f"{at}.code_checks.{k}",
+                                  {"loop": _count(own, k), "rebuilds": _count(rebuilds, k)},
+                                  f"controllers whose code checks found {k}", both)
+                        for k in CHECKS},
+    }

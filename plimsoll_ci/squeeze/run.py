@@ -1,0 +1,267 @@
+"""`squeeze run`: prepare, commit the fresh set, grade everything in parallel, sign, derive.
+
+    outcome = run(job, Options(out=Path("out"), jobs=2, setup=Setup(provider="gvisor")))
+
+Order of events (the order is the guarantee):
+
+1. recipes are counted (one over budget stops the job before anything is written) and every
+   controller's code checks run (the ship-scan engine over an in-memory set);
+2. the out folder is claimed (it must be new or empty) and the signing key loaded;
+3. the fresh set is drawn and its commitment printed and written to `run.json`: before any flight;
+4. every controller is graded on the practice and fresh sets in its own sandbox, `jobs` at a time;
+5. the records are signed into the bundle in plan order (so `--jobs` changes no byte of the
+   derived artifacts), once every grading is over: the fresh reveal is written only after the
+   last fresh flight. On Ctrl-C or SIGTERM every sandbox is stopped first, then the finished
+   gradings are signed, so the bundle verifies up to its last complete record;
+6. `fresh.json`, `result.json`, `evidence.json`, `report.md`, `report.html` are derived from the
+   bundle's bytes (`artifacts.derive`, the same road `squeeze verify` takes) and `run.json`,
+   the unsigned account (times, load, versions, failures), is finished.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from plimsoll_ci.errors import BadInput
+from plimsoll_ci.grading import fresh as fresh_mod
+from plimsoll_ci.squeeze import artifacts, checks, pool, recipes
+from plimsoll_ci.squeeze import plan as plan_mod
+from plimsoll_ci.squeeze.grader import Graded, Setup, Task
+from plimsoll_ci.squeeze.job import Job
+from plimsoll_ci.squeeze.progress import Progress
+
+RUN_FORMAT = "plimsoll-squeeze-run/1"
+# How a flight itself ends; any other reason is the controller's or the sandbox's failure.
+FLIGHT_OUTCOMES = ("landed", "wall", "gate_frame", "floor", "tilt", "timeout")
+
+
+class Options(NamedTuple):
+    """How to run a job."""
+
+    out: Path
+    jobs: int = 0  # 0: the usable cores
+    setup: Setup = Setup()
+    key_file: str | None = None  # a kept signing key; default: ephemeral
+    key_env: str | None = None
+    # How one grading happens (default `grader.grade`); a module-level function, run in workers.
+    grade_fn: Callable[[Task, Setup], Graded] | None = None
+
+
+class Outcome(NamedTuple):
+    """How a run ended."""
+
+    status: str  # "done" | "interrupted"
+    exit_code: int
+    result: dict[str, Any] | None
+    signed: int
+    planned: int
+
+
+class Prepared(NamedTuple):
+    """Everything known before the fresh set is drawn."""
+
+    scan: Any  # the code checks' Scanner (also keeps practice seeds out of run.json)
+    gradings: list[plan_mod.Grading]
+    code_checks: list[dict[str, Any]]
+    recipes: dict[str, dict[str, Any]]
+    practice_seed_tokens: int
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _load() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def claim_out(out: Path) -> None:
+    """Create the out folder, or accept an empty one; refuse one holding anything."""
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"--out {out}: not a folder; give a new or empty folder")
+    if out.is_dir() and any(out.iterdir()):
+        raise BadInput(f"--out {out}: not empty; a run never overwrites another's artifacts, "
+                       "give a new folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BadInput(f"--out {out}: cannot create ({e.strerror})") from None
+
+
+def prepare(job: Job) -> Prepared:
+    """Count the recipes (refusing one over budget) and run every controller's code checks."""
+    scan = checks.scanner(job.practice)
+    found: dict[str, dict[str, Any]] = {}
+    for g in job.loops:
+        if g.recipe is None:
+            continue
+        recipe = recipes.load(job.base, g.recipe, job.recipe_tokens, f"{job.path} loops.{g.name}")
+        carried = checks.check_text(recipe.text, scan)
+        found[g.name] = {"path": recipe.path, "sha256": recipe.sha256, "tokens": recipe.tokens,
+                         "carries": carried, "text": None if carried else recipe.text}
+    gradings = plan_mod.gradings(job)
+    code = [checks.check(checks.controller_files(job.base / g.controller), scan)
+            for g in gradings]
+    return Prepared(scan, gradings, code, found, recipes.seed_list_tokens(job.practice))
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _signer(options: Options):  # -> attest.keys.Signer
+    from plimsoll_ci.attest import keys
+
+    pub = options.out / artifacts.PUBLIC_KEY
+    if options.key_file is None and options.key_env is None:
+        return keys.load_signer(ephemeral_pub_out=pub)
+    signer = keys.load_signer(key_file=options.key_file, key_env=options.key_env)
+    _write(pub, signer.public.pem().decode("ascii"))
+    return signer
+
+
+def _summary(graded: Graded, scan: Any) -> tuple[str, dict[str, Any]]:
+    flights = graded.result["flights"]
+    n = graded.result["squeeze"]["job"]["practice"]["count"]
+    p = sum(f["landed"] for f in flights[:n])
+    f = sum(f["landed"] for f in flights[n:])
+    reasons: dict[str, int] = {}
+    details: list[str] = []
+    for fl in flights:
+        if not fl["landed"]:
+            reasons[fl["reason"]] = reasons.get(fl["reason"], 0) + 1
+            detail = (fl.get("detail") or "")[:200]
+            if fl["reason"] not in FLIGHT_OUTCOMES and detail and len(details) < 3:
+                carried = checks.check_text(detail, scan)  # a controller writes its own errors
+                if carried:
+                    detail = f"(not shown: it carries {', '.join(carried)})"
+                if detail not in details:
+                    details.append(detail)
+    text = f"practice {p}/{n}, fresh {f}/{len(flights) - n}"
+    if reasons:
+        text += " (not landed: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) + ")"
+    return text, {"landed": [p, f], "not_landed": dict(sorted(reasons.items())),
+                  "details": details, "tier": graded.result["tier"]}
+
+
+def run(job: Job, options: Options, progress: Progress,
+        fresh_set: fresh_mod.FreshSet | None = None) -> Outcome:
+    """Run the job into `options.out` (see the module doc); `fresh_set` only for a plan made
+    earlier (tests, shards): by default a new one is drawn here."""
+    from plimsoll_ci import __version__
+    from plimsoll_ci.attest import bundle
+
+    out = Path(options.out)
+    if out.is_dir() and any(out.iterdir()):
+        claim_out(out)  # refuse a used folder before any work
+    prepared = prepare(job)  # a recipe over budget stops here, before anything is written
+    claim_out(out)
+    signer = _signer(options)
+    jobs = options.jobs or pool.usable_cores()
+    progress.note(f"the {len(job.practice)} practice seeds take {prepared.practice_seed_tokens} "
+                  f"tokens ({recipes.ENCODING}); recipes: " +
+                  (", ".join(f"{k} {v['tokens']}" for k, v in prepared.recipes.items()) or "none")
+                  + f" of {job.recipe_tokens}")
+    fresh = fresh_set or fresh_mod.draw(job.fresh_count)
+    if len(fresh.seeds) != job.fresh_count:
+        raise BadInput(f"fresh set: {len(fresh.seeds)} seeds, the job asks for {job.fresh_count}")
+    commitment = fresh_mod.commit(fresh)
+    from plimsoll_ci.attest.record import practice_set_digest
+
+    job_ctx = plan_mod.job_context(job, practice_set_digest(job.practice), commitment,
+                                   prepared.recipes, prepared.practice_seed_tokens,
+                                   recipes.ENCODING)
+    tasks = [Task(str(job.base / g.controller), job.course, job.practice, fresh,
+                  plan_mod.grading_context(job_ctx, g, c))
+             for g, c in zip(prepared.gradings, prepared.code_checks, strict=True)]
+    account: dict[str, Any] = {
+        "format": RUN_FORMAT, "status": "running",
+        "job": {"path": str(job.path), "sha256": job.sha256},
+        "fresh_commitment": commitment, "committed_at": _now(), "started": _now(),
+        "gradings": {"planned": len(tasks), "signed": 0},
+        "jobs": jobs, "cores": pool.usable_cores(), "provider": options.setup.provider,
+        "min_tier": options.setup.min_tier, "cpu_budget": options.setup.budget.record(),
+        "versions": {"plimsoll_ci": __version__, "python": platform.python_version(),
+                     "platform": platform.platform()},
+        "load": {"start": _load()}, "key": {"id": signer.keyid, "ephemeral": signer.ephemeral},
+    }
+    _write(out / artifacts.RUN, artifacts_json(account))
+    progress.note(f"fresh set of {job.fresh_count} drawn and committed before any flight: "
+                  f"{commitment}")
+    done: dict[int, Graded] = {}
+    per: dict[int, dict[str, Any]] = {}
+    t0 = time.monotonic()
+
+    def on_start(index: int) -> None:
+        progress.began(prepared.gradings[index].label())
+
+    def on_done(d: pool.Done) -> None:
+        done[d.index] = d.graded
+        text, info = _summary(d.graded, prepared.scan)
+        per[d.index] = {"grading": list(prepared.gradings[d.index]), "wall_s": round(d.wall_s, 3),
+                        **info}
+        progress.finished(prepared.gradings[d.index].label(), f"{text} [{d.wall_s:.1f} s]")
+
+    status, code, error = "done", 0, None
+    progress.start(len(tasks))
+    try:
+        pool.run(tasks, options.setup, jobs, on_start, on_done, options.grade_fn)
+    except pool.Interrupted as e:
+        status, code = "interrupted", 128 + e.signum
+    except pool.GradingFailed as e:
+        status, code, error = "failed", e.exit_code, e
+    finally:
+        progress.close()
+    finished = sorted(done)
+    if finished:
+        bundle.append_runs(out / artifacts.BUNDLE,
+                           [(done[i].result, done[i].predicate) for i in finished], signer)
+        bundle.lock_path(out / artifacts.BUNDLE).unlink(missing_ok=True)  # only we append here
+    account.update({
+        "status": status, "finished": _now(), "wall_s": round(time.monotonic() - t0, 3),
+        "gradings": {"planned": len(tasks), "signed": len(finished)},
+        "per_grading": [per[i] for i in finished],
+        "load": {"start": account["load"]["start"], "end": _load()},
+    })
+    if error is not None:
+        account["error"] = str(error)
+    result = None
+    if status == "done":
+        derived = artifacts.derive((out / artifacts.BUNDLE).read_bytes(), signer.public)
+        if derived.files is None:  # our own bundle must read back; anything else is a bug
+            raise BadInput("the bundle this run wrote does not read back: "
+                           + "; ".join(derived.read.problems[:3]))
+        for name, text in derived.files.items():
+            _write(out / name, text)
+        import json
+
+        result = json.loads(derived.files["result.json"])
+    _write(out / artifacts.RUN, artifacts_json(account))
+    if error is not None:
+        raise error
+    if status == "interrupted":
+        progress.note(f"interrupted: every sandbox stopped; {len(finished)} of {len(tasks)} "
+                      f"gradings signed into {out / artifacts.BUNDLE}" if finished else
+                      "interrupted before any grading finished: nothing was signed")
+    return Outcome(status, code, result, len(finished), len(tasks))
+
+
+def artifacts_json(doc: dict[str, Any]) -> str:
+    """run.json's text (the same JSON style as the derived artifacts)."""
+    from plimsoll_ci.squeeze.result import dumps
+
+    return dumps(doc)

@@ -1,0 +1,203 @@
+"""`squeeze verify DIR --pub KEY`: recompute a squeeze from its signed records, trust nothing else.
+
+Checks, every problem at once, each naming the file and what disagrees:
+
+- `bundle.intoto.jsonl` (or `bundle.intoto.jsonl.gz`): signatures, chain and checkpoint under the
+  given key, each fresh reveal against its commitment, and the squeeze's own checks on the records
+  (`records.read`): one job, the committed practice and fresh sets flown by every grading, the
+  graded files are the checked files, every grading of the plan there once;
+- `harness.pub`: the key given with `--pub`;
+- `fresh.json`, `result.json`, `evidence.json`, `report.md`, `report.html`: exactly the bytes the
+  records give (`artifacts.derive`); a JSON file that differs is named down to the field;
+- `run.json` (the unsigned account): what it states that the records also state (status, job,
+  commitment, number of signed gradings) agrees. Its times and load are not signed.
+
+Starts no sandbox and imports no grader: it reads files and checks signatures.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from plimsoll_ci.attest.keys import PublicKey
+from plimsoll_ci.errors import BadInput
+from plimsoll_ci.squeeze import artifacts
+
+MAX_BUNDLE = 1 << 30
+_SHOW = 60
+
+
+class Verified(NamedTuple):
+    """What `verify` found: problems (empty when it verified) and, when it did, the result."""
+
+    problems: list[str]
+    result: dict[str, Any] | None
+    records: int
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing disagreed."""
+        return not self.problems
+
+
+def _bundle_bytes(folder: Path, problems: list[str]) -> tuple[bytes | None, str]:
+    plain, packed = folder / artifacts.BUNDLE, folder / artifacts.BUNDLE_GZ
+    data = gz = None
+    if plain.is_file():
+        data = plain.read_bytes()
+    if packed.is_file():
+        try:
+            with gzip.open(packed, "rb") as fh:
+                gz = fh.read(MAX_BUNDLE + 1)
+            if len(gz) > MAX_BUNDLE:
+                problems.append(f"{artifacts.BUNDLE_GZ}: decompresses past {MAX_BUNDLE} bytes")
+                gz = None
+        except (OSError, EOFError, gzip.BadGzipFile) as e:
+            problems.append(f"{artifacts.BUNDLE_GZ}: not a whole gzip stream ({e})")
+            gz = b""
+    if data is not None and gz:
+        if gz != data:
+            problems.append(f"{artifacts.BUNDLE_GZ}: does not hold the same bytes as "
+                            f"{artifacts.BUNDLE}")
+        return data, artifacts.BUNDLE
+    if data is not None:
+        return data, artifacts.BUNDLE
+    if gz is not None:
+        return gz or None, artifacts.BUNDLE_GZ
+    problems.append(f"{artifacts.BUNDLE}: missing (nor {artifacts.BUNDLE_GZ}); nothing to verify")
+    return None, artifacts.BUNDLE
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= _SHOW else text[:_SHOW - 3] + "..."
+
+
+def _window(text: str, col: int) -> str:
+    start = max(0, col - 20)
+    piece = text[start:col + 30]
+    return ("..." if start else "") + repr(piece) + ("..." if col + 30 < len(text) else "")
+
+
+def json_diff(have: Any, want: Any, path: str = "") -> list[str]:
+    """Where two JSON values differ: `path: the file says X, the records say Y` (first few)."""
+    if type(have) is not type(want) and not (isinstance(have, int | float)
+                                             and isinstance(want, int | float)
+                                             and not isinstance(have, bool)
+                                             and not isinstance(want, bool)):
+        return [f"{path or '(top)'}: the file says {_short(have)}, the records say {_short(want)}"]
+    if isinstance(want, dict):
+        out = []
+        for k in sorted(set(have) | set(want)):
+            at = f"{path}.{k}" if path else str(k)
+            if k not in want:
+                out.append(f"{at}: in the file, not in the records")
+            elif k not in have:
+                out.append(f"{at}: missing from the file (the records say {_short(want[k])})")
+            else:
+                out += json_diff(have[k], want[k], at)
+        return out
+    if isinstance(want, list):
+        if len(have) != len(want):
+            return [f"{path}: {len(have)} items in the file, {len(want)} in the records"]
+        out = []
+        for i, (a, b) in enumerate(zip(have, want, strict=True)):
+            out += json_diff(a, b, f"{path}[{i}]")
+        return out
+    if have != want:
+        return [f"{path or '(top)'}: the file says {_short(have)}, the records say {_short(want)}"]
+    return []
+
+
+def _compare(name: str, have: bytes, want: str) -> list[str]:
+    if have == want.encode("utf-8"):
+        return []
+    if name.endswith(".json"):
+        try:
+            doc = json.loads(have)
+        except (ValueError, UnicodeDecodeError):
+            return [f"{name}: not valid JSON; the records give another file"]
+        diffs = json_diff(doc, json.loads(want))
+        if not diffs:
+            return [f"{name}: the same values, but not the bytes the records give (spacing, key "
+                    "order or escapes changed)"]
+        shown = diffs[:3]
+        if len(diffs) > 3:
+            shown[-1] += f" (and {len(diffs) - 3} more differences)"
+        return [f"{name}: {d}" for d in shown]
+    got = have.decode("utf-8", "replace").split("\n")
+    exp = want.split("\n")
+    for i, (a, b) in enumerate(zip(got, exp, strict=False), 1):
+        if a != b:
+            col = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                       min(len(a), len(b)))
+            return [f"{name} line {i} column {col + 1}: the file says {_window(a, col)}, the "
+                    f"records say {_window(b, col)}"]
+    return [f"{name}: {len(got)} lines in the file, {len(exp)} from the records (cut or added)"]
+
+
+def _check_run_json(folder: Path, read: Any, problems: list[str]) -> None:
+    path = folder / artifacts.RUN
+    if not path.is_file():
+        problems.append(f"{artifacts.RUN}: missing")
+        return
+    try:
+        doc = json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError):
+        problems.append(f"{artifacts.RUN}: not valid JSON")
+        return
+    job = read.job or {}
+    expect = {
+        ("status",): "done",
+        ("job", "sha256"): job.get("job_sha256"),
+        ("fresh_commitment",): (job.get("fresh") or {}).get("commitment"),
+        ("gradings", "signed"): read.count,
+        ("gradings", "planned"): len(job.get("plan") or []),
+    }
+    for keys, want in expect.items():
+        have: Any = doc
+        for k in keys:
+            have = have.get(k) if isinstance(have, dict) else None
+        if have != want:
+            problems.append(f"{artifacts.RUN}: {'.'.join(keys)} is {_short(have)}, the records "
+                            f"say {_short(want)}")
+
+
+def verify(folder: str | Path, public: PublicKey) -> Verified:
+    """Verify a squeeze out folder under `public` (BadInput when the folder is not there)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise BadInput(f"{folder}: no such folder; pass the --out folder of `squeeze run`")
+    problems: list[str] = []
+    pub = folder / artifacts.PUBLIC_KEY
+    if not pub.is_file():
+        problems.append(f"{artifacts.PUBLIC_KEY}: missing")
+    else:
+        from plimsoll_ci.attest.keys import load_public_key
+
+        try:
+            here = load_public_key(pub)
+            if here.keyid != public.keyid:
+                problems.append(f"{artifacts.PUBLIC_KEY}: key {here.keyid[:16]}..., not the key "
+                                f"given with --pub ({public.keyid[:16]}...)")
+        except BadInput:
+            problems.append(f"{artifacts.PUBLIC_KEY}: not an Ed25519 public key (PEM)")
+    data, bundle_name = _bundle_bytes(folder, problems)
+    if data is None:
+        return Verified(problems, None, 0)
+    derived = artifacts.derive(data, public)
+    if derived.files is None:
+        problems += [f"{bundle_name}: {p}" for p in derived.read.problems]
+        return Verified(problems, None, derived.read.count)
+    for name, text in derived.files.items():
+        path = folder / name
+        if not path.is_file():
+            problems.append(f"{name}: missing")
+            continue
+        problems += _compare(name, path.read_bytes(), text)
+    _check_run_json(folder, derived.read, problems)
+    result = json.loads(derived.files["result.json"])
+    return Verified(problems, None if problems else result, derived.read.count)

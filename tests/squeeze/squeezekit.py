@@ -1,0 +1,82 @@
+"""Shared kit of the squeeze tests: synthetic records (for the pure parts and the browser test),
+the example job's path, a job-folder builder, and the chromium fixture's policy."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from plimsoll_ci.squeeze.plan import FORMAT, Grading
+from plimsoll_ci.squeeze.records import GradingRecord, Read, Score
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "squeeze"
+CHROMIUM = ("chromium", "chromium-browser")
+
+
+def synthetic_read(loops: dict[str, tuple[int, int, list[tuple[int, int]]]],
+                   control: list[tuple[int, int]] = (), lines: tuple = (2, 5),
+                   practice: int = 16, fresh: int = 64) -> Read:
+    """A verified read as the records would give it: loop -> (practice, fresh, [rebuilds])."""
+    plan: list[Grading] = []
+    scores: dict[Grading, tuple[int, int]] = {}
+    for name, (p, f, rebuilds) in loops.items():
+        g = Grading(name, "loop", f"loops/{name}.py")
+        plan.append(g)
+        scores[g] = (p, f)
+        for i, rs in enumerate(rebuilds, 1):
+            g = Grading(name, "rebuild", f"rebuilds/{name}/r{i}.py")
+            plan.append(g)
+            scores[g] = rs
+    for i, cs in enumerate(control, 1):
+        g = Grading("control", "control", f"control/n{i}.py")
+        plan.append(g)
+        scores[g] = cs
+    job = {"format": FORMAT, "job_sha256": "0" * 64, "course": "hard",
+           "lines": {"flights": lines[0], "percent": lines[1]}, "recipe_tokens": 32,
+           "tokenizer": {"encoding": "cl100k_base", "practice_seed_tokens": 79},
+           "practice": {"sha256": "1" * 64, "count": practice},
+           "fresh": {"commitment": "2" * 64, "count": fresh},
+           "recipes": {}, "plan": [list(g) for g in plan]}
+    records = []
+    for n, g in enumerate(plan, 1):
+        p, f = scores[g]
+        records.append(GradingRecord(n, f"{n:064x}", g, Score(p, practice), Score(f, fresh),
+                                     {"gate_frame": practice + fresh - p - f} if p + f <
+                                     practice + fresh else {}, {"generator": [], "source": [],
+                                                                "practice_seeds": []},
+                                     "gvisor", "kernel"))
+    return Read(records, job, {"salt": "3" * 64, "seeds": list(range(fresh))}, [], len(records))
+
+
+def copy_example(dest: Path) -> Path:
+    """A private copy of the example job folder (tests may edit it)."""
+    shutil.copytree(EXAMPLE, dest)
+    return dest / "squeeze.yaml"
+
+
+def chromium() -> str:
+    """The chromium binary; skip outside CI when missing, fail in CI (it is in .ci/run)."""
+    for name in CHROMIUM:
+        path = shutil.which(name)
+        if path:
+            return path
+    if os.environ.get("CI") == "true":
+        pytest.fail("chromium is required in CI (.ci/run installs it) and is missing",
+                    pytrace=False)
+    pytest.skip("chromium is not installed here (apt-get install chromium)")
+
+
+def need_gvisor() -> None:
+    """What the `gvisor` fixture does, for module-scoped fixtures (skip here, fail in CI)."""
+    from plimsoll_ci.sandbox import all_providers
+
+    ok, why = all_providers.get("gvisor").available()
+    if ok:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"gvisor is required in CI and is unavailable: {why}", pytrace=False)
+    pytest.skip(f"gvisor unavailable here: {why}")
