@@ -256,7 +256,7 @@ def test_output_onto_a_folder_exits_2_naming_it_and_leaves_no_temp_file(leak, ha
 
 def test_scan_without_a_set_exits_2_saying_which_option_to_give(leak, harness):
     p = run(leak, "scan", "task", cwd=harness)
-    assert p.returncode == 2 and "--set withheld.json" in p.stderr
+    assert p.returncode == 2 and "--withheld withheld.json" in p.stderr
 
 
 def test_an_empty_values_file_is_a_warning_not_a_silent_empty_set(leak, harness):
