@@ -63,6 +63,6 @@ def test_demo_falls_back_to_the_best_sandbox_left_and_says_why() -> None:
                           env=env)
     assert proc.returncode == 0, proc.stderr
     assert "(not using gvisor: /nonexistent/runsc --version does not run)" in proc.stdout
-    assert "(not using docker: dockerd does not answer" in proc.stdout
+    assert "(not using docker: no docker socket at /nonexistent/docker.sock" in proc.stdout
     assert "sandbox: process (configured tier process)" in proc.stdout
     assert "cheater  on practice: landed 16/16 tier process" in proc.stdout
