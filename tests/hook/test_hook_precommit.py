@@ -255,9 +255,9 @@ def test_the_bundled_example_passes_every_hook_it_recommends_but_its_planted_lea
     guard = next(ln for ln in out.splitlines() if ln.startswith("plimsoll withheld guard"))
     assert guard.endswith("Passed"), out
     # the only finding is the one the example plants: the viewer's example link
-    findings = [ln for ln in out.splitlines() if ": withheld " in ln]
-    assert findings == ["task/viewer/replay.html:7:36: withheld value seeds.txt:2",
-                        "drone:viewer/replay.html:7:36: withheld value seeds.txt:2"], out
+    findings = sorted(ln for ln in out.splitlines() if ": withheld " in ln)
+    assert findings == ["drone:viewer/replay.html:7:36: withheld value seeds.txt:2",
+                        "task/viewer/replay.html:7:36: withheld value seeds.txt:2"], out
     viewer = repo / "task" / "viewer" / "replay.html"
     viewer.write_text(viewer.read_text().replace(f"seed-{SEED}.json", "seed-EXAMPLE.json"))
     git(repo, "add", "-A")
@@ -275,5 +275,5 @@ def test_the_guard_says_a_missing_key_once_under_run_all_files(installed) -> Non
     commit(repo, "notes")
     r = pre_commit(repo, "run", "plimsoll-withheld-guard", "--all-files", env=env)
     out = r.stdout + r.stderr
-    assert r.returncode == 2, out
+    assert r.returncode != 0 and "exit code: 2" in out, out
     assert out.count("PLIMSOLL_WITHHELD_KEY is not set") == 1, out
