@@ -8,7 +8,7 @@ files), each of N requests:
   unique    every request's text and images drawn fresh (no repeats at all: the worst case)
 and times, in the same run, for each:
   baseline  read every file and json.loads the JSON ones (the least any reader must do)
-  tripwire  plimsoll_ci.tripwire.scan_requests with a 20-entry sealed set
+  tripwire  plimsoll_ci.tripwire.requests.scan_requests with a 20-entry sealed set
 printing both and their ratio. The 10 s target is for the sessions recording; the unique one is
 printed beside it. Usage: python3 benchmarks/bench_tripwire.py [N_REQUESTS]
 """
@@ -167,8 +167,8 @@ def baseline(folder: str) -> float:
 
 
 def main() -> int:
-    from plimsoll_ci.tripwire import default_jobs, scan_requests
-    from plimsoll_ci.withheld import build_set, parse
+    from plimsoll_ci.tripwire.requests import default_jobs, scan_requests
+    from plimsoll_ci.withheld import SEALED_FORMAT, build_set, parse
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     values = [(f"sealed:{k}", v) for k, v in enumerate(
@@ -176,7 +176,7 @@ def main() -> int:
          "vokarimesu", "tebevebupu", "gate seven left", "4:02.125", "2718281828", "0.000731",
          "clip-zebra-9.mp4", "heldout-b", "1618033988", "pad-k2", "77.125", "zulmarine",
          "99991.5", "kestrelwind"])]
-    doc, _ = build_set(values=values, tag="plimsoll-sealed/1")
+    doc, _ = build_set(values=values, tag=SEALED_FORMAT)
     wset = parse(doc)
     met = True
     for name, make in (("sessions", make_sessions), ("unique", make_unique)):

@@ -26,12 +26,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fly": ("plimsoll_ci.commands.fly", "fly a trusted controller in-process"),
     "grade": ("plimsoll_ci.commands.grade", "grade an untrusted controller in a sandbox"),
     "squeeze": ("plimsoll_ci.commands.squeeze", "grade a loop against its rebuilds; verify it"),
+    "seeds": ("plimsoll_ci.commands.seeds", "draw, commit, reveal, check and lint seed sets"),
     "keygen": ("plimsoll_ci.commands.keygen", "make an Ed25519 signing key pair"),
     "verify": ("plimsoll_ci.commands.verify", "verify a signed bundle of run records"),
     "sealed": ("plimsoll_ci.commands.sealed", "build a sealed set for the tripwire"),
     "tripwire": ("plimsoll_ci.commands.tripwire", "find sealed values in recorded requests"),
     "canary": ("plimsoll_ci.commands.canary", "make or check canary markers"),
     "record": ("plimsoll_ci.commands.record", "recording reverse proxy for model endpoints"),
+    "eval": ("plimsoll_ci.commands.eval", "coding-model task attempts in sandboxed repo copies"),
 }
 
 
@@ -53,6 +55,11 @@ EXIT_CODES: dict[str, str] = {
     "squeeze": "run: 0 every grading signed and written (whatever the verdicts), 130/143 "
                "stopped by SIGINT/SIGTERM; verify: 0 verified, 1 something disagrees; "
                "2 bad input",
+    "seeds": "0 done (drawn, committed, revealed, matching, or a clean lint), 1 a reveal that "
+             "does not match its commitment or a lint finding, 2 bad input",
+    "eval": "0 the run finished (whatever the scores), 1 refused (the copy holds a withheld "
+            "entry) or the tripwire found a sealed value in a request, 2 bad input or no "
+            "sandbox at the tier asked for, 130/143 stopped by SIGINT/SIGTERM",
     "keygen": "0 key pair written, 2 bad input (a file exists: a key is never overwritten)",
     "verify": "0 verified, 1 does not verify (every problem listed), 2 bad input",
     "sealed": "0 set written or listed, 2 bad input",

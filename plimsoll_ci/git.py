@@ -19,7 +19,7 @@ budget) and it saves nothing here; its repository discovery walks up folders in 
 git's `safe.directory` ownership check, and an index read in Python ignores `GIT_INDEX_FILE`,
 which `git commit -a` hands its hooks. Everything below runs the `git` program.
 
-Streams (one long-lived process, never one per file): `walk` (`git log --raw -z` over a range),
+Streams (one long-lived process, never one per file): `Log` (`git log --raw -z` over a range),
 `ls_tree`, and `CatFile` (`git cat-file --batch`). Paths from the streams stay `bytes`
 (`path_text` shows them); listings for ship sets (`index_entries`, `rev_entries`) give text paths
 (undecodable bytes kept as surrogates, `os.fsdecode`).
@@ -383,17 +383,21 @@ class CatFile:
     """One `git cat-file --batch` process; `read` streams an object through it.
 
     A blob over `max_bytes` is read in chunks and only its first `max_bytes` are kept, so memory
-    stays bounded however large the blob is (`max_bytes=None` keeps every byte).
+    stays bounded however large the blob is (`max_bytes=None` keeps every byte). `delta_cache`
+    bounds git's cache of delta bases (`core.deltaBaseCacheLimit`, 96 MiB by default), for a
+    process that streams a whole history's blobs.
     """
 
     # Requests written ahead of reading stay well under any pipe's capacity (4 KiB at least), so
     # writing them can never block while git waits for us to read.
     BATCH = 64
 
-    def __init__(self, repo: Repo | str, max_bytes: int | None = 64 << 20) -> None:
+    def __init__(self, repo: Repo | str, max_bytes: int | None = 64 << 20,
+                 delta_cache: int | None = None) -> None:
         self.max_bytes = max_bytes
+        limit = ["-c", f"core.deltaBaseCacheLimit={delta_cache}"] if delta_cache else []
         self._proc = subprocess.Popen(
-            _argv(["cat-file", "--batch"]), cwd=_top(repo), stdin=subprocess.PIPE,
+            _argv([*limit, "cat-file", "--batch"]), cwd=_top(repo), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment(),
         )
 
@@ -520,30 +524,42 @@ class Commit(NamedTuple):
 _HEADER = "%x01%H %P%x02%T %ct%x02%an <%ae>"
 
 
-def walk(repo: Repo | str, revs: Sequence[str]) -> Iterator[Commit]:
-    """Every commit of `revs`, oldest first, with its changes against its first parent.
-
-    One `git log` process streams the whole range; memory stays one commit's worth.
+class Log:
+    """One `git log --raw` over `revs`, started at once (git walks the range while the caller
+    does other work); iterate it for every commit, oldest first, with its changes against its
+    first parent; `close` it always. Memory stays one commit's worth.
     """
-    args = _argv([
-        "log", "-z", "--raw", "--no-renames", "--no-abbrev", "--root", "--no-ext-diff",
-        "--no-textconv", "--diff-merges=first-parent", "--topo-order", "--reverse", "--no-color",
-        "--no-mailmap", f"--format={_HEADER}", *_rev_words(revs), "--",
-    ])
-    proc = subprocess.Popen(
-        args, cwd=_top(repo), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL, env=environment(),
-    )
-    assert proc.stdout is not None
-    try:
+
+    def __init__(self, repo: Repo | str, revs: Sequence[str]) -> None:
+        self.revs = list(revs)
+        args = _argv([
+            "log", "-z", "--raw", "--no-renames", "--no-abbrev", "--root", "--no-ext-diff",
+            "--no-textconv", "--diff-merges=first-parent", "--topo-order", "--reverse",
+            "--no-color", "--no-mailmap", f"--format={_HEADER}", *_rev_words(revs), "--",
+        ])
+        self._proc = subprocess.Popen(
+            args, cwd=_top(repo), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, env=environment(),
+        )
+
+    def __iter__(self) -> Iterator[Commit]:
+        proc = self._proc
+        assert proc.stdout is not None
         yield from _parse_log(proc.stdout)
-    finally:
-        proc.stdout.close()
         err = proc.stderr.read() if proc.stderr else b""
-        rc = proc.wait()
-    if rc != 0:
-        msg = err.decode("utf-8", "replace").strip().splitlines()
-        raise BadInput(f"git log {' '.join(revs)}: {msg[-1] if msg else 'failed'}")
+        if proc.wait() != 0:
+            msg = err.decode("utf-8", "replace").strip().splitlines()
+            raise BadInput(f"git log {' '.join(self.revs)}: {msg[-1] if msg else 'failed'}")
+
+    def close(self) -> None:
+        """End the git process (it is killed when the walk stopped early)."""
+        proc = self._proc
+        if proc.poll() is None:
+            proc.kill()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        proc.wait()
 
 
 def _tokens(stream: IO[bytes]) -> Iterator[bytes]:
@@ -561,23 +577,25 @@ def _tokens(stream: IO[bytes]) -> Iterator[bytes]:
 
 def _parse_log(stream: IO[bytes]) -> Iterator[Commit]:
     current: Commit | None = None
-    meta: str | None = None
+    changes: list[Change] = []
+    meta: list[bytes] | None = None
     for tok in _tokens(stream):
         if meta is not None:  # the token after a ":..." record is always its path
-            _old_mode, new_mode, _old_oid, new_oid, _status = meta.split(" ")
-            assert current is not None
-            current.changes.append(Change(tok, new_mode, new_oid))
+            changes.append(Change(tok, meta[1].decode("ascii"), meta[3].decode("ascii")))
             meta = None
             continue
-        tok = tok.lstrip(b"\n")
-        if tok.startswith(b":"):
-            meta = tok[1:].decode("ascii")
-        elif tok.startswith(b"\x01"):
+        if tok[:1] == b"\n":
+            tok = tok.lstrip(b"\n")
+        head = tok[:1]
+        if head == b":":  # ":<old mode> <new mode> <old id> <new id> <status>"
+            meta = tok.split(b" ")
+        elif head == b"\x01":
             if current is not None:
                 yield current
             ids, times, author = tok[1:].decode("utf-8", "replace").split("\x02", 2)
             oid, *parents = ids.split()
             tree, ctime = times.split()
-            current = Commit(oid, tuple(parents), tree, int(ctime), author, [])
+            changes = []
+            current = Commit(oid, tuple(parents), tree, int(ctime), author, changes)
     if current is not None:
         yield current

@@ -24,16 +24,16 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import BinaryIO, NamedTuple, Protocol
 
-from plimsoll_ci.engine import Finding, Limits, Scanner, dedupe
+from plimsoll_ci.engine import Finding, Limits, Scanner, dedupe, memory_floor, windowing
 from plimsoll_ci.errors import BadInput, ConfigError
 from plimsoll_ci.git import blob_id
 from plimsoll_ci.withheld import WithheldSet
 
 __all__ = ["REDACTED", "Finding", "Item", "Limits", "Redactor", "ScanResult", "Scanner",
            "ShipScan", "Verdict", "VerdictCache", "combine", "decide_mode", "engine_files",
-           "make_limits", "scan_items", "scan_paths", "shown_path"]
+           "make_limits", "scan_items", "scan_paths", "scan_verdicts", "shown_path"]
 
 REDACTED = "[withheld]"
 MODES = ("refuse", "warn")
@@ -42,7 +42,8 @@ MODES = ("refuse", "warn")
 def engine_files() -> list[Path]:
     """The source files whose change changes what a scan finds: a cache keys on them."""
     here = Path(__file__).resolve().parent
-    return [here / "engine.py", here / "scan.py", *sorted((here / "match").glob("*.py"))]
+    return [*sorted((here / "engine").glob("*.py")), here / "scan.py",
+            *sorted((here / "match").glob("*.py"))]
 
 
 class ScanResult(NamedTuple):
@@ -90,7 +91,18 @@ def make_limits(config: Mapping[str, float] | None = None, origin: str = "limits
         if v <= 0:
             raise BadInput(f"--{k.replace('_', '-')} must be positive, not {v}")
         values[k] = v
-    return Limits(**values)  # type: ignore[arg-type]
+    limits = Limits(**{k: v if k == "decode_seconds" else int(v)  # type: ignore[arg-type]
+                       for k, v in values.items()})
+    floor = memory_floor(limits)
+    if limits.max_memory < floor:
+        given = "--max-memory" if (overrides or {}).get("max_memory") is not None \
+            else f"{origin}: limits: max_memory" if "max_memory" in (config or {}) else None
+        error = BadInput if given == "--max-memory" else ConfigError
+        raise error(f"{given or 'the memory budget'} {limits.max_memory}: a scan with a "
+                    f"{limits.max_region}-byte region bound and a {limits.max_line}-byte line "
+                    f"bound needs a budget of at least {floor} bytes; give a larger one, or "
+                    "lower the region and line bounds")
+    return limits
 
 
 def shown_path(path: str) -> str:
@@ -119,6 +131,10 @@ class Item(NamedTuple):
     data: bytes | None
     shipped: str | None = None
     blob: str | None = None
+    # A long file on disk is not read into memory: `open` opens it to be read a piece at a
+    # time (`data` is then None), and `size` is its true size.
+    open: Callable[[], BinaryIO] | None = None
+    size: int | None = None
 
 
 class Verdict(NamedTuple):
@@ -165,6 +181,10 @@ def name_key(shipped: str) -> str:
     return "name:" + hashlib.sha256(shipped.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+def _over_bound(size: int, bound: int) -> str:
+    return f"{size} bytes, over the {bound}-byte file bound: scanned up to the bound"
+
+
 BATCH_BYTES = 4 * 1024 * 1024  # files are scanned in joined batches of about this size
 _BATCH_FILES = 20_000
 _BATCH_UNREAD = 2_000  # blobs read from git per batch
@@ -190,6 +210,7 @@ class ShipScan:
         self._order: dict[str, int] = {}  # shown label -> position (sorting, file count)
         self._sizes: dict[str, int] = {}  # shown label -> bytes scanned
         self._pending: list[tuple[str, str, Item]] = []  # (label, content key, item)
+        self._streams: list[tuple[str, Item]] = []  # long files on disk, read as they are scanned
         self._pending_bytes = 0
         self._unread = 0
         self._names: list[tuple[str, str]] = []  # (label, shipped) still to check
@@ -227,6 +248,9 @@ class ShipScan:
         shipped = shown_path(item.shipped) if item.shipped is not None else label
         if shipped:
             self._names.append((label, shipped))
+        if item.data is None and item.open is not None:
+            self._streams.append((label, item))
+            return
         if item.data is None and (item.blob is None or self.read is None):
             raise ValueError(f"{label}: no data and no way to read blob {item.blob}")
         key = content_key(item) if (self.cache is not None or item.blob) else ""
@@ -254,6 +278,9 @@ class ShipScan:
 
     def _flush(self) -> None:
         self._check_names()
+        streams, self._streams = self._streams, []
+        for label, item in streams:
+            self._place(label, self._scan_stream(label, item))
         pending, self._pending = self._pending, []
         self._pending_bytes = self._unread = 0
         if not pending:
@@ -266,10 +293,9 @@ class ShipScan:
         cut: dict[str, str] = {}
         for label, _key, it in pending:
             data = it.data if it.data is not None else blobs[it.blob]  # type: ignore[index]
-            sizes[label] = len(data)
+            sizes[label] = max(len(data), it.size or 0)  # (a reader may stop one byte past)
             if len(data) > bound:
-                cut[label] = (f"{len(data)} bytes, over the {bound}-byte file bound: scanned up "
-                              "to the bound")
+                cut[label] = _over_bound(sizes[label], bound)
                 data = data[:bound]
             batch.append((label, data))
         scanner = self.scanner
@@ -296,6 +322,27 @@ class ShipScan:
                 self.cache.put(key, verdict)
             for same in self._same.pop(key, [label]) if key else [label]:
                 self._place(same, verdict)
+
+    def _scan_stream(self, label: str, item: Item) -> Verdict:
+        """A long file, read a piece at a time up to the file bound as the engine scans it."""
+        bound = self.limits.max_file_bytes
+        assert item.open is not None
+        with item.open() as fh:
+            left = bound
+
+            def read(n: int) -> bytes:
+                nonlocal left
+                chunk = fh.read(min(n, left))
+                left -= len(chunk)
+                return chunk
+
+            found, notes = self.scanner.scan_stream(label, read)
+            size = max(item.size or 0, bound - left)
+        cut = [_over_bound(size, bound)] if size > bound else []
+        rel = tuple(f._replace(path="") for f in found)
+        tokens = tuple(sorted(t for t in self.scanner.redact_tokens
+                              if any(f.where == "name" and t in f.chain for f in rel)))
+        return Verdict(rel, tuple(cut + [n[len(label) + 2:] for n in notes]), size, tokens)
 
     def _check_names(self) -> None:
         names, self._names = self._names, []
@@ -358,6 +405,36 @@ class ShipScan:
             redactor.add(self._tokens)
             result = redactor.result(result)
         return result
+
+
+# --------------------------------------------------------------------------- verdicts alone
+# For a caller that keeps verdicts by key and places them itself over many trees (history keeps
+# them by blob id and replays them over every commit's ship state): the same session (batching,
+# file bound, engine, name checks), each verdict handed to `sink` instead of placed.
+
+
+class _Sink:
+    """A `VerdictCache` that knows no verdict and hands every new one to `put`."""
+
+    def __init__(self, put: Callable[[str, Verdict], None]) -> None:
+        self.put = put
+
+    def get(self, key: str) -> Verdict | None:
+        """Nothing is known here: the caller asked only for what it has not judged."""
+        return None
+
+
+def scan_verdicts(scanner: Scanner, items: Iterable[Item],
+                  sink: Callable[[str, Verdict], None]) -> None:
+    """Scan `items` in one session on an engine already built (a worker's, reused across
+    calls) and hand each distinct content's and shipped name's verdict to `sink(key, verdict)`
+    (keys as a `VerdictCache` gets them). Labels must be distinct; nothing is placed or reported.
+    """
+    session = ShipScan(scanner.wset, scanner.limits, cache=_Sink(sink))
+    session._scanner = scanner
+    for item in items:
+        session.add(item)
+    session._flush()
 
 
 def combine(parts: Sequence[tuple[str, ScanResult]]) -> ScanResult:
@@ -491,30 +568,41 @@ def _walk(root: str, label: str, notes: list[str]) -> Iterable[tuple[str, str, b
         stack.extend(reversed(subfolders))
 
 
-def _read_shown(shown: str, full: str, regular: bool, cap: int, notes: list[str]) -> bytes:
-    """A file's bytes up to `cap` (+1, so the bound still notes it); b"" with a note when it is
-    not a regular file or cannot be read (its name is scanned all the same)."""
+def _read_shown(shown: str, full: str, regular: bool, whole: int, notes: list[str]) -> Item:
+    """A file as an `Item`: its bytes when it has up to `whole` of them, else a way to open it
+    and its true size (it is read a piece at a time as it is scanned); b"" with a note when it
+    is not a regular file or cannot be read (its name is scanned all the same)."""
     if not full:
-        return b""
+        return Item(shown, b"")
     try:
-        if not regular and not stat.S_ISREG(os.stat(full).st_mode):
+        st = os.stat(full)
+        if not regular and not stat.S_ISREG(st.st_mode):
             notes.append(f"{shown}: not a regular file (a pipe, socket or device): its name was "
                          "scanned, its contents not read")
-            return b""
+            return Item(shown, b"")
+        if st.st_size > whole:
+            return Item(shown, None, open=lambda: open(full, "rb"), size=st.st_size)
         with open(full, "rb") as fh:
-            return fh.read(cap + 1)
+            data = fh.read(whole + 1)
+        if len(data) > whole:  # it grew since: read it as it is scanned
+            return Item(shown, None, open=lambda: open(full, "rb"), size=len(data))
+        return Item(shown, data)
     except OSError as e:
         notes.append(f"{shown}: cannot read ({e.strerror}): its contents were not scanned")
-        return b""
+        return Item(shown, b"")
 
 
 def scan_paths(paths: list[str], wset: WithheldSet, limits: Limits | None = None,
                mode: str | None = None) -> ScanResult:
-    """Scan folders and files on disk. Missing paths are bad input (exit 2) before any scan."""
+    """Scan folders and files on disk. Missing paths are bad input (exit 2) before any scan.
+
+    A file is read whole when it is small (up to the engine's window size); a longer one is
+    read a piece at a time as it is scanned, so no file is ever held whole in memory."""
     missing = [p for p in paths if not os.path.lexists(p)]
     if missing:
         raise BadInput("; ".join(f"path {p}: no such file or folder" for p in missing))
     session = ShipScan(wset, limits, mode=mode)
+    whole = min(windowing(session.limits).size, session.limits.max_file_bytes)
     notes: list[str] = []
     for p in paths:
         if os.path.isdir(p):  # (a link to a folder named on the command line is followed)
@@ -522,8 +610,7 @@ def scan_paths(paths: list[str], wset: WithheldSet, limits: Limits | None = None
         else:
             entries = iter([(p, p, False)])
         for shown, full, regular in entries:
-            data = _read_shown(shown, full, regular, session.limits.max_file_bytes, notes)
-            session.add(Item(shown, data))
+            session.add(_read_shown(shown, full, regular, whole, notes))
     for n in notes:
         session.note(n)
     return session.finish()

@@ -362,18 +362,20 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
         problems.append(f"mode is {mode!r}, expected refuse or warn")
     kid = doc.get("key_id")
     notes: list[str] = []
+    noun = "sealed set" if fmt == SEALED_FORMAT else "withheld set"
     if scheme == "hmac-sha256":
         if key is None and need_key:
+            where = "" if fmt == SEALED_FORMAT else ", or `key:` in plimsoll.yaml"
             raise WithheldSetError(
-                f"withheld set {origin} is keyed (key id {kid}): give its key with --key-env VAR "
-                "or --key-file FILE, or `key:` in plimsoll.yaml")
+                f"{noun} {origin} is keyed (key id {kid}): give its key with --key-env VAR "
+                f"or --key-file FILE{where}")
         if key is not None and key_id(key) != kid:
             raise WithheldSetError(
-                f"withheld set {origin}: the key given has id {key_id(key)}, the set was built "
+                f"{noun} {origin}: the key given has id {key_id(key)}, the set was built "
                 f"with key id {kid}: wrong key")
     elif scheme == "sha256":
         if key is not None:
-            notes.append(f"withheld set {origin} is not keyed (scheme sha256): the key given is "
+            notes.append(f"{noun} {origin} is not keyed (scheme sha256): the key given is "
                          "not used. Rebuild the set keyed (withheld build --key-env VAR) so its "
                          "digests cannot be brute-forced, or stop passing a key")
         key = None
@@ -424,9 +426,9 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
             msg = f"missing field {err}" if isinstance(err, KeyError) else str(err)
             problems.append(f"{where}: {msg}")
     if problems:
-        raise WithheldSetError(f"withheld set {origin}: " + "; ".join(problems))
+        raise WithheldSetError(f"{noun} {origin}: " + "; ".join(problems))
     if not entries:
-        notes.append(f"withheld set {origin} has no entries: it withholds nothing, so every "
+        notes.append(f"{noun} {origin} has no entries: it withholds nothing, so every "
                      "scan against it passes; rebuild it from your values")
     if raw is None:
         raw = dumps(doc).encode()

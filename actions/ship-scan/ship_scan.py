@@ -5,8 +5,10 @@ into the script, so an input cannot inject shell), and GitHub's own `GITHUB_*` v
 GITHUB_WORKSPACE (the checkout), GITHUB_EVENT_NAME / GITHUB_EVENT_PATH (the pull request or push
 range), GITHUB_OUTPUT (outputs), GITHUB_STEP_SUMMARY (the Markdown job summary), RUNNER_TEMP.
 
-Exit codes: 0 pass, 1 failed by `fail-on`, 2 bad input (config, key, range), or a builder's own
-exit code when it fails.
+Exit codes: 0 pass, 1 failed by `fail-on`, 2 bad input (config, key, a range start that is not
+in the clone), or a builder's own exit code when it fails. An ordinary event never exits 2: a new
+branch, a force-push, a deleted branch and events without a range (workflow_dispatch, schedule)
+each scan what they can (see `_range`) and say so.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 
 def _out(name: str, value: str) -> None:
@@ -41,19 +44,132 @@ def _prop(value: str) -> str:
     return _data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def _event_range() -> tuple[str | None, str | None]:
+BOUND = 200  # commits scanned when a push's own commits cannot be told apart from the rest
+ZERO = "0" * 40
+
+
+class Range(NamedTuple):
+    """The commits to scan, oldest first, and how they were chosen (a sentence, or '')."""
+
+    commits: list[str]
+    note: str
+
+
+def _event() -> tuple[str, dict]:
     name = os.environ.get("GITHUB_EVENT_NAME", "")
     path = os.environ.get("GITHUB_EVENT_PATH")
     if not path or not os.path.isfile(path):
-        return None, None
+        return name, {}
     with open(path, encoding="utf-8") as fh:
         event = json.load(fh)
+    return name, event if isinstance(event, dict) else {}
+
+
+def _range(repo: Path, base: str, head: str) -> Range:
+    """The commits `each-commit` scans for this event (see docs/github-action.md):
+
+    - the `base` input, or a pull request: every commit of base..head;
+    - a push: before..after; a new branch (before all zeros): its commits that are not on the
+      default branch (the repository's last BOUND commits when there is none to compare with,
+      e.g. the default branch's first push); a force-push (before not in the clone): from the
+      merge base with the default branch; a deleted branch: nothing;
+    - any other event (workflow_dispatch, schedule, ...): the tip.
+    """
+    from plimsoll_ci import git
+    from plimsoll_ci.errors import BadInput
+
+    name, event = _event()
+    if base:
+        _fetchable(repo, base)
+        return Range(git.commits_between(repo, base, head or "HEAD"), "")
     if name.startswith("pull_request") or "pull_request" in event:
         pr = event.get("pull_request") or {}
-        return (pr.get("base") or {}).get("sha"), (pr.get("head") or {}).get("sha")
-    if name == "push" or "before" in event:
-        return event.get("before"), event.get("after")
-    return None, None
+        start = (pr.get("base") or {}).get("sha")
+        if not start:
+            raise BadInput("mode each-commit: the pull_request event has no base commit; pass "
+                           "the base input, or use mode: tip")
+        _fetchable(repo, start)
+        return Range(git.commits_between(repo, start, head or (pr.get("head") or {}).get("sha")
+                                         or "HEAD"), "")
+    if name == "push" or ("before" in event and "after" in event):
+        return _push_range(repo, event, head)
+    what = f"event {name}" if name else "no pull_request or push event"
+    return Range([git.resolve_rev(repo, head or "HEAD")],
+                 f"{what} has no commit range: scanned the tip")
+
+
+def _push_range(repo: Path, event: dict, head: str) -> Range:
+    from plimsoll_ci import git
+
+    after = head or event.get("after") or "HEAD"
+    ref = str(event.get("ref") or "")
+    if event.get("deleted") or after == ZERO:
+        return Range([], f"the push deleted {ref or 'a ref'}: nothing to scan")
+    after = git.resolve_rev(repo, after)
+    before = str(event.get("before") or ZERO)
+    default = (event.get("repository") or {}).get("default_branch") or ""
+    main = _default_tip(repo, default)
+    pushes_default = bool(default) and ref == f"refs/heads/{default}"
+    if set(before) == {"0"}:
+        if pushes_default:
+            return _bounded(repo, after, f"the first push of {default}")
+        if main is None:
+            return _bounded(repo, after, f"new {ref or 'ref'} and no default branch in this "
+                                         "clone to compare with")
+        own = _rev_list(repo, after, "--not", main)
+        if not own:
+            return Range([after], f"new {ref or 'branch'} at a commit already on {default}: "
+                                  "scanned its tip")
+        return Range(own, f"new {ref or 'branch'}: its {len(own)} commit(s) not on {default}")
+    if not git.has_commit(repo, before):
+        if git.is_shallow(repo):
+            return _bounded(repo, after, f"{before[:12]} (before the push) is not in this "
+                                         "shallow clone; check out with fetch-depth: 0")
+        gone = f"{before[:12]} (before the push) is not in this clone, a force-push"
+        if main is None or pushes_default:
+            return _bounded(repo, after, gone)
+        fork = git.output(repo, "merge-base", after, main).decode().strip()
+        if fork == after:
+            return Range([after], f"{gone}; the new tip is on {default}: scanned the tip")
+        return Range(git.commits_between(repo, fork, after),
+                     f"{gone}: scanned from the merge base {fork[:12]} with {default}")
+    return Range(git.commits_between(repo, before, after), "")
+
+
+def _default_tip(repo: Path, default: str) -> str | None:
+    """The commit of the default branch in this clone (its remote-tracking ref first)."""
+    from plimsoll_ci import git
+
+    if not default:
+        return None
+    for ref in (f"refs/remotes/origin/{default}", f"refs/heads/{default}"):
+        if git.has_commit(repo, ref):
+            return git.resolve_rev(repo, ref)
+    return None
+
+
+def _rev_list(repo: Path, *args: str) -> list[str]:
+    from plimsoll_ci import git
+
+    return git.output(repo, "rev-list", "--reverse", "--topo-order", *args).decode().split()
+
+
+def _bounded(repo: Path, after: str, why: str) -> Range:
+    commits = _rev_list(repo, f"--max-count={BOUND}", after)
+    cut = " (the bound: older ones were not scanned)" if len(commits) == BOUND else ""
+    return Range(commits, f"{why}: scanned the repository's last {len(commits)} "
+                          f"commit(s){cut}")
+
+
+def _without_config(repo: Path, commits: list[str]) -> tuple[list[str], list[str]]:
+    """(commits that have plimsoll.yaml at the root, commits that do not)."""
+    from plimsoll_ci import git
+
+    have, lack = [], []
+    for c in commits:
+        ok = git.run(repo, "cat-file", "-e", f"{c}:plimsoll.yaml", check=False).returncode == 0
+        (have if ok else lack).append(c)
+    return have, lack
 
 
 def main() -> int:
@@ -83,18 +199,21 @@ def main() -> int:
         if mode not in ("tip", "each-commit"):
             raise PlimsollError(f"input mode: {mode!r}; use tip or each-commit")
         repo = git.repo_root(workspace)
+        notes = []
         if mode == "tip":
             commits = [git.resolve_rev(repo, inputs["HEAD"] or "HEAD")]
         else:
-            base, head = _event_range()
-            base = inputs["BASE"] or base
-            head = inputs["HEAD"] or head or "HEAD"
-            if not base or set(base) == {"0"}:
-                raise PlimsollError(
-                    "mode each-commit: no range start (not a pull_request or push event); pass "
-                    "the base input, or use mode: tip")
-            _fetchable(repo, base)
-            commits = git.commits_between(repo, base, head)
+            chosen = _range(repo, inputs["BASE"], inputs["HEAD"])
+            commits = chosen.commits
+            notes += [chosen.note] if chosen.note else []
+            if chosen.note and not inputs["CONFIG"]:
+                # a range this step chose itself may reach back before the harness had a config
+                commits, lack = _without_config(repo, commits)
+                if lack:
+                    notes.append(f"{len(lack)} commit(s) without plimsoll.yaml skipped (the "
+                                 "oldest scanned is the first with one)")
+        for note in notes:
+            print(f"plimsoll ship scan: {note}")
         key = key_text.encode("utf-8") if key_text else None
         results = hook.scan_commits(repo, commits, inputs["CONFIG"] or None,
                                     inputs["SHIP_SET"] or None, key=key)
@@ -109,6 +228,11 @@ def main() -> int:
 
     from plimsoll_ci import report, scan
 
+    if not results:
+        _out("findings", "0")
+        _out("commits", "0")
+        _summary("## plimsoll ship scan\n\nNothing to scan: " + "; ".join(notes) + "\n")
+        return 0
     # One result for the run: each commit's findings once, named by the commit that first shipped
     # them; the mode (hence SARIF levels, annotations and `fail-on: auto`) is the scans' own.
     combined = scan.combine([(f"commit {c[:12]}" if mode == "each-commit" else "", r)
@@ -128,7 +252,7 @@ def main() -> int:
     _out("sarif", str(sarif_path))
     _out("commits", str(len(commits)))
     per_commit = [(c, len(r.findings), len(r.notes)) for c, r in results]
-    _summary(_markdown(combined, per_commit, mode, repo))
+    _summary(_markdown(combined, per_commit, mode, repo, notes))
     if fail_on == "auto":  # the scans' mode: refuse fails on a finding, warn never fails
         fail_on = "findings" if combined.mode == "refuse" else "never"
     if fail_on == "never":
@@ -148,11 +272,12 @@ def _fetchable(repo: Path, base: str) -> None:
 
 
 def _markdown(result: object, per_commit: list[tuple[str, int, int]], mode: str,
-              repo: Path) -> str:
+              repo: Path, notes: list[str]) -> str:
     from plimsoll_ci import git, report
 
     text = report.to_markdown(result, title="plimsoll ship scan").rstrip("\n")
     lines = [text, "", f"Mode `{mode}`: {len(per_commit)} commit(s) scanned.", ""]
+    lines += [f"- {n}" for n in notes] + ([""] if notes else [])
     if len(per_commit) > 1:
         lines += ["| commit | subject | findings | notes |", "| --- | --- | --- | --- |"]
         for commit, nf, nn in per_commit:

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from plimsoll_ci.attest import canonical, dsse, record
+from plimsoll_ci.attest import canonical, dsse, eval_record, record
 from plimsoll_ci.attest.keys import PublicKey, Signer
 from plimsoll_ci.errors import BadInput
 
@@ -38,6 +38,8 @@ LINE_DOMAIN = b"plimsoll-ci bundle-line v1\x00"
 GENESIS = "0" * 64
 RECORD_KEYS = frozenset({"envelope", "index", "kind", "previous", "result"})
 CHECKPOINT_KEYS = frozenset({"envelope", "index", "kind", "previous"})
+# The canonical form each signed statement type is written in (eval attempts: RFC 8785).
+_FORMS = {**record.FORM_OF_TYPE, eval_record.PREDICATE_TYPE: canonical.JCS}
 
 
 def line_digest(line: bytes) -> str:
@@ -65,6 +67,12 @@ class RecordSummary(NamedTuple):
     practice_set: str | None
     fresh_commitment: str | None
     result_sha256: str
+    started: str = ""  # run.startedOn
+    sealed_commitment: str | None = None  # a held-out set committed before the grading
+    sealed_committed: str | None = None  # when that commitment was dated
+    uncommitted: int = 0  # flights on seeds no commitment covered (a seed file)
+    weak_allowed: bool = False  # graded with --allow-weak-seeds
+    kind: str = "grading"  # or "eval-attempt" (`plimsoll-ci eval run`), "rebuild-session" (squeeze)
 
 
 class Report(NamedTuple):
@@ -114,7 +122,7 @@ def _signed_statement(payload: bytes, line_forms: frozenset[str], types: tuple[s
         problems.append(f"{prefix}signed statement: {e}")
         return None
     kind = statement.get("predicateType") if isinstance(statement, dict) else None
-    form = record.FORM_OF_TYPE.get(kind) if kind in types else None
+    form = _FORMS.get(kind) if kind in types else None
     if form is None:
         return statement  # the frame check names the wrong type
     if form not in forms:
@@ -138,16 +146,22 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
     problems.extend(opened.problems)
     if opened.payload is None:
         return done()
-    types = (record.PREDICATE_TYPE, record.PREDICATE_TYPE_V1)
-    statement = _signed_statement(opened.payload, forms, types, problems, "")
+    types = record.PREDICATE_TYPES
+    others = (eval_record.PREDICATE_TYPE, record.SESSION_PREDICATE_TYPE)
+    statement = _signed_statement(opened.payload, forms, (*types, *others), problems, "")
     if statement is None:
         return done()
+    kind = statement.get("predicateType") if isinstance(statement, dict) else None
+    if kind == eval_record.PREDICATE_TYPE:
+        return done(_check_eval_attempt(n, raw, doc, statement, problems))
+    if kind == record.SESSION_PREDICATE_TYPE:
+        return done(_check_session(n, raw, doc, statement, problems))
     subject, frame = record.statement_subject(statement, types, record.RESULT_NAME)
     problems.extend(frame)
     if subject is None:
         return done()
-    predicate = statement["predicate"]
-    shape = record.check_predicate(predicate)
+    predicate, kind = statement["predicate"], statement["predicateType"]
+    shape = record.check_predicate(predicate, kind)
     problems.extend(f"predicate: {reason}" for reason in shape)
     if shape:
         return done()
@@ -155,8 +169,10 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
         problems.append("stored result does not match the signed result digest")
     if predicate["result"]["sha256"] != subject:
         problems.append("predicate result digest does not match the statement subject")
-    problems.extend(record.check_fresh_set(predicate))
+    problems.extend(record.check_seed_sets(predicate, kind))
     inputs, sandbox = predicate["inputs"], predicate["sandbox"]
+    sealed = inputs.get("sealedSet")
+    check = predicate.get("seedCheck") or {}
     return done(RecordSummary(
         line=n,
         course=inputs["course"],
@@ -165,7 +181,57 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
         practice_set=None if inputs["practiceSet"] is None else inputs["practiceSet"]["sha256"],
         fresh_commitment=None if inputs["freshSet"] is None else inputs["freshSet"]["commitment"],
         result_sha256=subject,
+        started=predicate["run"]["startedOn"],
+        sealed_commitment=None if sealed is None else sealed["commitment"],
+        sealed_committed=None if sealed is None else sealed["committedOn"],
+        uncommitted=check.get("uncommitted", 0),
+        weak_allowed=check.get("allowWeak", False),
     ))
+
+
+def _other_predicate(raw: bytes, doc: dict, statement: dict, problems: list[str],
+                     predicate_type: str, name: str, check: Any) -> tuple[dict, str] | None:
+    """A record of another kind than a grading run (an eval attempt, a rebuild session): its
+    frame, its predicate's shape (by `check`) and its stored result; (predicate, subject), or None
+    after noting why not."""
+    subject, frame = record.statement_subject(statement, predicate_type, name)
+    problems.extend(frame)
+    if subject is None:
+        return None
+    predicate = statement["predicate"]
+    shape = check(predicate)
+    problems.extend(f"predicate: {reason}" for reason in shape)
+    if shape:
+        return None
+    if hashlib.sha256(_result_bytes(raw, doc)).hexdigest() != subject:
+        problems.append("stored result does not match the signed result digest")
+    if predicate["result"]["sha256"] != subject:
+        problems.append("predicate result digest does not match the statement subject")
+    return predicate, subject
+
+
+def _check_eval_attempt(n: int, raw: bytes, doc: dict, statement: dict,
+                        problems: list[str]) -> RecordSummary | None:
+    """An eval-attempt record's frame, predicate and stored result (problems noted)."""
+    found = _other_predicate(raw, doc, statement, problems, eval_record.PREDICATE_TYPE,
+                             eval_record.RESULT_NAME, eval_record.check_predicate)
+    if found is None:
+        return None
+    sandbox = found[0]["sandbox"]
+    return RecordSummary(line=n, course="", provider=sandbox["provider"], tier=sandbox["tier"],
+                         practice_set=None, fresh_commitment=None, result_sha256=found[1],
+                         kind="eval-attempt")
+
+
+def _check_session(n: int, raw: bytes, doc: dict, statement: dict,
+                   problems: list[str]) -> RecordSummary | None:
+    """A rebuild-session record's frame, predicate and stored result (problems noted)."""
+    found = _other_predicate(raw, doc, statement, problems, record.SESSION_PREDICATE_TYPE,
+                             record.SESSION_NAME, record.check_session_predicate)
+    if found is None:
+        return None
+    return RecordSummary(line=n, course="", provider="", tier="", practice_set=None,
+                         fresh_commitment=None, result_sha256=found[1], kind="rebuild-session")
 
 
 def _check_checkpoint(doc: dict, forms: frozenset[str], public: PublicKey) -> _Inspected:
@@ -391,18 +457,36 @@ def _replace_atomically(path: Path, content: bytes, mode: int) -> None:
     _fsync_dir(path.parent)
 
 
-def _record_line(index: int, previous: str, result_doc: Any, predicate: Any, signer: Signer) -> bytes:
-    problems = record.check_predicate(predicate)
-    if problems:
-        raise BadInput(f"run record {index}: {problems[0]}")
-    problems = record.check_fresh_set(predicate)
-    if problems:
-        raise BadInput(f"run record {index}: {problems[0]}; refusing to sign")
-    statement = record.make_statement(result_doc, predicate)
+def _record_line(index: int, previous: str, result_doc: Any, predicate: Any, signer: Signer,
+                 predicate_type: str = record.PREDICATE_TYPE) -> bytes:
+    if predicate_type == eval_record.PREDICATE_TYPE:
+        problems = eval_record.check_predicate(predicate)
+        if problems:
+            raise BadInput(f"eval attempt record {index}: {problems[0]}")
+        statement = eval_record.make_statement(result_doc, predicate)
+    elif predicate_type == record.SESSION_PREDICATE_TYPE:
+        problems = record.check_session_predicate(predicate)
+        if problems:
+            raise BadInput(f"session record {index}: {problems[0]}")
+        statement = record.make_session_statement(result_doc, predicate)
+    elif predicate_type != record.PREDICATE_TYPE:
+        raise BadInput(f"run record {index}: cannot write predicate type {predicate_type}")
+    else:
+        statement = _grading_statement(index, result_doc, predicate)
     envelope = dsse.sign(canonical.dumps(statement), signer)
     doc = {"envelope": envelope, "index": index, "kind": "record", "previous": previous,
            "result": result_doc}
     return canonical.dumps(doc)
+
+
+def _grading_statement(index: int, result_doc: Any, predicate: Any) -> dict[str, Any]:
+    problems = record.check_predicate(predicate)
+    if problems:
+        raise BadInput(f"run record {index}: {problems[0]}")
+    problems = record.check_seed_sets(predicate)
+    if problems:
+        raise BadInput(f"run record {index}: {problems[0]}; refusing to sign")
+    return record.make_statement(result_doc, predicate)
 
 
 def _checkpoint_line(count: int, head: str, signer: Signer) -> bytes:
@@ -412,9 +496,13 @@ def _checkpoint_line(count: int, head: str, signer: Signer) -> bytes:
 
 
 def append_runs(
-    bundle_path: str | os.PathLike[str], runs: Sequence[tuple[Any, Any]], signer: Signer
+    bundle_path: str | os.PathLike[str], runs: Sequence[tuple[Any, Any]], signer: Signer,
+    predicate_type: str = record.PREDICATE_TYPE,
 ) -> int:
     """Append signed records for `runs` (pairs of result document, predicate); the new count.
+
+    `predicate_type` is what every predicate of `runs` is: a grading run (the default), an eval
+    attempt (`eval_record.PREDICATE_TYPE`) or a rebuild session (`record.SESSION_PREDICATE_TYPE`).
 
     Creates the bundle when it does not exist. Refuses (BadInput) a bundle that does not verify
     under `signer`'s public key, so a damaged or foreign bundle is never re-sealed.
@@ -449,7 +537,7 @@ def append_runs(
         new_lines = []
         for result_doc, predicate in runs:
             count += 1
-            line = _record_line(count, head, result_doc, predicate, signer)
+            line = _record_line(count, head, result_doc, predicate, signer, predicate_type)
             new_lines.append(line)
             head = line_digest(line)
         new_lines.append(_checkpoint_line(count, head, signer))
@@ -465,15 +553,29 @@ def append_run(
 
 
 def summarize(report: Report) -> dict[str, Any]:
-    """A JSON-ready summary of a verified bundle: counts by tier, provider, course and set."""
+    """A JSON-ready summary of a verified bundle: counts by tier, provider, course and set; each
+    sealed set with when it was committed and when each of its gradings started."""
     commitments = [r.fresh_commitment for r in report.records if r.fresh_commitment is not None]
+    sealed: dict[str, dict[str, Any]] = {}
+    for r in report.records:
+        if r.sealed_commitment is not None:
+            entry = sealed.setdefault(r.sealed_commitment, {
+                "commitment": r.sealed_commitment, "committed": r.sealed_committed,
+                "graded": [], "records": []})
+            entry["graded"].append(r.started)
+            entry["records"].append(r.line)
     return {
         "records": report.count,
         "keyid": report.keyid,
-        "tiers": dict(Counter(r.tier for r in report.records)),
-        "providers": dict(Counter(r.provider for r in report.records)),
-        "courses": dict(Counter(r.course for r in report.records)),
+        "kinds": dict(Counter(r.kind for r in report.records)),
+        "tiers": dict(Counter(r.tier for r in report.records if r.tier)),
+        "providers": dict(Counter(r.provider for r in report.records if r.provider)),
+        "courses": dict(Counter(r.course for r in report.records if r.kind == "grading")),
         "practice_sets": sorted({r.practice_set for r in report.records if r.practice_set}),
         "fresh_sets": {"committed": len(commitments), "revealed_and_matching": len(commitments),
                        "distinct": len(set(commitments))},
+        "sealed_sets": sorted(sealed.values(), key=lambda e: (e["committed"], e["commitment"])),
+        "uncommitted": {"records": [r.line for r in report.records if r.uncommitted],
+                        "flights": sum(r.uncommitted for r in report.records)},
+        "weak_seeds_allowed": [r.line for r in report.records if r.weak_allowed],
     }

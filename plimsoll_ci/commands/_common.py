@@ -19,20 +19,40 @@ def add_key_arguments(parser: argparse.ArgumentParser) -> None:
                         help="file holding the HMAC key (keep it outside the repository)")
 
 
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def byte_count(text: str) -> int:
+    """A count of bytes as given on the command line: `N`, or `N` with K, M or G (powers of
+    1024: `512M`), with an optional `B` or `iB` (`512MiB`)."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = t[-1:] if t[-1:] in ("K", "M", "G") else ""
+    number = t[: len(t) - len(unit)]
+    if not number.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of bytes (e.g. 1000000, "
+                                         "64M, 1G)")
+    return int(number) * _UNITS[unit]
+
+
 def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
     """Bounds of the scan; a bound that is hit is a note in the report."""
-    g = parser.add_argument_group("bounds (a bound that is hit becomes a note)")
-    g.add_argument("--max-file-bytes", type=int, metavar="N", help="bytes read per file")
-    g.add_argument("--max-decompressed", type=int, metavar="N",
+    g = parser.add_argument_group("bounds (a bound that is hit becomes a note; sizes in bytes, "
+                                  "or with K, M, G)")
+    g.add_argument("--max-file-bytes", type=byte_count, metavar="N", help="bytes read per file")
+    g.add_argument("--max-decompressed", type=byte_count, metavar="N",
                    help="bytes out of one compression stream or archive member")
     g.add_argument("--max-members", type=int, metavar="N", help="members read per archive")
-    g.add_argument("--max-region", type=int, metavar="N",
+    g.add_argument("--max-region", type=byte_count, metavar="N",
                    help="bytes of one encoded region (base64, hex)")
-    g.add_argument("--max-line", type=int, metavar="N",
+    g.add_argument("--max-line", type=byte_count, metavar="N",
                    help="bytes of one line decoded for escapes and HTML entities")
+    g.add_argument("--max-memory", type=byte_count, metavar="N",
+                   help="the scan's memory budget (default 512M): long files and archive "
+                   "members are read in windows sized to it")
 
 
-LIMIT_FLAGS = ("max_file_bytes", "max_decompressed", "max_members", "max_region", "max_line")
+LIMIT_FLAGS = ("max_file_bytes", "max_decompressed", "max_members", "max_region", "max_line",
+               "max_memory")
 
 
 def limit_overrides(args: argparse.Namespace) -> dict[str, int | None]:

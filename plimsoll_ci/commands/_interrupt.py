@@ -1,9 +1,10 @@
-"""SIGTERM and SIGINT during a grading: stop every sandbox it started, remove its folders, exit.
+"""SIGTERM, SIGINT and SIGHUP during a grading: stop every sandbox it started, remove its folders, exit.
 
 The first signal raises `Interrupted` in the main thread, so the library's `finally` blocks close
 the sandbox and remove the staged folder on the way out; `stop_everything` then sweeps whatever an
 interrupted start or close left. Further signals while that runs are ignored: a clean-up cut in
-half is how containers and folders used to be left behind.
+half is how containers and folders used to be left behind. A run killed outright (SIGKILL) cannot
+clean up: the next run reaps what it left (`sandbox.leftovers`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import signal
 import threading
 from collections.abc import Iterator
 
-SIGNALS = (signal.SIGTERM, signal.SIGINT)
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)  # HUP: a closed terminal or CI job
 
 
 class Interrupted(KeyboardInterrupt):
@@ -31,7 +32,7 @@ class Interrupted(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def signals_interrupt() -> Iterator[None]:
-    """Within the block, the first SIGTERM or SIGINT raises `Interrupted`; later ones are ignored
+    """Within the block, the first SIGTERM, SIGINT or SIGHUP raises `Interrupted`; later ones are ignored
     until the block ends. Outside the main thread (where signals cannot be handled) it does
     nothing."""
     if threading.current_thread() is not threading.main_thread():

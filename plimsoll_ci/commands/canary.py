@@ -8,6 +8,8 @@ import sys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Subcommands `make` and `check`."""
+    from plimsoll_ci.tripwire.report import CANARY_FORMATS
+
     sub = parser.add_subparsers(dest="canary_command", metavar="make|check")
     sub.required = True
     mk = sub.add_parser("make", help="make one marker per hiding place",
@@ -32,14 +34,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ck.add_argument("--planted", required=True, metavar="DIR",
                     help="where the harness planted the markers (its secret places)")
     ck.add_argument("--requests", required=True, metavar="DIR", help="recorded requests")
-    ck.add_argument("--format", choices=("text", "json"), default="text")
+    ck.add_argument("--format", choices=CANARY_FORMATS, default="text",
+                    help="report format (default text)")
 
 
 def _make(args: argparse.Namespace) -> int:
     import os
 
-    from plimsoll_ci import canary
     from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.tripwire import canary
 
     if os.path.exists(args.output) and not args.force:
         raise BadInput(f"-o {args.output}: already exists; a canary file is not overwritten "
@@ -64,14 +67,11 @@ def _make(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from plimsoll_ci import canary
+    from plimsoll_ci.tripwire import canary
+    from plimsoll_ci.tripwire.report import render_canary
 
-    c = canary.load(args.sealed)
-    result = canary.check(c, args.planted, args.requests)
-    if args.format == "json":
-        sys.stdout.write(canary.render_json(result))
-    else:
-        sys.stdout.write(canary.render_text(result, args.planted, args.requests))
+    result = canary.check(canary.load(args.sealed), args.planted, args.requests)
+    sys.stdout.write(render_canary(result, args.format, args.planted, args.requests))
     return 0 if result.ok else 1
 
 

@@ -2,6 +2,9 @@
 
 It imports the controller into this process: it is for code you trust (the reference controllers,
 your own). Untrusted code is graded in a sandbox with `plimsoll-ci grade`.
+
+Without `--seeds` or `--seed-file` it flies smoke seeds drawn fresh for this call (`--smoke N`,
+default 4): throwaway flights nobody could have fixed in a task text or memorized.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--controller", required=True, metavar="PATH",
                         help="a .py file defining class Controller, or a folder with controller.py")
     parser.add_argument("--course", required=True, choices=["easy", "hard"])
-    seeds = parser.add_mutually_exclusive_group(required=True)
+    seeds = parser.add_mutually_exclusive_group()
     seeds.add_argument("--seeds", metavar="LIST", help="seeds and ranges, e.g. 1,2,5-9")
     seeds.add_argument("--seed-file", metavar="F", help="one seed per line (# starts a comment)")
+    seeds.add_argument("--smoke", type=int, metavar="N",
+                       help="fly N smoke seeds drawn fresh for this call (the default, N=4)")
     parser.add_argument("--format", choices=["text", "json"], default="text")
     parser.add_argument("--plot", metavar="OUT", help="write a plot of one flight (.png or .svg)")
     parser.add_argument("--plot-seed", type=int, metavar="SEED",
@@ -68,9 +73,8 @@ def run(args: argparse.Namespace) -> int:
 
     import sim
     from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.grading.seeds import parse_seeds, read_seed_file
 
-    seeds = parse_seeds(args.seeds) if args.seeds is not None else read_seed_file(args.seed_file)
+    seeds = _seeds(args)
     plot_seed = args.plot_seed if args.plot_seed is not None else seeds[0]
     if args.plot:
         suffix = Path(args.plot).suffix.lower()
@@ -106,6 +110,22 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "text":
             print(f"plot of seed {plot_seed} written to {args.plot}")
     return 0
+
+
+def _seeds(args: argparse.Namespace) -> list[int]:
+    import sim
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.grading.seeds import parse_seeds, read_seed_file
+    from plimsoll_ci.grading.seedsets import SMOKE_COUNT, draw_smoke
+
+    if args.seeds is not None:
+        return parse_seeds(args.seeds)
+    if args.seed_file is not None:
+        return read_seed_file(args.seed_file)
+    count = SMOKE_COUNT if args.smoke is None else args.smoke
+    if not 1 <= count <= 64:
+        raise BadInput(f"--smoke {count}: fly between 1 and 64 smoke seeds")
+    return list(draw_smoke(count, avoid=sim.PRACTICE_SEEDS))
 
 
 def plot_flight(batch, i: int, out: str) -> None:

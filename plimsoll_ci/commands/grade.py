@@ -1,7 +1,9 @@
 """`plimsoll-ci grade`: grade an untrusted controller in a sandbox; outcome, tier, evidence, CPU.
 
 Exit codes: 0 graded; 1 refused (the controller carries a sealed value: a seed this run flies, or
-an entry of a `--withheld` set); 2 bad input, or no sandbox at the tier asked for.
+an entry of a `--withheld` set); 2 bad input (among it a reveal that does not match its
+commitment, and a held-out or fresh set the seed lint calls guessable without
+`--allow-weak-seeds`), or no sandbox at the tier asked for.
 """
 
 from __future__ import annotations
@@ -28,8 +30,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="held-out seeds, one per line: results name them by line, never by "
                             "value")
     seeds.add_argument("--fresh", type=int, metavar="N",
-                       help="draw N fresh ten-digit seeds; their commitment is printed before "
+                       help="draw N fresh 64-bit seeds; their commitment is printed before "
                             "any flight and the reveal after")
+    seeds.add_argument("--sealed", metavar="SET.commit",
+                       help="a held-out set committed earlier (plimsoll-ci seeds commit); give "
+                            "its set or reveal with --reveal. Refused unless they match")
+    parser.add_argument("--reveal", metavar="SET.json",
+                        help="with --sealed: the set file (or its reveal) the commitment is to")
+    parser.add_argument("--allow-weak-seeds", action="store_true",
+                        help="grade a held-out or fresh set the seed lint calls guessable "
+                             "(the signed record says so)")
     parser.add_argument("--provider", choices=list(PROVIDERS), default="gvisor",
                         help="sandbox provider (default gvisor); never falls back to another")
     parser.add_argument("--min-tier", choices=list(TIERS),
@@ -52,25 +62,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="outer wall-clock bound per tick, for a hang (default 10)")
     parser.add_argument("--memory-mb", type=int, metavar="MB",
                         help="sandbox memory limit (default 1024)")
+    parser.add_argument("--progress", choices=["auto", "bar", "lines", "off"], default="auto",
+                        help="progress on stderr: a bar on a terminal, plain lines in CI logs "
+                             "(auto: bar on a terminal unless CI or GITHUB_ACTIONS is set)")
     parser.add_argument("--format", choices=["text", "json"], default="text")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report here")
     add_signing_arguments(parser)
 
 
 def _seeds(args: argparse.Namespace):
-    """(seeds, fresh set) the flags ask for."""
+    """(seeds, fresh set, sealed set) the flags ask for."""
     from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.grading import seeds
+    from plimsoll_ci.grading import seeds, seedsets
 
+    if (args.sealed is None) != (args.reveal is None):
+        raise BadInput("--sealed SET.commit and --reveal SET.json go together: the commitment "
+                       "published before grading, and the set it commits to")
+    if args.sealed is not None:
+        return (), None, seedsets.open_sealed(args.sealed, args.reveal)
     if args.fresh is not None:
         if not 1 <= args.fresh <= 10_000:
             raise BadInput(f"--fresh {args.fresh}: draw between 1 and 10000 seeds")
-        from plimsoll_ci.grading import fresh
-
-        return (), fresh.draw(args.fresh)
+        return (), seedsets.draw(args.fresh), None
     if args.seeds is not None:
-        return seeds.given(args.seeds), None
-    return seeds.held_out(args.seed_file), None
+        return seeds.given(args.seeds), None, None
+    return seeds.held_out(args.seed_file), None, None
 
 
 def _budget(args: argparse.Namespace):
@@ -99,9 +115,29 @@ def _limits(args: argparse.Namespace):
     return Limits(memory_bytes=args.memory_mb * 1024 * 1024)
 
 
-def _progress(event) -> None:
-    if event.event == "committed":
-        print(f"plimsoll-ci grade: fresh set of {event.total} committed: {event.detail}",
+def _progress(display, label: str):
+    """The grading's callback: the fresh set's commitment (always), then the display's."""
+    shown = display.callback(label)
+
+    def on(event) -> None:
+        if event.event == "committed":
+            print(f"plimsoll-ci grade: fresh set of {event.total} committed: {event.detail}",
+                  file=sys.stderr, flush=True)
+        elif event.event == "sealed":
+            print(f"plimsoll-ci grade: sealed set, reveal matches its commitment {event.detail}",
+                  file=sys.stderr, flush=True)
+        shown(event)
+
+    return on
+
+
+def _reap() -> None:
+    """Remove what killed runs left behind (their sandboxes and folders), and say so."""
+    from plimsoll_ci.sandbox import leftovers
+
+    reaped = leftovers.reap_once()
+    if reaped is not None and reaped.total:
+        print(f"plimsoll-ci grade: removed the leftovers of a killed run: {reaped.summary()}",
               file=sys.stderr, flush=True)
 
 
@@ -111,26 +147,34 @@ def run(args: argparse.Namespace) -> int:
 
     from plimsoll_ci.commands._common import write_output
     from plimsoll_ci.commands._interrupt import Interrupted, signals_interrupt, stop_everything
+    from plimsoll_ci.commands._progress import Display
     from plimsoll_ci.commands._signing import signer_from_args
     from plimsoll_ci.grading.request import GradeRequest
     from plimsoll_ci.grading.sign import grade_and_sign
     from plimsoll_ci.withheld import key_from, load
 
     signer = signer_from_args(args, "plimsoll-ci grade")  # a bad key: exit 2 before anything runs
-    seeds, fresh_set = _seeds(args)
+    seeds, fresh_set, sealed = _seeds(args)
     key = key_from(args.withheld_key_env, args.withheld_key_file)
     request = GradeRequest(args.controller, args.course, seeds, args.provider,
                            min_tier=args.min_tier, entry=args.entry,
                            withheld=tuple(load(p, key=key) for p in args.withheld),
-                           budget=_budget(args), limits=_limits(args), fresh=fresh_set)
+                           budget=_budget(args), limits=_limits(args), fresh=fresh_set,
+                           sealed=sealed, allow_weak_seeds=args.allow_weak_seeds)
     with signals_interrupt():
+        display = Display(sys.stderr, args.progress, prog="plimsoll-ci grade")
         try:
-            result = grade_and_sign(request, signer, args.bundle, _progress)
+            _reap()
+            result = grade_and_sign(request, signer, args.bundle,
+                                    _progress(display, args.controller))
         except Interrupted as e:
+            display.close()
             stop_everything()
             print(f"plimsoll-ci grade: stopped by {e.name}; every sandbox it started was stopped "
                   "and its files removed; no result", file=sys.stderr)
             return 128 + e.signum
+        finally:
+            display.close()
     if result.refused:
         write_output(_refusal(result, args.format), args.output)
         return 1
@@ -169,12 +213,12 @@ def _text(r: dict) -> str:
     for c in ev.get("checks", []):
         lines.append(f"  check {c['name']}: {'passed' if c['passed'] else 'FAILED'} ({c['seen']})")
     lines.append("")
-    lines.append(f"{'flight':<14} {'seed':>12} {'landed':>6} {'gates':>5} {'time':>7} "
+    lines.append(f"{'flight':<14} {'seed':>20} {'landed':>6} {'gates':>5} {'time':>7} "
                  f"{'cpu s':>8}  reason")
     for f in r["flights"]:
         seed = str(f["seed"]) if f["seed"] is not None else "(sealed)"
         reason = f["reason"] + (f": {f['detail']}" if f["detail"] else "")
-        lines.append(f"{f['id']:<14} {seed:>12} {('yes' if f['landed'] else 'no'):>6} "
+        lines.append(f"{f['id']:<14} {seed:>20} {('yes' if f['landed'] else 'no'):>6} "
                      f"{f['gates']:>5} {f['time']:>7.2f} {f['cpu_s']:>8.4f}  {reason}")
     cpu = r["cpu"]
     lines.append("")
@@ -188,4 +232,11 @@ def _text(r: dict) -> str:
         lines.append(f"note: {n}")
     if r.get("fresh_set"):
         lines.append(f"fresh set: commitment {r['fresh_set']['commitment']}; revealed above")
+    if r.get("sealed_set"):
+        s = r["sealed_set"]
+        lines.append(f"sealed set: commitment {s['commitment']}, committed {s['committed']}; the "
+                     "reveal is in the signed record (publish it with the bundle)")
+    check = r.get("seed_check") or {}
+    if check.get("allowWeak"):
+        lines.append("weak seeds allowed: --allow-weak-seeds (the signed record says so)")
     return "\n".join(lines) + "\n"

@@ -28,12 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="replay a shallow clone anyway (the report notes the boundary)")
     parser.add_argument("--repo", default=".", metavar="DIR", help="the repository (default .)")
     parser.add_argument("--jobs", type=int, default=0, metavar="N",
-                        help="scanning processes (default: one per core)")
+                        help="scanning processes (default: one per core this process may use)")
     parser.add_argument("--max-blob-bytes", type=int, default=64 << 20, metavar="N",
                         help="scan at most the first N bytes of a blob (noted when hit)")
     parser.add_argument("--no-cache", action="store_true",
                         help="neither read nor write .git/plimsoll-cache/")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--every-commit", action="store_true",
+                        help="also list every commit that ships an entry, with its findings "
+                             "(JSON, one list per entry and per window; default: ranges)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         revs=tuple(args.revs), all_refs=args.all_refs,
         config=os.path.abspath(args.config) if args.config else None,
         shallow_ok=args.shallow_ok, jobs=args.jobs, max_blob_bytes=args.max_blob_bytes,
-        use_cache=not args.no_cache, progress=False if args.no_progress else None)
+        use_cache=not args.no_cache, progress=False if args.no_progress else None,
+        every_commit=args.every_commit)
     if args.bisect:
         result = history.bisect(args.repo, wset, args.bisect, options)
         text = history.render_bisect(result, "json" if args.format == "json" else "text")

@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; prints the base URL the harness should use."""
     from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.record import make_server
+    from plimsoll_ci.tripwire.recorder import make_server
 
     if not 0 <= args.port <= 65535:
         raise BadInput(f"--port {args.port}: not a port number; use 0..65535")

@@ -31,11 +31,11 @@ def run(args: argparse.Namespace) -> int:
     """Build or summarize a sealed set."""
     from plimsoll_ci.commands._common import write_output
     from plimsoll_ci.commands.withheld import build_document, info
-    from plimsoll_ci.tripwire import SEALED_TAG
+    from plimsoll_ci.withheld import SEALED_FORMAT
 
     if args.action == "info":
         return info(args)
-    doc, warnings = build_document(args, SEALED_TAG)
+    doc, warnings = build_document(args, SEALED_FORMAT)
     for w in warnings:
         print(f"plimsoll-ci: warning: {w}", file=sys.stderr)
     from plimsoll_ci.withheld import dumps

@@ -1,9 +1,14 @@
-"""`plimsoll-ci squeeze run JOB --out DIR` and `plimsoll-ci squeeze verify DIR --pub KEY`.
+"""`plimsoll-ci squeeze run|verify|recipe|canary`.
 
 run: exit 0 when every grading was signed and the artifacts written (whatever the verdicts);
-2 bad input (the job file, a recipe over budget, no sandbox at the tier asked for); 130 / 143
+1 when the tripwire found a sealed value sent to the rebuilds' model (the session and request
+named, never the value), or a loop's sessions left nothing to grade; 2 bad input (the job file, a
+recipe over budget, no model endpoint for `build:`, no sandbox at the tier asked for); 130 / 143
 when stopped by SIGINT / SIGTERM (every sandbox stopped, finished gradings signed).
 verify: 0 verified, 1 something disagrees (every problem listed), 2 bad input.
+recipe: 0 a recipe within budget was written; 1 none was (over budget after every draft, the
+budget spent, a rate limit, or the recipe carries a sealed value); 2 bad input.
+canary: 0 every canary planted and none sent; 1 a canary was sent or not planted; 2 bad input.
 """
 
 from __future__ import annotations
@@ -33,8 +38,10 @@ class _Lazy:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """`run` and `verify`."""
-    sub = parser.add_subparsers(dest="squeeze_command", metavar="run|verify")
+    """`run`, `verify`, `recipe` and `canary`."""
+    from plimsoll_ci.commands._model import add_model_arguments
+
+    sub = parser.add_subparsers(dest="squeeze_command", metavar="run|verify|recipe|canary")
     run = sub.add_parser("run", help="grade a loop against its rebuilds; sign; write the reports",
                          description="Grade every controller of the job on the practice set and "
                          "a fresh set committed before any flight, in parallel sandboxes; sign a "
@@ -74,6 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="a kept private key file (PKCS#8 PEM, 0600)")
     keys.add_argument("--signing-key-env", metavar="VAR",
                       help="environment variable holding a kept private key's PEM text")
+    add_model_arguments(run)
     verify = sub.add_parser("verify", help="recompute a squeeze from its signed records",
                             description="Check the bundle's signatures and chain, the committed "
                             "seed sets, and that every artifact is exactly what the records give. "
@@ -82,6 +90,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     verify.add_argument("--pub", required=True, metavar="KEY",
                         help="the public key you trust for this run (harness.pub, as published)")
     verify.add_argument("--format", choices=["text", "json"], default="text")
+    recipe = sub.add_parser("recipe", help="squeeze a loop's record into a recipe through a model",
+                            description="Send a loop's record (a folder of transcripts, "
+                            "controller versions and scores) to the model and ask for a recipe "
+                            "of at most --tokens tokens; drafts over budget are sent back with "
+                            "their count. The recipe is scanned for sealed values before it is "
+                            "written.")
+    recipe.add_argument("--record", required=True, metavar="DIR", help="the loop's record")
+    recipe.add_argument("--out", required=True, metavar="DIR",
+                        help="a new or empty folder: recipe.txt, recipe.json, requests/")
+    recipe.add_argument("--tokens", type=int, default=32, metavar="N",
+                        help="the recipe's budget in cl100k_base tokens (default 32)")
+    recipe.add_argument("--drafts", type=int, default=4, metavar="N",
+                        help="drafts asked for at most (default 4)")
+    recipe.add_argument("--practice", metavar="FILE",
+                        help="the loop's practice seeds, one per line (default: the simulator's "
+                             "16); the recipe must not carry them")
+    recipe.add_argument("--sealed", action="append", default=[], metavar="SET",
+                        help="a sealed or withheld set the recipe must not carry; repeatable")
+    recipe.add_argument("--sealed-key-env", metavar="VAR",
+                        help="environment variable holding the --sealed sets' HMAC key")
+    recipe.add_argument("--sealed-key-file", metavar="FILE",
+                        help="file holding the --sealed sets' HMAC key")
+    add_model_arguments(recipe)
+    canary = sub.add_parser("canary", help="the canary run of the rebuild harness",
+                            description="Plant canaries in place of the practice seeds, the "
+                            "fresh seeds and the generator, run the rebuild harness (one session "
+                            "per loop and one for the control group), and pass only when every "
+                            "canary was planted and none was sent.")
+    canary.add_argument("job", metavar="JOB", help="the job file (squeeze.yaml)")
+    canary.add_argument("--echo", action="store_true",
+                        help="use a built-in endpoint on 127.0.0.1 that answers with one fly "
+                             "call and then stops (no model, no key, no network)")
+    canary.add_argument("--out", metavar="DIR",
+                        help="a new or empty folder for the canaries, what was planted and the "
+                             "recorded requests (default: a temporary folder, removed)")
+    canary.add_argument("--provider", choices=_Lazy("all_providers", "PROVIDERS"),
+                        default="gvisor", metavar="PROVIDER",
+                        help="sandbox provider for run_code and fly (default gvisor)")
+    canary.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="sessions at once (default 1)")
+    add_model_arguments(canary)
 
 
 def _budget(args: argparse.Namespace):
@@ -126,9 +175,23 @@ def _run(args: argparse.Namespace) -> int:
     key = key_from(args.withheld_key_env, args.withheld_key_file)
     withheld = tuple(load(p, key=key) for p in args.withheld)
     setup = Setup(args.provider, args.min_tier, _budget(args), limits, withheld)
+    model = None
+    if job.builds():
+        from plimsoll_ci.commands._model import model_config_from
+
+        if not (args.base_url or args.model or args.max_tokens):
+            raise BadInput(run_mod.model_needed(job))
+        model = run_mod.Model(model_config_from(args))
+    elif args.base_url:
+        print(f"plimsoll-ci squeeze: {args.job} builds no rebuilds (no build: N); the model "
+              "flags are not used", file=sys.stderr)
     options = run_mod.Options(Path(args.out), args.jobs, setup, args.signing_key_file,
-                              args.signing_key_env)
+                              args.signing_key_env, model=model)
     outcome = run_mod.run(job, options, progress.make())
+    if outcome.status in ("breached", "no_rebuilds"):
+        print(f"plimsoll-ci: squeeze run: {outcome.status.replace('_', ' ')}: no verdict "
+              f"(see {Path(args.out) / 'run.json'}); the session records are signed in "
+              f"{Path(args.out) / 'bundle.intoto.jsonl'}", file=sys.stderr)
     if outcome.result is not None:
         from plimsoll_ci.squeeze.report_md import verdict_lines
 
@@ -154,8 +217,9 @@ def _verify(args: argparse.Namespace) -> int:
                          indent=2, sort_keys=True))
     elif found.ok:
         assert found.result is not None
-        print(f"squeeze {args.folder}: verified ({found.records} signed gradings; result, "
-              "evidence and reports recomputed from them)")
+        made = f" and {found.sessions} rebuild sessions" if found.sessions else ""
+        print(f"squeeze {args.folder}: verified ({found.records - found.sessions} signed "
+              f"gradings{made}; result, evidence and reports recomputed from them)")
         for line in verdict_lines(found.result):
             print(f"  {line}")
     else:
@@ -169,11 +233,69 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _recipe(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from plimsoll_ci.commands._model import model_config_from
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.grading.seeds import read_seed_file
+    from plimsoll_ci.squeeze import compress, wall
+    from plimsoll_ci.squeeze.run import Model
+    from plimsoll_ci.withheld import key_from
+
+    if args.tokens < 1 or args.drafts < 1:
+        raise BadInput("--tokens and --drafts: give 1 or more")
+    model = Model(model_config_from(args))
+    key = key_from(args.sealed_key_env, args.sealed_key_file)
+    sealed = tuple(wall.load_sealed(p, key=key) for p in args.sealed)
+    practice = tuple(read_seed_file(args.practice)) if args.practice else None
+    done = compress.compress(compress.CompressOptions(
+        Path(args.record), Path(args.out), args.tokens, args.drafts, practice, sealed), model)
+    if done.recipe is None:
+        print(f"plimsoll-ci: squeeze recipe: {done.message}", file=sys.stderr)
+        return 1
+    print(done.recipe)
+    print(f"plimsoll-ci squeeze: {done.message}", file=sys.stderr)
+    return 0
+
+
+def _canary(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from plimsoll_ci.squeeze import job as job_mod
+    from plimsoll_ci.squeeze import progress
+    from plimsoll_ci.squeeze.canary import CanaryOptions, run_canary
+    from plimsoll_ci.squeeze.run import Model
+
+    job = job_mod.load(args.job)
+    model = None
+    if not args.echo:
+        from plimsoll_ci.commands._model import model_config_from
+
+        model = Model(model_config_from(args))
+    temp = None if args.out else tempfile.mkdtemp(prefix="plimsoll-squeeze-canary-")
+    out = Path(args.out) if args.out else Path(temp) / "canary"
+    try:
+        found = run_canary(job, CanaryOptions(out, model, args.provider, max(1, args.jobs)),
+                           progress.make())
+    finally:
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
+    sys.stdout.write(found.text)
+    if not found.ok:
+        print(f"plimsoll-ci: squeeze canary: {args.job}: a canary was sent or not planted; the "
+              "harness leaks, do not run the squeeze until it is fixed", file=sys.stderr)
+        return 1
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    """Dispatch to `run` or `verify`."""
-    if args.squeeze_command == "run":
-        return _run(args)
-    if args.squeeze_command == "verify":
-        return _verify(args)
-    print("usage: plimsoll-ci squeeze run JOB --out DIR | verify DIR --pub KEY", file=sys.stderr)
+    """Dispatch to `run`, `verify`, `recipe` or `canary`."""
+    commands = {"run": _run, "verify": _verify, "recipe": _recipe, "canary": _canary}
+    if args.squeeze_command in commands:
+        return commands[args.squeeze_command](args)
+    print("usage: plimsoll-ci squeeze run JOB --out DIR | verify DIR --pub KEY | recipe "
+          "--record DIR --out DIR | canary JOB [--echo]", file=sys.stderr)
     return 2

@@ -9,13 +9,14 @@ import sys
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of `plimsoll-ci tripwire`."""
     from plimsoll_ci.commands._common import add_key_arguments
+    from plimsoll_ci.report import FORMATS
 
     parser.add_argument("--sealed", required=True, metavar="SEALED",
                         help="sealed set (plimsoll-ci sealed build) or canary file")
     parser.add_argument("--requests", required=True, metavar="DIR",
                         help="folder of recorded requests (plimsoll-ci record --out), a HAR "
                              "file, or any folder of request bodies")
-    parser.add_argument("--format", choices=("text", "json", "sarif", "markdown"), default="text",
+    parser.add_argument("--format", choices=FORMATS, default="text",
                         help="report format (default text)")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write the report here instead of standard output")
@@ -27,9 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Exit 1 when any sealed value is found in a request, 0 when none, 2 on bad input."""
     from plimsoll_ci.commands._common import warn_set_notes, write_output
-    from plimsoll_ci.report import render, to_markdown
     from plimsoll_ci.scan import decide_mode
-    from plimsoll_ci.tripwire import load_sealed, render_text, scan_requests
+    from plimsoll_ci.tripwire.report import render
+    from plimsoll_ci.tripwire.requests import scan_requests
+    from plimsoll_ci.tripwire.sealed import load_sealed
     from plimsoll_ci.withheld import key_from
 
     key = key_from(env=args.key_env, file=args.key_file)
@@ -41,13 +43,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--jobs {args.jobs}: give 1 or more worker processes")
     result = scan_requests(args.requests, wset, jobs=args.jobs)
     result = result._replace(mode=decide_mode(wset.mode))
-    if args.format == "text":
-        text = render_text(result, args.requests)
-    elif args.format == "markdown":
-        text = to_markdown(result, title="plimsoll-ci tripwire")
-    else:
-        text = render(result, args.format, tripwire=True)
-    write_output(text, args.output)
+    write_output(render(result, args.format, args.requests), args.output)
     if result.findings and not result.refused:
         print(f"plimsoll-ci tripwire: {len(result.findings)} hit(s) reported; the sealed set's "
               "mode is warn, so the exit code is 0", file=sys.stderr)

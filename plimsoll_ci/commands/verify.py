@@ -56,6 +56,26 @@ def run(args: argparse.Namespace) -> int:
         sets = ", ".join(d[:16] + "..." for d in s["practice_sets"]) or "none"
         print(f"  practice sets: {len(s['practice_sets'])} ({sets})")
         print(f"  fresh sets:    {fresh['committed']} committed, each reveal matches its commitment")
+        print(f"  sealed sets:   {len(s['sealed_sets'])}" + (
+            ", each reveal matches its commitment, each committed before its gradings"
+            if s["sealed_sets"] else ""))
+        for e in s["sealed_sets"]:
+            graded = sorted(set(e["graded"]))
+            when = graded[0] if len(graded) == 1 else f"{graded[0]} .. {graded[-1]}"
+            print(f"    {e['commitment'][:16]}...: committed at {e['committed']}, graded at "
+                  f"{when} (record{'s' if len(e['records']) > 1 else ''} "
+                  f"{', '.join(str(n) for n in e['records'])})")
+        if s["uncommitted"]["flights"]:
+            print(f"  uncommitted:   {s['uncommitted']['flights']} held-out flight(s) on seeds no "
+                  "commitment covered (records "
+                  f"{', '.join(str(n) for n in s['uncommitted']['records'])}): nothing was "
+                  "committed before grading")
+        if s["weak_seeds_allowed"]:
+            print("  weak seeds:    allowed by --allow-weak-seeds (records "
+                  f"{', '.join(str(n) for n in s['weak_seeds_allowed'])})")
+        if s["kinds"].get("eval-attempt"):
+            print(f"  eval attempts: {s['kinds']['eval-attempt']} (coding-model attempts, "
+                  "plimsoll-ci eval run)")
     else:
         for problem in report.problems:
             print(problem)

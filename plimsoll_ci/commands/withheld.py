@@ -55,6 +55,7 @@ def build_document(args: argparse.Namespace, tag: str) -> tuple[dict, list[str]]
     from pathlib import Path
 
     from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.grading.seedlint import value_warnings
     from plimsoll_ci.withheld import build_set, entry_name, key_from, read_values
 
     if not (args.values or args.file or args.source):
@@ -85,7 +86,7 @@ def build_document(args: argparse.Namespace, tag: str) -> tuple[dict, list[str]]
                               threshold=args.threshold)
     # A set that withholds nothing passes every scan: say so instead of passing in silence.
     warnings = [f"values file {f}: no values (empty, or only comments); nothing from it is "
-                "withheld" for f in empty] + warnings
+                "withheld" for f in empty] + warnings + value_warnings(values)  # the seed lint
     return doc, warnings
 
 

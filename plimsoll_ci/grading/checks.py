@@ -64,7 +64,7 @@ def sealed_set(sealed_seeds: list[tuple[str, int]]) -> tuple[WithheldSet | None,
         shown = ", ".join(small[:8]) + (" ..." if len(small) > 8 else "")
         notes.append(f"weak seed set: {len(small)} seed(s) below {MIN_MATCHED_SEED:,} ({shown}) "
                      "cannot be told apart from ordinary numbers, so the ship scan does not "
-                     "look for them; draw fresh ten-digit seeds (--fresh N)")
+                     "look for them; draw 64-bit seeds (--fresh N, or plimsoll-ci seeds draw)")
     return (_set(values=values) if values else None), notes
 
 

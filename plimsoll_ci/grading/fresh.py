@@ -10,7 +10,14 @@ Encoding (version 1), all integers big-endian:
     b"plimsoll-ci fresh-set v1\\x00" || salt (32 bytes) || count (u32) || seed_1 .. seed_n (u64 each)
 
 with the seeds sorted ascending and distinct. `reveal()` gives `{"salt": hex, "seeds": [...]}` with
-the same order, so a reveal has exactly one valid form.
+the same order and each seed as a decimal string (`"18446744073709551557"`: RFC 8785 JSON, which
+signed records are written in, carries no integer above 2**53 - 1), so a reveal has exactly one
+valid form. Records signed before 64-bit seeds (`grading-run/v1`, `/v2`) hold reveals with integer
+seeds: `from_reveal(doc, integers=True)` reads those.
+
+Seeds are drawn over the simulator's whole 64-bit range, minus the ends a hunt would search first
+and any seed the seed lint calls guessable (`grading.seedlint`): a controller counting up from 0
+within its CPU budget never meets one.
 """
 
 from __future__ import annotations
@@ -23,14 +30,15 @@ import struct
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from plimsoll_ci.grading import seedlint
+
 DOMAIN = b"plimsoll-ci fresh-set v1\x00"
 SALT_BYTES = 32
 SEED_MAX = 2**64 - 1
-# Ten-digit seeds: far from the small numbers anyone tries first (101..104) and from a hunt that
-# counts up from zero, and long enough for the ship scan to tell them apart from ordinary numbers.
-DEFAULT_LOW = 1_000_000_000
-DEFAULT_HIGH = 2**32
+BITS = 64  # seeds are drawn below 2**BITS (the simulator takes all of 0..2**64-1)
+MIN_BITS = 40  # far above the hunt horizon (2**32), so the lint-clean part of the range is huge
 _SALT_HEX = re.compile(f"[0-9a-f]{{{2 * SALT_BYTES}}}")
+_DECIMAL = re.compile("0|[1-9][0-9]{0,19}")
 
 
 class FreshSet(NamedTuple):
@@ -40,18 +48,28 @@ class FreshSet(NamedTuple):
     salt: bytes
 
 
-def draw(count: int, low: int = DEFAULT_LOW, high: int = DEFAULT_HIGH) -> FreshSet:
-    """Draw `count` distinct seeds uniformly from [low, high) and a fresh salt, with `secrets`."""
+def draw(count: int, bits: int = BITS) -> FreshSet:
+    """Draw `count` distinct seeds with `secrets`, uniform over [2**32, 2**bits) minus the seeds the
+    seed lint flags (near 2**64, guessable), and a fresh salt; the set as a whole passes the lint."""
     if count < 1:
         raise ValueError(f"a fresh set needs at least one seed, not {count}")
-    if not 0 <= low < high <= SEED_MAX + 1:
-        raise ValueError(f"seed range [{low}, {high}) is empty or outside 0..2**64-1")
-    if high - low < count:
-        raise ValueError(f"seed range [{low}, {high}) holds fewer than {count} seeds")
-    seeds: set[int] = set()
-    while len(seeds) < count:
-        seeds.add(low + secrets.randbelow(high - low))
-    return FreshSet(tuple(sorted(seeds)), secrets.token_bytes(SALT_BYTES))
+    if count > 1_000_000:
+        raise ValueError(f"{count} seeds: draw at most 1,000,000")
+    if not MIN_BITS <= bits <= BITS:
+        raise ValueError(f"--bits {bits}: seeds are drawn with {MIN_BITS} to {BITS} bits")
+    low, high = seedlint.HORIZON, 2**bits
+    for _attempt in range(100):
+        seeds: set[int] = set()
+        while len(seeds) < count:
+            seed = low + secrets.randbelow(high - low)
+            if not seedlint.seed_reasons(seed):
+                seeds.add(seed)
+        ordered = tuple(sorted(seeds))
+        drawn = seedlint.LintSet("fresh", "fresh", tuple(
+            seedlint.SeedAt(str(n), v) for n, v in enumerate(ordered, 1)))
+        if not seedlint.guessing(seedlint.lint([drawn])):
+            return FreshSet(ordered, secrets.token_bytes(SALT_BYTES))
+    raise ValueError("could not draw a set the seed lint passes (is the entropy source broken?)")
 
 
 def make(seeds: Iterable[int], salt: bytes | None = None) -> FreshSet:
@@ -77,32 +95,52 @@ def commit(fresh: FreshSet) -> str:
     return hashlib.sha256(_encode(fresh.seeds, fresh.salt)).hexdigest()
 
 
+def seed_text(seed: int) -> str:
+    """A seed as JSON carries it: its decimal digits (no sign, no leading zero)."""
+    return str(seed)
+
+
+def parse_seed_text(text: Any) -> int:
+    """The seed a decimal string names; ValueError unless `text` is exactly what `seed_text`
+    writes for a seed in 0..2**64-1 (so one seed has one form)."""
+    if not isinstance(text, str) or not _DECIMAL.fullmatch(text) or int(text) > SEED_MAX:
+        raise ValueError("a seed is written as a decimal string of 0..2**64-1, no leading zeros")
+    return int(text)
+
+
 def reveal(fresh: FreshSet) -> dict[str, Any]:
-    """The reveal to publish after grading ends: `{"salt": hex, "seeds": [sorted ints]}`."""
-    return {"salt": fresh.salt.hex(), "seeds": list(fresh.seeds)}
+    """The reveal to publish after grading ends: `{"salt": hex, "seeds": ["decimal", ...]}`."""
+    return {"salt": fresh.salt.hex(), "seeds": [seed_text(s) for s in fresh.seeds]}
 
 
-def from_reveal(doc: Any) -> FreshSet:
-    """Parse a reveal strictly (the one form `reveal()` writes); ValueError says what is wrong."""
+def from_reveal(doc: Any, integers: bool = False) -> FreshSet:
+    """Parse a reveal strictly (the one form `reveal()` writes; with `integers`, the form of
+    records signed before 64-bit seeds: JSON integers); ValueError says what is wrong."""
     if not isinstance(doc, dict) or set(doc) != {"salt", "seeds"}:
         raise ValueError('a reveal is an object with exactly "salt" and "seeds"')
-    salt, seeds = doc["salt"], doc["seeds"]
+    salt, listed = doc["salt"], doc["seeds"]
     if not isinstance(salt, str) or not _SALT_HEX.fullmatch(salt):
         raise ValueError(f"reveal salt must be {2 * SALT_BYTES} lowercase hex digits")
-    if not isinstance(seeds, list) or not seeds:
+    if not isinstance(listed, list) or not listed:
         raise ValueError("reveal seeds must be a non-empty list")
-    for seed in seeds:
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+    seeds = []
+    for seed in listed:
+        if not integers:
+            seeds.append(parse_seed_text(seed))
+        elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
             raise ValueError("reveal seeds must be integers in 0..2**64-1")
+        else:
+            seeds.append(seed)
     if any(a >= b for a, b in zip(seeds, seeds[1:], strict=False)):
         raise ValueError("reveal seeds must be sorted ascending and distinct")
     return FreshSet(tuple(seeds), bytes.fromhex(salt))
 
 
-def check_reveal(commitment: str, reveal: Any) -> bool:
-    """True when `reveal` is well formed and its seeds and salt hash to `commitment`."""
+def check_reveal(commitment: str, reveal: Any, integers: bool = False) -> bool:
+    """True when `reveal` is well formed (see `from_reveal`) and its seeds and salt hash to
+    `commitment`."""
     try:
-        fresh = from_reveal(reveal)
+        fresh = from_reveal(reveal, integers)
     except ValueError:
         return False
     if not isinstance(commitment, str):

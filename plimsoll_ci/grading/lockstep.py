@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import json
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 from plimsoll_ci.sandbox.runner import PackError, pack, unpack
@@ -76,12 +77,14 @@ def _detail_for(why: str, limit: float, wall: float, session: Session) -> str:
     return f"the sandbox exited or closed its output{last}"
 
 
-def fly(session: Session, groups: list, budget: CpuBudget) -> Flown:
+def fly(session: Session, groups: list, budget: CpuBudget,
+        on_end: Callable[[int], None] | None = None) -> Flown:
     """Fly every flight of `groups` (simulator batches) through the sandboxed runner until done.
 
     The runner knows flight `offset + i` for flight `i` of a group starting at `offset` (groups
     are consecutive). With two groups their lines alternate: while the sandbox computes one
-    group's commands, the simulator steps the other, so both cores work.
+    group's commands, the simulator steps the other, so both cores work. `on_end` is told how
+    many flights have ended so far each time that number grows (for a progress display).
     """
     offsets, n = [], 0
     for batch in groups:
@@ -115,6 +118,17 @@ def fly(session: Session, groups: list, budget: CpuBudget) -> Flown:
         for batch in groups:
             for i in list(batch.live):
                 batch.end(i, reason, detail)
+
+    ended = 0
+
+    def count_ended() -> None:
+        nonlocal ended
+        if on_end is None:
+            return
+        now = sum(len(b.seeds) - len(b.live) for b in groups)
+        if now > ended:
+            ended = now
+            on_end(now)
 
     last_cpu = session.cpu()
     last_reply = time.monotonic()
@@ -171,6 +185,7 @@ def fly(session: Session, groups: list, budget: CpuBudget) -> Flown:
                               f"({type(e).__name__})")
             sim_s += time.monotonic() - s0
         ticks[g] += 1
+        count_ended()
         failed = "" if batch.done else send_obs(g)
         if failed:
             end_everything(_WHY[failed], _detail_for(failed, limit, budget.wall_tick_s, session))

@@ -18,6 +18,7 @@ from plimsoll_ci.grading.seeds import Seed
 from plimsoll_ci.sandbox.session import Limits
 
 if TYPE_CHECKING:
+    from plimsoll_ci.grading.seedsets import SealedSet
     from plimsoll_ci.withheld import WithheldSet
 
 MAX_BATCH = 128  # flights per sandbox (a squeeze grading flies 16 + 64 in one); more fly in further sandboxes
@@ -28,7 +29,11 @@ class GradeRequest(NamedTuple):
 
     `seeds` are the flights; with `fresh` and no seeds, the fresh set's seeds are flown (as
     `fresh:N`), its commitment is published through `Progress` before any flight, and its reveal
-    goes into the result. `withheld` sets refuse a controller that carries one of their entries.
+    goes into the result. With `sealed` (a held-out set committed earlier, its reveal checked:
+    `grading.seedsets.open_sealed`) and no seeds, its seeds are flown as `sealed:N`, never shown;
+    the signed record carries its commitment and reveal. A held-out or fresh set the seed lint
+    calls guessable is refused unless `allow_weak_seeds` (then the record says so). `withheld`
+    sets refuse a controller that carries one of their entries.
     """
 
     controller: str  # a .py file defining class Controller, or a folder with ENTRY.py
@@ -47,29 +52,43 @@ class GradeRequest(NamedTuple):
     # about 20% under gVisor; on a busy one it measured slower. Scores are the same either way.
     pipeline: bool | None = None
     fresh: FreshSet | None = None
+    sealed: SealedSet | None = None
+    allow_weak_seeds: bool = False
 
     def flights(self) -> list[Seed]:
         """The seeds to fly, in order; BadInput when there are none or they are not the fresh
-        set's."""
+        (or sealed) set's."""
         flown = list(self.seeds)
-        if self.fresh is not None:
+        if self.fresh is not None and self.sealed is not None:
+            raise BadInput("a grading flies a fresh set or a sealed set, not both; grade each "
+                           "on its own")
+        for what, own, named in (("fresh", self.fresh, seeds_mod.fresh),
+                                 ("sealed", self.sealed, seeds_mod.sealed)):
+            if own is None:
+                continue
             if not flown:
-                return seeds_mod.fresh(self.fresh)
-            if sorted({s.value for s in flown}) != list(self.fresh.seeds):
-                raise BadInput("the seeds to fly are not the fresh set's seeds; give the fresh "
-                               "set alone, or seeds without it")
+                return named(own)
+            values = own.seeds
+            if sorted({s.value for s in flown}) != list(values):
+                raise BadInput(f"the seeds to fly are not the {what} set's seeds; give the "
+                               f"{what} set alone, or seeds without it")
         if not flown:
-            raise BadInput("no seeds to grade; pass --seeds, --seed-file or --fresh N")
+            raise BadInput("no seeds to grade; pass --seeds, --seed-file, --fresh N or "
+                           "--sealed SET.commit --reveal SET.json")
         return flown
 
 
 class Progress(NamedTuple):
     """One step of a grading, for a front end to show; never carries a sealed value."""
 
-    event: str  # "committed" | "scanned" | "refused" | "started" | "flown" | "signed"
+    # "committed" | "sealed" | "scanned" | "refused" | "started" (a sandbox) | "flying" (flights
+    # ending in it) | "flown" (its flights all ended) | "signed"
+    event: str
     done: int  # flights ended so far
     total: int  # flights in this grading
-    detail: str  # "committed": the fresh set's commitment; "started": the tier; else a sentence
+    # "committed": the fresh set's commitment; "sealed": the sealed set's commitment and when it
+    # was committed; "started": the tier; else a sentence
+    detail: str
 
 
 ProgressFn = Callable[[Progress], None]

@@ -3,7 +3,8 @@
 A result is either refused (the controller carries a sealed value: `refused` holds the findings,
 nothing was flown) or graded (flights, tier, evidence, CPU). `document()` is the JSON document
 `grade --format json` prints and a signed run record names by digest (format
-`plimsoll-grading/1`, described in docs/sandbox.md).
+`plimsoll-grading/2`, described in docs/sandbox.md: seeds are decimal strings, since signed records
+are RFC 8785 JSON, which carries no integer above 2**53 - 1; `plimsoll-grading/1` had integers).
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from plimsoll_ci.grading.lockstep import CpuBudget
 
 if TYPE_CHECKING:
     from plimsoll_ci.grading.checks import CodeCheck
+    from plimsoll_ci.grading.seedlint import SeedCheck
+    from plimsoll_ci.grading.seedsets import SealedSet
     from plimsoll_ci.scan import Finding
 
-FORMAT = "plimsoll-grading/1"
+FORMAT = "plimsoll-grading/2"
 
 
 class Flight(NamedTuple):
@@ -70,6 +73,8 @@ class GradeResult:
     started: dt.datetime
     finished: dt.datetime
     fresh: FreshSet | None = None
+    sealed: SealedSet | None = None  # a held-out set committed earlier (its seeds never shown)
+    seed_check: SeedCheck | None = None  # what the seed lint found; weak seeds allowed or not
     refused: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = ()
     tier: str | None = None  # None when refused
@@ -110,7 +115,8 @@ class GradeResult:
             "tier": self.tier,
             "configured_tier": self.configured_tier,
             "evidence": self.evidence,
-            "flights": [f._asdict() for f in self.flights],
+            "flights": [f._asdict() | {"seed": None if f.seed is None else str(f.seed)}
+                        for f in self.flights],
             "landed": self.landed,
             "total": self.total,
             "cpu": self.cpu._asdict() | {"budget": self.budget.record()},
@@ -124,4 +130,8 @@ class GradeResult:
         if self.fresh is not None:
             doc["fresh_set"] = {"commitment": self.commitment,
                                 "reveal": fresh_mod.reveal(self.fresh)}
+        if self.sealed is not None:  # the commitment only: the reveal rides in the signed record
+            doc["sealed_set"] = self.sealed.commitment.document()
+        if self.seed_check is not None:
+            doc["seed_check"] = self.seed_check.record()
         return doc

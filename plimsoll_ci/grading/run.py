@@ -24,6 +24,7 @@ from typing import NamedTuple
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import checks as checks_mod
 from plimsoll_ci.grading import fresh as fresh_mod
+from plimsoll_ci.grading import seedlint
 from plimsoll_ci.grading.lockstep import fly
 from plimsoll_ci.grading.request import MAX_BATCH, GradeRequest, Progress, ProgressFn
 from plimsoll_ci.grading.result import CpuUse, Flight, GradeResult, Timing
@@ -48,7 +49,8 @@ def grade(request: GradeRequest, progress: ProgressFn | None = None) -> GradeRes
     """Stage, scan, and (unless refused) fly every seed in sandboxes; see the module doc.
 
     Raises BadInput for a request that cannot be graded (no seeds, unknown course or provider,
-    a controller that cannot be staged) and SandboxError when no sandbox starts at the tier asked
+    a held-out or fresh set the seed lint calls guessable without `allow_weak_seeds`, a controller
+    that cannot be staged) and SandboxError when no sandbox starts at the tier asked
     for; whatever the controller does is a recorded outcome, never an exception.
     """
     import sim
@@ -66,14 +68,21 @@ def grade(request: GradeRequest, progress: ProgressFn | None = None) -> GradeRes
     configured = all_providers.get(request.provider).configured_tier()
     tiers.require(configured, request.min_tier, f"provider {request.provider}")
     practice = tuple(sim.PRACTICE_SEEDS if request.practice is None else request.practice)
+    committed = [*(request.fresh.seeds if request.fresh else ()),
+                 *(request.sealed.seeds if request.sealed else ())]
+    seed_check = seedlint.check_flights(flights, practice, request.allow_weak_seeds, committed)
     started = dt.datetime.now(dt.UTC)
     if request.fresh is not None:
         say("committed", 0, fresh_mod.commit(request.fresh))
+    if request.sealed is not None:
+        c = request.sealed.commitment
+        say("sealed", 0, f"{c.digest} (committed {c.committed}, {c.count} seeds, {c.bits} bits)")
     st = stage_mod.stage(request.controller, request.entry)
     try:
         files = {rel: (st.controller / rel).read_bytes() for rel in st.files}
         sealed_seeds = [(s.id, s.value) for s in flights if s.value not in set(practice)]
         own, notes = checks_mod.sealed_set(sealed_seeds)
+        notes = seed_check.notes() + notes
         sealed_sets = ([own] if own is not None else []) + list(request.withheld)
         suspicious = checks_mod.suspicious_set(practice, Path(sim.__file__).parent,
                                                sim.generator.MAGIC)
@@ -82,7 +91,8 @@ def grade(request: GradeRequest, progress: ProgressFn | None = None) -> GradeRes
         base = GradeResult(course=request.course, provider=request.provider,
                            configured_tier=configured, controller_files=dict(st.files),
                            module=st.module, budget=request.budget, practice_set=practice,
-                           started=started, finished=started, fresh=request.fresh)
+                           started=started, finished=started, fresh=request.fresh,
+                           sealed=request.sealed, seed_check=seed_check)
         if outcome.sealed:
             say("refused", 0, f"{len(outcome.sealed)} sealed finding(s)")
             return dataclasses.replace(base, refused=tuple(outcome.sealed), notes=tuple(notes),
@@ -134,7 +144,8 @@ def _fly_all(request: GradeRequest, flights: list[Seed], st, course, say) -> _Fl
             per_flight = [0.0] * len(chunk)
         else:
             try:
-                flown = fly(opened.session, groups, budget)
+                flown = fly(opened.session, groups, budget,
+                            on_end=lambda n, b0=b0: say("flying", b0 + n))
             finally:
                 opened.session.close()
             per_flight = flown.flight_cpu

@@ -3,6 +3,7 @@
     seeds.given("1,2,5-9")          -> [Seed("seeds:1", 1, True), ...]   ("practice": the 16)
     seeds.held_out("held-out.txt")   -> [Seed("seed-file:1", ..., False), ...]   (never shown)
     seeds.fresh(fresh_set)           -> [Seed("fresh:1", ..., True), ...]
+    seeds.sealed(sealed_set)         -> [Seed("sealed:1", ..., False), ...]   (committed earlier)
     seeds.practice()                 -> [Seed("practice:1", ..., True), ...]
 
 A result names a flight by its seed's id; a sealed seed's value never appears in one.
@@ -50,23 +51,29 @@ def parse_seeds(text: str, where: str = "--seeds") -> list[int]:
     return seeds
 
 
-def read_seed_file(path: str) -> list[int]:
-    """Seeds from a file, one per line; blank lines and `#` comments are skipped."""
+def read_seed_lines(path: str) -> list[tuple[int, int]]:
+    """(line number, seed) for every seed of a seed file, one per line (a line may also hold a
+    list like `1,2,5-9`); blank lines and `#` comments are skipped."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise BadInput(f"seed file {path}: cannot read it ({e.__class__.__name__}); "
                        "pass a text file with one seed per line") from None
-    seeds: list[int] = []
+    seeds: list[tuple[int, int]] = []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if line:
-            seeds.extend(parse_seeds(line, f"seed file {path} line {number}"))
+            seeds.extend((number, s) for s in parse_seeds(line, f"seed file {path} line {number}"))
         if len(seeds) > MAX_SEEDS:
             raise BadInput(f"seed file {path}: more than {MAX_SEEDS} seeds; fly fewer at a time")
     if not seeds:
         raise BadInput(f"seed file {path}: no seeds in it; write one seed per line")
     return seeds
+
+
+def read_seed_file(path: str) -> list[int]:
+    """Seeds from a file, one per line; blank lines and `#` comments are skipped."""
+    return [seed for _line, seed in read_seed_lines(path)]
 
 
 def named(prefix: str, values: Iterable[int], shown: bool = True) -> list[Seed]:
@@ -98,3 +105,9 @@ def held_out(path: str) -> list[Seed]:
 def fresh(fresh_set) -> list[Seed]:  # fresh_set: grading.fresh.FreshSet
     """A fresh set's seeds as `fresh:N` (shown: the reveal publishes them after the run)."""
     return named("fresh", fresh_set.seeds)
+
+
+def sealed(sealed_set) -> list[Seed]:  # sealed_set: grading.seedsets.SealedSet
+    """A held-out set committed earlier as `sealed:N` seeds whose values are never shown (its
+    reveal rides in the signed record, to be published with it)."""
+    return named("sealed", sealed_set.fresh.seeds, shown=False)

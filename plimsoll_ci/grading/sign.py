@@ -7,7 +7,8 @@
     results = sign(results, signer, "runs.intoto.jsonl")             # one sealed append
 
 Signing happens here, on the trusted side, over digests this process computed itself: the staged
-controller files, the result document, the practice set and the fresh set's commitment.
+controller files, the result document, the practice set, the fresh set's commitment, a sealed
+set's commitment and reveal (checked against each other before any flight), and the seed check.
 """
 
 from __future__ import annotations
@@ -48,7 +49,10 @@ def run_record(result: GradeResult) -> tuple[dict[str, Any], dict[str, Any]]:
         practice_set_digest=record.practice_set_digest(result.practice_set)
         if flew_practice(result) else None,
         fresh_commitment=result.commitment,
-        fresh_reveal=None if result.fresh is None else fresh_mod.reveal(result.fresh))
+        fresh_reveal=None if result.fresh is None else fresh_mod.reveal(result.fresh),
+        sealed_set=None if result.sealed is None else result.sealed.commitment.record(),
+        sealed_reveal=None if result.sealed is None else fresh_mod.reveal(result.sealed.fresh),
+        seed_check=None if result.seed_check is None else result.seed_check.record())
     return doc, predicate
 
 

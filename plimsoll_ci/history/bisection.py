@@ -7,10 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.git import CatFile, Commit, Repo, ls_tree, rev_list
+from plimsoll_ci.git import Commit, Repo, ls_tree, rev_list
 from plimsoll_ci.git import run as git
-from plimsoll_ci.history.cache import finding_row, name_rows, save
+from plimsoll_ci.history.blobscan import BlobScans, scan_names
+from plimsoll_ci.history.cache import save
 from plimsoll_ci.history.judge import Judge
+from plimsoll_ci.history.progress import Progress
 from plimsoll_ci.history.records import (
     ASSUMPTION,
     BisectResult,
@@ -23,7 +25,7 @@ from plimsoll_ci.history.records import (
 from plimsoll_ci.history.redact import Redactor
 from plimsoll_ci.history.session import Session, open_session, rev_args
 from plimsoll_ci.history.windows import occurrences, once
-from plimsoll_ci.scan import Scanner
+from plimsoll_ci.scan import Finding, Scanner
 
 
 def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None) -> BisectResult:
@@ -60,9 +62,9 @@ def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None)
             else:
                 lo = mid + 1
         info = _commit_info(session.repo, chain[lo][0])
-        redact = Redactor({n: session.cache.names[n] for n in probe.carriers[chain[lo][0]]},
-                          [[[o.line, o.column, o.chain, o.entry, o.kind, o.where, o.detail]
-                            for o in found]], probe.scanner)
+        redact = Redactor([f for n in probe.carriers[chain[lo][0]]
+                           for f in session.cache.name_findings(n)],
+                          [Finding("", *o[2:]) for o in found], probe.scanner)
         return BisectResult(entry, redact.commit(info), redact.occ(found), probe.scans,
                             len(chain), [redact.say(n) for n in notes.all()])
     finally:
@@ -80,61 +82,42 @@ class _Probe:
         self.entry = entry
         self.judge = Judge(session)
         self.scanner = Scanner(session.wset, session.limits)
-        self.cat = CatFile(session.repo, session.max_blob_bytes)
         self.scans = 0
         self.carriers: dict[str, set[str]] = {}  # commit -> shipped names whose files carry entry
 
     def __call__(self, row: list[str]) -> list[Occurrence]:
         """The occurrences of the entry at commit `row[0]` (whose parents are `row[1:]`)."""
         self.scans += 1
-        repo, cache, judge = self.session.repo, self.session.cache, self.judge
+        session, cache, judge = self.session, self.session.cache, self.judge
         oid = row[0]
-        tree = ls_tree(repo, oid)
-        tree_id = git(repo.top, "rev-parse", f"{oid}^{{tree}}").stdout.decode().strip()
+        tree = ls_tree(session.repo, oid)
+        tree_id = git(session.repo.top, "rev-parse", f"{oid}^{{tree}}").stdout.decode().strip()
         commit = Commit(oid, tuple(row[1:]), tree_id, 0, "", [])
         _cfg_id, cfg = judge.config_at(oid, tree)
         if cfg is None:
             return []
         state = judge.full(commit, tree, cfg, None)
+        labels = {item.oid: label for (_s, label), item in sorted(state.items(), reverse=True)}
+        scans = BlobScans(session, self.scanner, Progress(False), None)
+        for blob, label in labels.items():
+            if not cache.knows(blob) and blob not in judge.built:
+                scans.add(blob, label)
+        scans.finish(judge.built, labels)
+        scan_names(self.scanner, cache, (item.name for item in state.values()))
+        for blob, label in labels.items():
+            for n in cache.blob_notes(blob):
+                session.notes.add(f"{shown(label)}: {n}")
         occ: list[Occurrence] = []
         carriers = self.carriers.setdefault(oid, set())
         for (set_name, label), item in sorted(state.items()):
-            if item.oid not in cache.content:
-                data = self._data(item.oid, label)
-                if data is None:
-                    continue
-                findings, _n = self.scanner.scan_content(data, shown(label))
-                cache.content[item.oid] = [finding_row(f) for f in findings]
-                cache.dirty = True
-            if item.name not in cache.names:
-                cache.names[item.name] = name_rows(self.scanner, item.name)
-                cache.dirty = True
             mine = [o for o in occurrences(set_name, label, item, cache) if o.entry == self.entry]
             if mine:
                 carriers.add(item.name)
                 occ += mine
         return once(occ)
 
-    def _data(self, oid: str, label: str) -> bytes | None:
-        """A shipped blob's bytes (builder output or the object store); None when missing."""
-        data = self.judge.built.get(oid)
-        if data is not None:
-            return data
-        notes, cat = self.session.notes, self.cat
-        blob = cat.read(oid)
-        if blob is None:
-            notes.add(f"{shown(label)} (blob {oid[:12]}) is missing from the object store; it "
-                      "was not scanned")
-            return None
-        if blob.truncated:
-            notes.add(f"{shown(label)} (blob {oid[:12]}): {blob.size} bytes, over the "
-                      f"{cat.max_bytes}-byte bound; only its first {cat.max_bytes} bytes were "
-                      "scanned (raise --max-blob-bytes)")
-        return blob.data
-
     def close(self) -> None:
         """End the git processes."""
-        self.cat.close()
         self.judge.close()
 
 

@@ -1,132 +1,109 @@
-"""Scanning shipped blobs by id, each once: in this process for a few, else in a pool of worker
-processes that each stream their own `git cat-file --batch`. Findings land in the blob cache.
+"""Scanning shipped blobs by id, each once, through the ship scan's front end
+(`scan.scan_verdicts`: its batching, file bound and engine): in this process for a few, else in
+forked workers (`pool.start`) that each stream their own `git cat-file --batch`. Verdicts land in
+the blob cache.
 
-The surface is `BlobScans(session, progress, eager)`: `add(oid, label)` while the walk runs,
-`finish(built, labels)` once it is done, `close()` always.
+`start_workers(session, scanner)` before any long-lived git process or thread is started; then
+`BlobScans(session, scanner, progress, workers)`: `add(oid, label)` while the walk runs,
+`finish(built, labels)` once it is done, `close()` always. `scan_names` judges shipped names.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
 from collections.abc import Iterable
+from concurrent.futures import Executor
 from typing import Any
 
-from plimsoll_ci.git import CatFile, Repo
-from plimsoll_ci.history.cache import Row, finding_row
+from plimsoll_ci import pool
+from plimsoll_ci.git import EMPTY_BLOB, CatFile, Repo
+from plimsoll_ci.history.cache import ScanCache
 from plimsoll_ci.history.progress import Progress
 from plimsoll_ci.history.records import shown
 from plimsoll_ci.history.session import Session
-from plimsoll_ci.scan import Scanner
-
-_BATCH_BYTES = 1 << 20  # joined-buffer scans stay around a megabyte
+from plimsoll_ci.scan import Item, Scanner, Verdict, scan_verdicts
 
 _WORKER: dict[str, Any] = {}
+SESSION_BYTES = 1 << 20  # as quick as larger batches on source trees, and a fraction of the memory
+DELTA_CACHE = 16 << 20  # git's delta base cache per worker: as quick as its 96 MiB default here
 
-Scanned = tuple[str, list[Row] | None, list[str]]  # (oid, rows or None when missing, notes)
-
-
-def _open_worker(wset: Any, limits: Any, repo: Repo, max_bytes: int) -> None:
-    _WORKER["scanner"] = Scanner(wset, limits)
-    _WORKER["cat"] = CatFile(repo, max_bytes)
+Scanned = tuple[str, Verdict | None]  # (blob id, its verdict, or None when missing)
 
 
-def _worker_init(wset: Any, limits: Any, repo: Repo, max_bytes: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and saves the cache
-    _open_worker(wset, limits, repo, max_bytes)
+def _open_worker(scanner: Scanner, repo: Repo, max_bytes: int) -> None:
+    # The engine is built once, before the fork: workers inherit it, never rebuild it.
+    _WORKER["scanner"] = scanner
+    _WORKER["cat"] = CatFile(repo, max_bytes, delta_cache=DELTA_CACHE)
 
 
-def _scan_blobs(jobs: list[tuple[str, str]]) -> list[Scanned]:
-    """Scan blobs by id: [(oid, findings rows | None when missing, notes)].
-
-    Small blobs are scanned together (`Scanner.scan_contents` joins them into one buffer, so the
-    engine's fixed cost is paid per batch, not per blob); a batch never holds a label twice, so
-    each finding and note goes back to its own blob.
+def _scan_blobs(oids: list[str]) -> list[Scanned]:
+    """Read blobs by id through this worker's `git cat-file` and scan them, in sessions of about
+    `SESSION_BYTES` (the engine's memory grows with what one batch joins).
     """
     scanner, cat = _WORKER["scanner"], _WORKER["cat"]
-    labels = dict(jobs)
-    out: list[Scanned] = []
-    batch: list[tuple[str, str, bytes]] = []  # (oid, label, data)
-    batch_bytes = 0
+    out: dict[str, Verdict | None] = {}
+    cut: dict[str, str] = {}
 
-    def flush() -> None:
-        nonlocal batch_bytes
-        if not batch:
-            return
-        findings, notes = scanner.scan_contents([(label, data) for _o, label, data in batch])
-        by_label: dict[str, list[Row]] = {}
-        for f in findings:
-            by_label.setdefault(f.path, []).append(finding_row(f))
-        notes_of: dict[str, list[str]] = {}
-        for n in notes:
-            owner = next((label for _o, label, _d in batch if n.startswith(label + ": ")),
-                         batch[0][1])
-            notes_of.setdefault(owner, []).append(n)
-        for oid, label, _data in batch:
-            out.append((oid, by_label.get(label, []), notes_of.get(label, [])))
-        batch.clear()
-        batch_bytes = 0
+    def keep(key: str, verdict: Verdict) -> None:
+        out[key[len("blob:"):]] = verdict
 
-    for oid, blob in cat.read_many([oid for oid, _label in jobs]):
-        label = labels[oid]
+    batch: list[Item] = []
+    size = 0
+    for oid, blob in cat.read_many(oids):
         if blob is None:
-            out.append((oid, None, []))
+            out[oid] = None
             continue
         if blob.truncated:
-            note = (f"{label} (blob {oid[:12]}): {blob.size} bytes, over the {cat.max_bytes}-byte "
-                    f"bound; only its first {cat.max_bytes} bytes were scanned "
-                    "(raise --max-blob-bytes)")
-            found, notes = scanner.scan_content(blob.data, label)
-            out.append((oid, [finding_row(f) for f in found], [*notes, note]))
-            continue
-        if any(label == b_label for _o, b_label, _d in batch) or batch_bytes > _BATCH_BYTES:
-            flush()
-        batch.append((oid, label, blob.data))
-        batch_bytes += len(blob.data)
-    flush()
-    return out
+            cut[oid] = (f"blob {oid[:12]} is {blob.size} bytes, over the {cat.max_bytes}-byte "
+                        f"bound; only its first {cat.max_bytes} bytes were scanned (raise "
+                        "--max-blob-bytes)")
+        if batch and size + len(blob.data) > SESSION_BYTES:
+            scan_verdicts(scanner, batch, keep)
+            batch, size = [], 0
+        batch.append(Item(oid, blob.data, "", oid))  # the id as label: distinct, no name checked
+        size += len(blob.data)
+    scan_verdicts(scanner, batch, keep)
+    for oid, note in cut.items():
+        v = out[oid]
+        assert v is not None
+        out[oid] = v._replace(notes=(note, *v.notes))
+    return list(out.items())
+
+
+def start_workers(session: Session, scanner: Scanner) -> Executor | None:
+    """A pool of scanning workers (one per core, or `--jobs`), or None for one job. Call it before
+    any long-lived git process or thread: no worker may inherit their pipes.
+    """
+    return pool.start(jobs(session), _open_worker,
+                      (scanner, session.repo, session.max_blob_bytes))
+
+
+def jobs(session: Session) -> int:
+    """Scanning processes: `--jobs`, else one per core this process may use."""
+    return session.options.jobs or pool.default_jobs()
 
 
 class BlobScans:
-    """Scans blobs by id once each: in this process for a few, else in a pool of workers that
-    each stream their own `git cat-file --batch`. Chunks are submitted while the walk still runs,
-    so walking and scanning overlap.
+    """Scans blobs by id once each: in `workers` when there are any (chunks go out while the walk
+    still runs, so walking and scanning overlap), else in this process at `finish`.
     """
 
     CHUNK = 32
 
-    def __init__(self, session: Session, progress: Progress, eager: bool) -> None:
-        self.session = session
-        self.max_bytes = session.max_blob_bytes
-        self.jobs = session.options.jobs or os.cpu_count() or 1
+    def __init__(self, session: Session, scanner: Scanner, progress: Progress,
+                 workers: Executor | None) -> None:
+        self.session, self.scanner = session, scanner
         self.cache, self.notes, self.progress = session.cache, session.notes, progress
+        self.pool = workers
         self.labels: dict[str, str] = {}
-        self.todo: list[tuple[str, str]] = []
-        self.pool: Any = None
+        self.todo: list[str] = []
         self.pending: set[Any] = set()
         self.total = 0
         progress.task("blobs", 0)
-        if eager and self.jobs > 1:
-            self._start_pool()
-
-    def _worker_args(self) -> tuple[Any, Any, Repo, int]:
-        return (self.session.wset, self.session.limits, self.session.repo, self.max_bytes)
-
-    def _start_pool(self) -> None:
-        # Started before any long-lived git process, so no worker inherits one of its pipes.
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
-        self.pool = ProcessPoolExecutor(self.jobs, mp_context=ctx, initializer=_worker_init,
-                                        initargs=self._worker_args())
-        self.pool.submit(int).result()  # launch the workers now
 
     def add(self, oid: str, label: str) -> None:
         """Ask for blob `oid` (first shipped as `label`) to be scanned."""
         self.labels[oid] = label
-        self.todo.append((oid, shown(label)))
+        self.todo.append(oid)
         self.total += 1
         self.progress.total("blobs", self.total)
         if self.pool is not None and len(self.todo) >= self.CHUNK:
@@ -135,34 +112,32 @@ class BlobScans:
     def _submit(self) -> None:
         from concurrent.futures import FIRST_COMPLETED, wait
 
+        assert self.pool is not None
         for i in range(0, len(self.todo), self.CHUNK):
             self.pending.add(self.pool.submit(_scan_blobs, self.todo[i:i + self.CHUNK]))
         self.todo = []
         done = {f for f in self.pending if f.done()}
-        if len(self.pending) - len(done) > self.jobs * 4:  # bound what is in flight
+        if len(self.pending) - len(done) > jobs(self.session) * 4:  # bound what is in flight
             done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
         for fut in done:
             self.pending.discard(fut)
             self._take(fut.result())
 
     def _take(self, results: Iterable[Scanned]) -> None:
-        for oid, rows, blob_notes in results:
-            if rows is None:
+        for oid, verdict in results:
+            if verdict is None:
                 self.notes.add(f"{shown(self.labels[oid])} (blob {oid[:12]}) is missing from the "
                                "object store (a partial or damaged clone); it was not scanned")
             else:
-                self.cache.content[oid] = rows
-                if blob_notes:
-                    self.cache.content_notes[oid] = blob_notes
-                self.cache.dirty = True
+                self.cache.put("blob:" + oid, verdict)
             self.progress.advance("blobs")
 
     def finish(self, built: dict[str, bytes], labels: dict[str, str]) -> None:
         """Scan what is left (and builder output, in this process); wait for every worker."""
         from concurrent.futures import FIRST_COMPLETED, wait
 
-        if self.pool is None and self.jobs > 1 and len(self.todo) >= 64:
-            self._start_pool()
+        if self.pool is None and len(self.todo) >= 64:
+            self.pool = start_workers(self.session, self.scanner)  # None when it cannot fork
         if self.pool is not None:
             if self.todo:
                 self._submit()
@@ -171,20 +146,19 @@ class BlobScans:
                 for fut in done:
                     self._take(fut.result())
         elif self.todo:
-            _open_worker(*self._worker_args())
+            _open_worker(self.scanner, self.session.repo, self.session.max_blob_bytes)
             try:
                 for i in range(0, len(self.todo), 256):
                     self._take(_scan_blobs(self.todo[i:i + 256]))
             finally:
                 _WORKER.pop("cat").close()
             self.todo = []
-        todo_built = [oid for oid in built if oid in labels and oid not in self.cache.content]
+        todo_built = [oid for oid in built if oid in labels and not self.cache.knows(oid)]
         if todo_built:
-            scanner = Scanner(self.session.wset, self.session.limits)
             self.progress.total("blobs", self.total + len(todo_built))
-            for oid in todo_built:
-                findings, blob_notes = scanner.scan_content(built[oid], shown(labels[oid]))
-                self._take([(oid, [finding_row(f) for f in findings], list(blob_notes))])
+            scan_verdicts(self.scanner, (Item(oid, built[oid], "", oid) for oid in todo_built),
+                          self.cache.put)
+            self.progress.advance("blobs", len(todo_built))
 
     def close(self) -> None:
         """Stop the workers (on Ctrl-C too: queued chunks are dropped, finished ones kept)."""
@@ -194,3 +168,11 @@ class BlobScans:
                     self._take(fut.result())
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
+
+
+def scan_names(scanner: Scanner, cache: ScanCache, names: Iterable[str]) -> None:
+    """Judge the shipped names (file and folder names) the cache does not know yet."""
+    todo = [n for n in names if not cache.knows_name(n)]
+    if todo:
+        # a name's item has empty content (whose verdict, the empty blob's, is kept too)
+        scan_verdicts(scanner, (Item(n, b"", n, EMPTY_BLOB) for n in todo), cache.put)

@@ -1,4 +1,13 @@
-"""The blob cache: findings per blob id and per shipped name, kept in `.git/plimsoll-cache/`."""
+"""The blob cache: verdicts per blob id and per shipped name, kept in `.git/plimsoll-cache/`.
+
+`ScanCache` is the ship scan's `VerdictCache` for history (keys `blob:<git blob id>` and
+`name:<sha256 of the shipped path>`), small by design, since a history holds thousands of blobs:
+
+- a clean blob is its id and size;
+- a blob with findings keeps the entries it carries (all the replay needs to judge a commit) and
+  its findings as one compact JSON text, decoded only for the few commits a report shows;
+- a shipped name keeps its findings only when it has any.
+"""
 
 from __future__ import annotations
 
@@ -8,35 +17,132 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from plimsoll_ci import __version__, scan
+from plimsoll_ci.scan import Finding, Verdict, name_key, shown_path
 
-CACHE_FORMAT = "plimsoll-history-cache/3"
+CACHE_FORMAT = "plimsoll-history-cache/4"
+NOTHING: frozenset[str] = frozenset()
 
-# A finding as cached: [line, column, chain, entry, kind, where, detail]; a name finding adds the
-# name that carries the entry (a file or folder name) and where it sits in the shipped path (the
-# file's path, or the folder's, ending in `/`).
-Row = list[Any]
+
+class Found(NamedTuple):
+    """A blob with findings or notes, as the cache keeps it."""
+
+    size: int
+    entries: frozenset[str]  # the withheld entries its content carries
+    notes: tuple[str, ...]
+    tokens: tuple[str, ...]
+    findings: str  # JSON: [[line, column, chain, entry, kind, where, detail], ...]
+
+
+def _content_rows(findings: tuple[Finding, ...]) -> str:
+    return json.dumps([[f.line, f.column, f.chain, f.entry, f.kind, f.where, f.detail]
+                       for f in findings], separators=(",", ":"))
+
+
+def _name_row(f: Finding) -> list[Any]:
+    return [f.path, f.line, f.column, f.chain, f.entry, f.kind, f.where, f.detail]
 
 
 class ScanCache:
-    """Findings per blob id (content) and per shipped name, for one withheld set and one set of
-    scan limits; persisted as one JSON file written atomically (temp file + rename), so Ctrl-C at
-    any moment leaves either the old file or the new one, never a torn one.
+    """Verdicts for one withheld set, one set of scan limits and one engine; persisted as one JSON
+    file written atomically (temp file + rename), so Ctrl-C at any moment leaves either the old
+    file or the new one, never a torn one.
     """
 
     def __init__(self, folder: str | None, key: str) -> None:
         self.folder = folder
         self.key = key
-        self.content: dict[str, list[Row]] = {}
-        self.content_notes: dict[str, list[str]] = {}
-        self.names: dict[str, list[Row]] = {}
+        self.clean: dict[str, int] = {}  # blob id -> size
+        self.found: dict[str, Found] = {}
+        self.names: dict[str, tuple[Finding, ...]] = {}  # name key -> findings (never empty)
+        self.clean_names: set[str] = set()  # name keys
         self.builds: dict[str, list[list[str]]] = {}
         self.dirty = False
         self.notes: list[str] = []
+        self._interned: dict[frozenset[str], frozenset[str]] = {NOTHING: NOTHING}
         if folder:
             self._load()
+
+    # -- the VerdictCache protocol ------------------------------------------------------------
+
+    def get(self, key: str) -> Verdict | None:
+        """The verdict stored under `key` (`blob:<id>` or `name:<sha256>`), or None."""
+        kind, _, ident = key.partition(":")
+        if kind == "blob":
+            if ident in self.clean:
+                return Verdict((), (), self.clean[ident])
+            found = self.found.get(ident)
+            if found is None:
+                return None
+            return Verdict(tuple(self.findings(ident)), found.notes, found.size, found.tokens)
+        if ident in self.clean_names:
+            return Verdict((), (), 0)
+        if ident in self.names:
+            return Verdict(self.names[ident], (), 0)
+        return None
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        """Remember a verdict."""
+        kind, _, ident = key.partition(":")
+        self.dirty = True
+        if kind == "blob":
+            if verdict.clean:
+                self.clean[ident] = verdict.size
+                return
+            self.found[ident] = Found(verdict.size, self._intern(f.entry for f in verdict.findings),
+                                      tuple(verdict.notes), tuple(verdict.tokens),
+                                      _content_rows(verdict.findings))
+        elif verdict.findings:
+            self.names[ident] = tuple(verdict.findings)
+        else:
+            self.clean_names.add(ident)
+
+    # -- what the replay asks -----------------------------------------------------------------
+
+    def knows(self, oid: str) -> bool:
+        """Whether blob `oid` has a verdict here."""
+        return oid in self.clean or oid in self.found
+
+    def entries(self, oid: str) -> frozenset[str]:
+        """The entries blob `oid`'s content carries (none when clean or unknown)."""
+        found = self.found.get(oid)
+        return found.entries if found is not None else NOTHING
+
+    def findings(self, oid: str) -> list[Finding]:
+        """Blob `oid`'s content findings (path empty)."""
+        found = self.found.get(oid)
+        if found is None:
+            return []
+        return [Finding("", *row) for row in json.loads(found.findings)]
+
+    def member_findings(self, oid: str) -> list[Finding]:
+        """Blob `oid`'s findings in the names of archive members (decoded only when it has any)."""
+        found = self.found.get(oid)
+        if found is None or '"name"' not in found.findings:  # (where == "name" in some row)
+            return []
+        return [f for f in self.findings(oid) if f.where == "name"]
+
+    def blob_notes(self, oid: str) -> tuple[str, ...]:
+        """Blob `oid`'s notes (bounds hit), without a path."""
+        found = self.found.get(oid)
+        return found.notes if found is not None else ()
+
+    def knows_name(self, name: str) -> bool:
+        """Whether shipped path `name` has a verdict here."""
+        key = name_key(shown_path(name))[5:]
+        return key in self.names or key in self.clean_names
+
+    def name_findings(self, name: str) -> tuple[Finding, ...]:
+        """Findings in shipped path `name` (its file name and folder names)."""
+        return self.names.get(name_key(shown_path(name))[5:], ())
+
+    def _intern(self, entries: Any) -> frozenset[str]:
+        s = frozenset(entries)
+        return self._interned.setdefault(s, s)
+
+    # -- on disk ------------------------------------------------------------------------------
 
     @property
     def path(self) -> str | None:
@@ -51,15 +157,20 @@ class ScanCache:
                 doc = json.load(f)
             if doc.get("format") != CACHE_FORMAT or doc.get("key") != self.key:
                 raise ValueError("another format")
-            self.content = dict(doc["content"])
-            self.content_notes = dict(doc.get("content_notes", {}))
-            self.names = dict(doc["names"])
+            self.clean = {str(k): int(v) for k, v in doc["clean"].items()}
+            self.found = {str(k): Found(int(size), self._intern(entries), tuple(notes),
+                                        tuple(tokens), str(rows))
+                          for k, (size, entries, notes, tokens, rows) in doc["found"].items()}
+            self.names = {str(k): tuple(Finding(*row) for row in rows)
+                          for k, rows in doc["names"].items()}
+            self.clean_names = set(doc["clean_names"])
             self.builds = dict(doc.get("builds", {}))
         except FileNotFoundError:
             pass
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             self.notes.append(f"cache {path} was unreadable and is rebuilt")
-            self.content, self.content_notes, self.names, self.builds = {}, {}, {}, {}
+            self.clean, self.found, self.names, self.builds = {}, {}, {}, {}
+            self.clean_names = set()
 
     def save(self) -> None:
         """Write the cache atomically (merging what another run saved meanwhile)."""
@@ -69,13 +180,16 @@ class ScanCache:
         assert path is not None
         os.makedirs(self.folder, exist_ok=True)
         other = ScanCache(self.folder, self.key)
-        for mine, theirs in ((self.content, other.content), (self.names, other.names),
-                             (self.builds, other.builds),
-                             (self.content_notes, other.content_notes)):
+        for mine, theirs in ((self.clean, other.clean), (self.found, other.found),
+                             (self.names, other.names), (self.builds, other.builds)):
             for k, v in theirs.items():
                 mine.setdefault(k, v)  # type: ignore[arg-type]
-        doc = {"format": CACHE_FORMAT, "key": self.key, "content": self.content,
-               "content_notes": self.content_notes, "names": self.names, "builds": self.builds}
+        self.clean_names |= other.clean_names
+        doc = {"format": CACHE_FORMAT, "key": self.key, "clean": self.clean,
+               "found": {k: [f.size, sorted(f.entries), f.notes, f.tokens, f.findings]
+                         for k, f in self.found.items()},
+               "names": {k: [_name_row(f) for f in v] for k, v in self.names.items()},
+               "clean_names": sorted(self.clean_names), "builds": self.builds}
         fd, tmp = tempfile.mkstemp(prefix=".tmp-scan-", dir=self.folder)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -125,7 +239,7 @@ def save(cache: ScanCache) -> None:
 
 
 def cache_key(wset: Any, limits: Any, max_blob_bytes: int) -> str:
-    """What cached findings depend on: the withheld set, the scan engine (its source) and its
+    """What cached verdicts depend on: the withheld set, the scan engine (its source) and its
     bounds. A changed matching rule thus never serves stale findings.
     """
     h = hashlib.sha256()
@@ -138,21 +252,3 @@ def cache_key(wset: Any, limits: Any, max_blob_bytes: int) -> str:
         except OSError:
             h.update(b"?")
     return h.hexdigest()
-
-
-def finding_row(f: Any) -> Row:
-    """A scan finding as the cache keeps it."""
-    return [f.line, f.column, f.chain, f.entry, f.kind, f.where, getattr(f, "detail", "")]
-
-
-def name_rows(scanner: Any, name: str) -> list[Row]:
-    """Findings in a shipped name; each row also says which path component carries the entry, and
-    the shipped path of that file or folder.
-    """
-    rows = []
-    for f in scanner.scan_name(name):  # surrogates carry non-UTF-8 bytes through unchanged
-        row = finding_row(f)
-        row.append(f.path.rstrip("/").split("/")[-1])  # the file or folder name that carries it
-        row.append(f.path)
-        rows.append(row)
-    return rows

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci import ship
 from plimsoll_ci.errors import PlimsollError
-from plimsoll_ci.git import MODE_SUBMODULE, ZERO_OID, CatFile, Commit, TreeEntry, blob_id
+from plimsoll_ci.git import MODE_SUBMODULE, ZERO_OID, CatFile, Change, Commit, TreeEntry, blob_id
 from plimsoll_ci.history.session import Session
 
 CONFIG_NAME = os.fsencode(ship.CONFIG_NAME)
 
-Tree = dict[bytes, TreeEntry]
+Tree = dict[bytes, TreeEntry | Change]  # path -> (mode, blob id)
+Selection = dict[bytes, tuple[str, str] | None]  # path -> (path as text, shipped path) or None
 
 
 class Shipped(NamedTuple):
@@ -50,7 +52,7 @@ class Judge:
         self.cache = session.cache
         self.notes = session.notes
         self.configs: dict[str, ship.Config | None] = {}  # config blob id -> Config | None
-        self.selected: dict[tuple[ship.ShipSet, str], str | None] = {}  # -> shipped path
+        self.selected: dict[ship.ShipSet, Selection] = {}
         self.built: dict[str, bytes] = {}  # builder output not yet scanned, by blob id
         self.prefix = ""  # an external config's globs apply from its folder in the repository
         if self.external is not None:
@@ -98,29 +100,26 @@ class Judge:
                            "(pass --config to judge them by another)")
         return None
 
-    def _select(self, ship_set: ship.ShipSet, repo_path: str) -> str | None:
-        """The shipped path of `repo_path` in a glob set, or None (memoized per set and path)."""
-        key = (ship_set, repo_path)
-        if key not in self.selected:
-            self._prime(ship_set, [repo_path])
-        return self.selected[key]
-
-    def _prime(self, ship_set: ship.ShipSet, paths: list[str]) -> None:
-        """Memoize many paths with one selection (globs compiled once, not per path)."""
-        fresh = [p for p in paths if (ship_set, p) not in self.selected]
-        for p in fresh:
-            self.selected[(ship_set, p)] = None
-        for path, rel in ship.select_repo_paths(fresh, ship_set, self.prefix):
-            self.selected[(ship_set, path)] = rel
+    def _selection(self, ship_set: ship.ShipSet, paths: Iterable[bytes]) -> Selection:
+        """A glob set's memo of repository path -> (path as text, shipped path) or None, with
+        `paths` in it (the new ones selected together: globs compiled once, not per path).
+        """
+        sel = self.selected.get(ship_set)
+        if sel is None:
+            sel = self.selected[ship_set] = {}
+        fresh = {p: os.fsdecode(p) for p in paths if p not in sel}
+        if fresh:
+            by_text = {text: p for p, text in fresh.items()}
+            for p in fresh:
+                sel[p] = None
+            for path, rel in ship.select_repo_paths(list(by_text), ship_set, self.prefix):
+                sel[by_text[path]] = (path, rel)
+        return sel
 
     def full(self, commit: Commit, tree: Tree, cfg: ship.Config,
              previous: ShipState | None) -> ShipState:
         """Everything each ship set ships at `commit`."""
         state: ShipState = {}
-        paths = [os.fsdecode(p) for p in tree]
-        for s in cfg.ship.values():
-            if s.command is None:
-                self._prime(s, paths)
         for s in cfg.ship.values():
             if s.command is not None:
                 built = self._build(commit, tree, cfg, s)
@@ -132,31 +131,32 @@ class Judge:
                 for path, oid in built:
                     state[(s.name, f"{s.name}:{path}")] = Shipped(oid, path)
                 continue
+            sel = self._selection(s, tree)
             for path_b, entry in tree.items():
-                path = os.fsdecode(path_b)
-                rel = self._select(s, path)
-                if rel is None:
+                hit = sel[path_b]
+                if hit is None:
                     continue
                 if entry.mode == MODE_SUBMODULE:
-                    self.notes.submodule(path, commit.oid)
+                    self.notes.submodule(hit[0], commit.oid)
                     continue
-                state[(s.name, path)] = Shipped(entry.oid, rel)
+                state[(s.name, hit[0])] = Shipped(entry.oid, hit[1])
         return state
 
     def incremental(self, commit: Commit, cfg: ship.Config, state: ShipState) -> list[Delta]:
-        """Apply a commit's tree changes to the glob sets of `state` in place; return the deltas."""
+        """Apply a commit's tree changes to the glob sets of `state` in place; return the deltas
+        (the sets' rules are evaluated on the changed paths alone).
+        """
         deltas: list[Delta] = []
-        globs = [s for s in cfg.ship.values() if s.command is None]
-        if len(commit.changes) > 8:
-            paths = [os.fsdecode(ch.path) for ch in commit.changes]
-            for s in globs:
-                self._prime(s, paths)
-        for ch in commit.changes:
-            path = os.fsdecode(ch.path)
-            for s in globs:
-                rel = self._select(s, path)
-                if rel is None:
+        changes = commit.changes
+        for s in cfg.ship.values():
+            if s.command is not None:
+                continue
+            sel = self._selection(s, (ch.path for ch in changes))
+            for ch in changes:
+                hit = sel[ch.path]
+                if hit is None:
                     continue
+                path = hit[0]
                 key = (s.name, path)
                 if ch.oid == ZERO_OID or ch.mode == MODE_SUBMODULE:
                     if ch.mode == MODE_SUBMODULE:
@@ -164,7 +164,7 @@ class Judge:
                     if state.pop(key, None) is not None:
                         deltas.append(Delta(s.name, path, None))
                     continue
-                item = Shipped(ch.oid, rel)
+                item = Shipped(ch.oid, hit[1])
                 if state.get(key) != item:
                     state[key] = item
                     deltas.append(Delta(s.name, path, item))
@@ -195,11 +195,10 @@ class Judge:
         if not s.inputs:
             h.update(commit.tree.encode("ascii"))
             return h.hexdigest()
-        inputs = ship.inputs_set(s)
         paths = sorted(tree)
-        self._prime(inputs, [os.fsdecode(p) for p in paths])
+        sel = self._selection(ship.inputs_set(s), paths)
         for path_b in paths:
-            if self._select(inputs, os.fsdecode(path_b)) is not None:
+            if sel[path_b] is not None:
                 e = tree[path_b]
                 h.update(path_b + b"\0" + e.mode.encode() + e.oid.encode())
         return h.hexdigest()
@@ -209,7 +208,7 @@ class Judge:
         """[(shipped path, blob id)] a command set ships at `commit`; cached by its inputs."""
         key = self._inputs_key(commit, tree, s)
         manifest = self.cache.builds.get(key)
-        if manifest is not None and all(oid in self.cache.content or oid in self.built
+        if manifest is not None and all(self.cache.knows(oid) or oid in self.built
                                         for _path, oid in manifest):
             return [(p, o) for p, o in manifest]
         try:
@@ -222,7 +221,7 @@ class Judge:
         out = []
         for f in files:
             oid = blob_id(f.data)
-            if oid not in self.cache.content:
+            if not self.cache.knows(oid):
                 self.built[oid] = f.data
             out.append((f.path, oid))
         self.cache.builds[key] = [[p, o] for p, o in out]

@@ -33,6 +33,16 @@ class Occurrence(NamedTuple):
     detail: str = ""
 
 
+class Range(NamedTuple):
+    """Commits that follow one another in the replay's order (git's `--topo-order`, oldest
+    first), from `first` to `last`, all shipping an entry; on a line without merges, `first^..last`.
+    """
+
+    first: str
+    last: str
+    commits: int
+
+
 class Window(NamedTuple):
     """One stretch of history in which an entry shipped: from an introduction to its fix."""
 
@@ -40,8 +50,9 @@ class Window(NamedTuple):
     first_findings: list[Occurrence]
     fixed: CommitInfo | None  # None while a tip of the range still ships it
     seconds: int
-    commits: list[str]
+    commits: list[str]  # every commit of the window, in the replay's order
     from_boundary: bool  # the introduction is the first commit of a range (may be older)
+    ranges: list[Range]  # `commits` as runs
 
 
 class EntryHistory(NamedTuple):
@@ -49,7 +60,8 @@ class EntryHistory(NamedTuple):
 
     entry: str
     windows: list[Window]  # by the time of their introduction (earliest first)
-    commits: list[tuple[CommitInfo, list[Occurrence]]]
+    commit_count: int  # commits that ship it
+    commits: list[tuple[CommitInfo, list[Occurrence]]]  # each with its findings (every_commit)
 
     @property
     def first(self) -> Window:
@@ -87,6 +99,7 @@ class HistoryReport(NamedTuple):
     blobs_from_cache: int
     notes: list[str]
     revs: list[str]
+    every_commit: bool = False  # `EntryHistory.commits` were listed
 
 
 class BisectResult(NamedTuple):
@@ -111,6 +124,7 @@ class Options(NamedTuple):
     max_blob_bytes: int = DEFAULT_MAX_BLOB_BYTES
     use_cache: bool = True
     progress: bool | None = None  # None = when stderr is a terminal
+    every_commit: bool = False  # list every commit that ships an entry, with its findings
 
 
 class Notes:

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from plimsoll_ci import scan
-from plimsoll_ci.history.cache import Row
 from plimsoll_ci.history.records import CommitInfo, EntryHistory, Occurrence, shown
+from plimsoll_ci.scan import Finding
 
 _MEMBER_NAME = re.compile(r"(?:zip|tar) member (.+?) \((?:file|folder) name")
 
@@ -19,25 +19,23 @@ class Redactor:
     """Redacts what a report would otherwise print of a withheld value, and escapes the rest.
 
     - A file or folder name that carries a withheld value is itself the value: it is shown as
-      `[withheld name N]` wherever it appears (`names`: the shipped names' cached findings;
-      `contents`: content findings, whose decode chains name archive members).
+      `[withheld name N]` wherever it appears (`names`: findings in shipped names, whose paths
+      end at the file or folder name that carries the entry; `contents`: content findings, whose
+      decode chains name archive members).
     - Any other repository string (an author, a set name, a config key quoted in a note) is
       searched for withheld values by `scanner`, and what it finds is shown as `[withheld]`.
     - Control characters and non-UTF-8 bytes are escaped (`records.shown`).
     """
 
-    def __init__(self, names: dict[str, list[Row]], contents: Iterable[list[Row]],
+    def __init__(self, names: Iterable[Finding], contents: Iterable[Finding],
                  scanner: Any) -> None:
         flagged = set()
-        for rows in names.values():
-            for r in rows:
-                if len(r) > 7 and isinstance(r[7], str) and r[7]:
-                    flagged.add(r[7])
-        for rows in contents:  # an archive member's name is shown in decode chains: whole
-            for r in rows:
-                m = _MEMBER_NAME.search(r[2]) if r[5] == "name" else None
-                if m:
-                    flagged.add(m.group(1))
+        for f in names:  # the file or folder name that carries an entry
+            flagged.add(f.path.rstrip("/").split("/")[-1])
+        for f in contents:  # an archive member's name is shown in decode chains: whole
+            m = _MEMBER_NAME.search(f.chain) if f.where == "name" else None
+            if m:
+                flagged.add(m.group(1))
         number = {c: i for i, c in enumerate(sorted({shown(c) for c in flagged}), 1)}
         self.names: dict[str, str] = {}  # a flagged name, as stored and as shown -> its stand-in
         for c in flagged:

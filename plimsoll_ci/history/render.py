@@ -20,6 +20,8 @@ from plimsoll_ci.report.names import shown
 from plimsoll_ci.report.sarif import RULES as SCAN_RULES
 from plimsoll_ci.report.sarif import Rule, artifact_uri, sarif_log, sarif_region, sarif_rule
 
+FORMAT = "plimsoll-history/2"
+
 
 def iso(ts: int) -> str:
     """A commit time as ISO 8601 UTC."""
@@ -59,24 +61,38 @@ def _commit_json(c: CommitInfo, occ: list[Occurrence] | None = None) -> dict[str
 
 
 def to_json(report: HistoryReport) -> dict[str, Any]:
-    """The JSON document of a replay (shape of issue 4); it never holds a withheld value."""
+    """The JSON document of a replay; it never holds a withheld value.
+
+    Each window lists its commits as ranges (runs in the replay's order); every commit, with the
+    findings it ships, only when the replay was asked for each (`Options.every_commit`).
+    """
     entries = []
     for e in report.entries:
-        entries.append({
+        doc: dict[str, Any] = {
             "entry": e.entry,
-            "kind": e.commits[0][1][0].kind,
+            "kind": e.first.first_findings[0].kind,
             "first": _commit_json(e.first.first, e.first.first_findings),
             "fixed": _commit_json(e.fixed) if e.fixed else None,
             "window_seconds": e.seconds,
-            "windows": [{
+            "commit_count": e.commit_count,
+            "windows": [],
+        }
+        for w in e.windows:
+            win: dict[str, Any] = {
                 "first": _commit_json(w.first, w.first_findings),
                 "fixed": _commit_json(w.fixed) if w.fixed else None,
                 "window_seconds": w.seconds,
-                "commits": w.commits,
-            } for w in e.windows],
-            "commits": [_commit_json(c, occ) for c, occ in e.commits],
-        })
-    return {"format": "plimsoll-history/1", "range": report.revs, "entries": entries,
+                "commit_count": len(w.commits),
+                "ranges": [{"first": r.first, "last": r.last, "commits": r.commits}
+                           for r in w.ranges],
+            }
+            if report.every_commit:
+                win["commits"] = w.commits
+            doc["windows"].append(win)
+        if report.every_commit:
+            doc["commits"] = [_commit_json(c, occ) for c, occ in e.commits]
+        entries.append(doc)
+    return {"format": FORMAT, "range": report.revs, "entries": entries,
             "commits_scanned": report.commits_scanned, "blobs_scanned": report.blobs_scanned,
             "blobs_from_cache": report.blobs_from_cache, "notes": report.notes}
 
@@ -90,7 +106,7 @@ def _place(o: Occurrence) -> str:
 def _text(report: HistoryReport) -> str:
     lines = []
     for e in report.entries:
-        n = len(e.commits)
+        n = e.commit_count
         state = "still shipping" if e.fixed is None else "fixed"
         lines.append(f"{e.entry}: shipped {duration(e.seconds)} across {n} commit"
                      f"{'s' if n != 1 else ''} in {len(e.windows)} window"

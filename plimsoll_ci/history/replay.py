@@ -8,16 +8,18 @@ import sys
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.git import ZERO_OID, TreeEntry, ls_tree, rev_list, walk
-from plimsoll_ci.history.blobscan import BlobScans
-from plimsoll_ci.history.cache import name_rows, save
+from plimsoll_ci.git import ZERO_OID, Log, ls_tree, rev_list
+from plimsoll_ci.history.blobscan import BlobScans, scan_names, start_workers
+from plimsoll_ci.history.cache import save
 from plimsoll_ci.history.judge import Delta, Judge, ShipState, Tree
 from plimsoll_ci.history.progress import Progress
-from plimsoll_ci.history.records import CommitInfo, HistoryReport, Notes, Options
+from plimsoll_ci.history.records import CommitInfo, HistoryReport, Notes, Options, shown
 from plimsoll_ci.history.redact import Redactor
 from plimsoll_ci.history.session import Session, open_session, rev_args, tips
-from plimsoll_ci.history.windows import Record, findings_per_commit, windows
+from plimsoll_ci.history.windows import Record, propagate, windows
 from plimsoll_ci.scan import Scanner
+
+EAGER_COMMITS = 100  # from this many commits (and a cold cache), workers scan during the walk
 
 
 def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryReport:
@@ -25,16 +27,38 @@ def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryR
     options = options or Options()
     session = open_session(repo_dir, wset, options, Notes())
     revs = rev_args(session.repo, options)
-    graph = rev_list(session.repo, revs)
     for n in session.cache.notes:
         session.notes.add(n)
-    progress = Progress(sys.stderr.isatty() if options.progress is None else options.progress)
-    judge = Judge(session)
+    # With a warm cache most blobs are known: the walk starts now (git walks the range while
+    # rev-list does) and workers start, if at all, once the walk is over and found work. On a
+    # cold cache workers start first, before the log, the progress bar's thread or any other
+    # long-lived git process, and scan while the walk runs.
+    cold = not session.cache.clean and not session.cache.found
+    log = None if cold else Log(session.repo, revs)
+    workers = judge = scans = progress = None
     try:
-        return _replay(_Run(session, revs, graph, {row[0] for row in graph}, judge, progress))
+        graph = rev_list(session.repo, revs)
+        scanner = Scanner(session.wset, session.limits)  # built once; forked workers inherit it
+        if cold and len(graph) >= EAGER_COMMITS:
+            workers = start_workers(session, scanner)
+        if log is None:
+            log = Log(session.repo, revs)
+        progress = Progress(sys.stderr.isatty() if options.progress is None else options.progress)
+        judge = Judge(session)
+        scans = BlobScans(session, scanner, progress, workers)
+        run = _Run(session, revs, graph, {row[0] for row in graph}, judge, progress, scanner)
+        return _replay(run, log, scans)
     finally:
-        progress.stop()
-        judge.close()
+        if scans is not None:
+            scans.close()
+        elif workers is not None:
+            workers.shutdown(wait=True, cancel_futures=True)
+        if log is not None:
+            log.close()
+        if progress is not None:
+            progress.stop()
+        if judge is not None:
+            judge.close()
         save(session.cache)  # also on Ctrl-C: what was scanned so far is kept, written atomically
 
 
@@ -47,6 +71,7 @@ class _Run(NamedTuple):
     in_range: set[str]  # the commits of the graph
     judge: Judge
     progress: Progress
+    scanner: Scanner
 
 
 class _Walked(NamedTuple):
@@ -58,21 +83,20 @@ class _Walked(NamedTuple):
     scanned_before: int  # blobs whose findings were already cached
 
 
-def _replay(run: _Run) -> HistoryReport:
+def _replay(run: _Run, log: Log, scans: BlobScans) -> HistoryReport:
     # ---- pass 1: walk trees, turn ship sets into deltas, scan new blobs as they appear
     run.progress.task("commits", len(run.graph))
-    scans = BlobScans(run.session, run.progress, eager=len(run.graph) >= 100)
-    try:
-        walked = _walk(run, scans)
-        # ---- pass 2: finish scanning each distinct blob, and each name, once
-        run.judge.close()  # before any worker is forked: none may inherit its pipes
-        scans.finish(run.judge.built, walked.need)
-    finally:
-        scans.close()
+    walked = _walk(run, log, scans)
+    log.close()
+    # ---- pass 2: finish scanning each distinct blob, and each name, once
+    run.judge.close()  # before any worker is forked: none may inherit its pipes
+    scan_names(run.scanner, run.session.cache, walked.names)
+    scans.finish(run.judge.built, walked.need)
+    scans.close()
     return _report(run, walked)
 
 
-def _walk(run: _Run, scans: BlobScans) -> _Walked:
+def _walk(run: _Run, log: Log, scans: BlobScans) -> _Walked:
     """Walk the range once: each commit's tree (from its first parent's and its changes), what
     its ship sets ship, and the deltas; blobs not yet judged go to `scans` as they appear.
     """
@@ -86,7 +110,7 @@ def _walk(run: _Run, scans: BlobScans) -> _Walked:
     states: dict[str, tuple[str, ShipState]] = {}  # commit -> (config identity, ship state)
     out = _Walked([], {}, {}, 0)
     no_config = scanned_before = 0
-    for commit in walk(session.repo, run.revs):
+    for commit in log:
         fp = commit.parents[0] if commit.parents else None
         inherit = fp is not None and fp in in_range
         if inherit:
@@ -104,7 +128,7 @@ def _walk(run: _Run, scans: BlobScans) -> _Walked:
             if ch.oid == ZERO_OID:
                 tree.pop(ch.path, None)
             else:
-                tree[ch.path] = TreeEntry(ch.mode, ch.oid)
+                tree[ch.path] = ch  # (a change has the entry's mode and id)
         cfg_id, cfg = judge.config_at(commit.oid, tree)
         if cfg is None:
             no_config += 1
@@ -124,7 +148,7 @@ def _walk(run: _Run, scans: BlobScans) -> _Walked:
             if d.item is not None:
                 if d.item.oid not in out.need:
                     out.need[d.item.oid] = d.label
-                    if d.item.oid in cache.content:
+                    if cache.knows(d.item.oid):
                         scanned_before += 1
                     elif d.item.oid not in judge.built:
                         scans.add(d.item.oid, d.label)
@@ -148,23 +172,19 @@ def _walk(run: _Run, scans: BlobScans) -> _Walked:
 
 
 def _report(run: _Run, walked: _Walked) -> HistoryReport:
-    """Scan every shipped name once, replay the deltas over the findings, and redact."""
+    """Replay the deltas over the verdicts, read windows off the graph, and redact."""
     session, cache = run.session, run.session.cache
-    for oid in walked.need:
-        for n in cache.content_notes.get(oid, ()):
-            session.notes.add(n)
-    scanner = Scanner(session.wset, session.limits)
-    for name in walked.names:
-        if name not in cache.names:
-            cache.names[name] = name_rows(scanner, name)
-            cache.dirty = True
+    for oid, label in walked.need.items():
+        for n in cache.blob_notes(oid):
+            session.notes.add(f"{shown(label)}: {n}")
 
-    # ---- pass 3: replay deltas over the findings
+    # ---- pass 3: propagate verdicts from parents along the deltas; windows from the graph
     records = walked.records
-    per_commit = findings_per_commit(records, run.in_range, cache)
-    entries = windows(records, per_commit, tips(session.repo, run.revs))
-    redact = Redactor({name: cache.names[name] for name in walked.names},
-                      (cache.content[oid] for oid in walked.need if oid in cache.content), scanner)
+    leaks = propagate(records, cache, session.options.every_commit)
+    entries = windows(records, leaks, tips(session.repo, run.revs))
+    names = [f for name in walked.names for f in cache.name_findings(name)]
+    members = [f for oid in walked.need for f in cache.member_findings(oid)]
+    redact = Redactor(names, members, run.scanner)
     entries = [redact.entry(e) for e in entries]
     if any(r.boundary and r.parents for r in records):
         for e in entries:
@@ -174,4 +194,5 @@ def _report(run: _Run, walked: _Walked) -> HistoryReport:
                                       "commit of the range; it may have shipped earlier (widen "
                                       "the range)")
     return HistoryReport(entries, len(records), len(walked.need), walked.scanned_before,
-                         [redact.say(n) for n in session.notes.all()], run.revs)
+                         [redact.say(n) for n in session.notes.all()], run.revs,
+                         session.options.every_commit)

@@ -1,16 +1,22 @@
-"""From walked commits to windows: replay the ship-state deltas over the cached findings (which
-shipped files carry which entries at each commit), then read introductions and fixes off the
-commit graph. An *introduction* is a leaking commit none of whose parents leaked; a *fix* is a
-clean commit with a leaking parent.
+"""From walked commits to windows. Verdicts propagate from parents: each commit's shipped files
+that carry something are its first parent's, changed by its deltas, so judging a commit costs its
+changed paths, never its tree; then introductions and fixes are read off the commit graph. An
+*introduction* is a leaking commit none of whose parents leaked; a *fix* is a clean commit with a
+leaking parent.
+
+Memory stays bounded by the blobs with a finding: per commit only the set of entries it ships is
+kept (one shared set while nothing changes), and findings are placed only at introductions (and
+at every leaking commit when a report asks for each).
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from plimsoll_ci.history.cache import Row, ScanCache
+from plimsoll_ci.history.cache import NOTHING, ScanCache
 from plimsoll_ci.history.judge import Delta, Shipped
-from plimsoll_ci.history.records import CommitInfo, EntryHistory, Occurrence, Window
+from plimsoll_ci.history.records import CommitInfo, EntryHistory, Occurrence, Range, Window
+from plimsoll_ci.scan import Finding
 
 
 class Record(NamedTuple):
@@ -22,23 +28,35 @@ class Record(NamedTuple):
     boundary: bool  # first parent not in the walk (range start, root, shallow boundary)
 
 
-def occurrences(set_name: str, label: str, item: Shipped, cache: ScanCache) -> list[Occurrence]:
-    """What one shipped file carries: its content's findings, then its name's. A finding in a
-    folder name is placed on the folder (`label`'s folder, ending in `/`), so that every file
-    under it reports the same occurrence and a commit reports it once (`once`).
+class Leaks(NamedTuple):
+    """What the replay of verdicts found."""
+
+    per_commit: list[frozenset[str]]  # the entries each record ships
+    intros: dict[tuple[int, str], list[Occurrence]]  # (record, entry) -> what ships it there
+    every: dict[int, list[Occurrence]]  # record -> every occurrence (when asked for each)
+
+
+def occurrences(set_name: str, label: str, item: Shipped, cache: ScanCache,
+                content: list[Finding] | None = None) -> list[Occurrence]:
+    """What one shipped file carries: its content's findings (`content`, else the cache's), then
+    its name's. A finding in a folder name is placed on the folder (`label`'s folder, ending in
+    `/`), so that every file under it reports the same occurrence and a commit reports it once
+    (`once`).
     """
-    occ = [_occurrence(set_name, label, r) for r in cache.content.get(item.oid, ())]
+    found = cache.findings(item.oid) if content is None else content
+    occ = [_occurrence(set_name, label, f) for f in found]
     base = label[: len(label) - len(item.name)] if label.endswith(item.name) else None
-    for r in cache.names.get(item.name, ()):
+    for f in cache.name_findings(item.name):
         path = label
-        if base is not None and len(r) > 8 and r[8].endswith("/"):
-            path = base + r[8]  # the folder, as the label names it
-        occ.append(_occurrence(set_name, path, r))
+        if base is not None and f.path.endswith("/"):
+            path = base + f.path  # the folder, as the label names it
+        occ.append(_occurrence(set_name, path, f))
     return occ
 
 
-def _occurrence(set_name: str, path: str, r: Row) -> Occurrence:
-    return Occurrence(set_name, path, r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+def _occurrence(set_name: str, path: str, f: Finding) -> Occurrence:
+    return Occurrence(set_name, path, f.line, f.column, f.chain, f.entry, f.kind, f.where,
+                      f.detail)
 
 
 def once(occ: list[Occurrence]) -> list[Occurrence]:
@@ -46,42 +64,95 @@ def once(occ: list[Occurrence]) -> list[Occurrence]:
     return list(dict.fromkeys(occ))
 
 
-def findings_per_commit(records: list[Record], in_range: set[str],
-                        cache: ScanCache) -> dict[str, list[Occurrence]]:
-    """Replay deltas keeping only shipped files that carry something; findings per commit."""
+Carriers = dict[tuple[str, str], tuple[Shipped, frozenset[str]]]  # (set, label) -> item, entries
+
+
+class _State(NamedTuple):
+    carriers: Carriers
+    counts: dict[str, int]  # entry -> carriers of it
+    ships: frozenset[str]
+
+
+def propagate(records: list[Record], cache: ScanCache, every_commit: bool) -> Leaks:
+    """Replay the deltas over the cached verdicts: the entries each commit ships (from its first
+    parent's and its changes), and the findings at each introduction (`every_commit`: at every
+    commit that ships something).
+    """
+    index = {r.info.oid: i for i, r in enumerate(records)}
     children: dict[str, int] = {}
     for r in records:
-        if r.parents and r.parents[0] in in_range:
+        if not r.boundary and r.parents:
             children[r.parents[0]] = children.get(r.parents[0], 0) + 1
-    live: dict[str, dict[tuple[str, str], Shipped]] = {}
-    out: dict[str, list[Occurrence]] = {}
-    for r in records:
+    names: dict[str, frozenset[str]] = {}
+    interned: dict[frozenset[str], frozenset[str]] = {NOTHING: NOTHING}
+    live: dict[str, _State] = {}
+    out = Leaks([], {}, {})
+    for i, r in enumerate(records):
         fp = r.parents[0] if r.parents else None
         if not r.boundary and fp is not None:
             left = children[fp] - 1
             children[fp] = left
-            state = live.pop(fp) if left == 0 else dict(live[fp])
+            st = live.pop(fp) if left == 0 else live[fp]
+            carriers, counts, ships = st
+            if left:  # another child still needs the parent's state: change a copy
+                carriers, counts = dict(carriers), dict(counts)
         else:
-            state = {}
+            carriers, counts, ships = {}, {}, NOTHING
+        changed = False
         for d in r.deltas:
             key = (d.set, d.label)
-            if d.item is not None and (cache.content.get(d.item.oid) or cache.names.get(d.item.name)):
-                state[key] = d.item
-            else:
-                state.pop(key, None)
+            old = carriers.pop(key, None)
+            if old is not None:
+                changed = True
+                for e in old[1]:
+                    counts[e] -= 1
+            if d.item is None:
+                continue
+            ents = _entries(d.item, cache, names)
+            if ents:
+                changed = True
+                carriers[key] = (d.item, ents)
+                for e in ents:
+                    counts[e] = counts.get(e, 0) + 1
+        if changed:
+            now = frozenset(e for e, n in counts.items() if n)
+            ships = interned.setdefault(now, now)
+        out.per_commit.append(ships)
         if children.get(r.info.oid):
-            live[r.info.oid] = state
-        if state:
-            occ: list[Occurrence] = []
-            for (set_name, label), item in sorted(state.items()):
-                occ += occurrences(set_name, label, item, cache)
-            if occ:
-                out[r.info.oid] = once(occ)
+            live[r.info.oid] = _State(carriers, counts, ships)
+        if not ships:
+            continue
+        parents = [out.per_commit[index[p]] for p in r.parents if p in index]
+        if len(parents) == 1 and parents[0] is ships:  # (most commits: what the parent shipped)
+            new = []
+        else:
+            new = [e for e in ships if not any(e in p for p in parents)]
+        if new or every_commit:
+            occ = _placed(carriers, cache)
+            for e in new:
+                out.intros[(i, e)] = [o for o in occ if o.entry == e]
+            if every_commit:
+                out.every[i] = occ
     return out
 
 
-def windows(records: list[Record], per_commit: dict[str, list[Occurrence]],
-            tips: set[str]) -> list[EntryHistory]:
+def _entries(item: Shipped, cache: ScanCache, names: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The entries a shipped file carries: its content's and its name's."""
+    by_name = names.get(item.name)
+    if by_name is None:
+        by_name = names[item.name] = frozenset(f.entry for f in cache.name_findings(item.name))
+    content = cache.entries(item.oid)
+    return content | by_name if by_name else content
+
+
+def _placed(carriers: Carriers, cache: ScanCache) -> list[Occurrence]:
+    occ: list[Occurrence] = []
+    for (set_name, label), (item, _ents) in sorted(carriers.items()):
+        occ += occurrences(set_name, label, item, cache)
+    return once(occ)
+
+
+def windows(records: list[Record], leaks: Leaks, tips: set[str]) -> list[EntryHistory]:
     """Per entry: introductions, fixes and the commits between them, from the commit graph.
 
     A window is open (not fixed) while a commit that ships the entry is a tip: a commit without
@@ -89,53 +160,67 @@ def windows(records: list[Record], per_commit: dict[str, list[Occurrence]],
     Windows are ordered by the time of their introduction.
     """
     index = {r.info.oid: i for i, r in enumerate(records)}
-    kids: dict[str, list[str]] = {}
-    for r in records:
-        for p in r.parents:
-            if p in index:
-                kids.setdefault(p, []).append(r.info.oid)
-    by_entry: dict[str, dict[str, list[Occurrence]]] = {}
-    for oid, occ in per_commit.items():
-        for o in occ:
-            by_entry.setdefault(o.entry, {}).setdefault(oid, []).append(o)
+    parents = [[index[p] for p in r.parents if p in index] for r in records]
+    kids: list[list[int]] = [[] for _ in records]
+    for i, ps in enumerate(parents):
+        for p in ps:
+            kids[p].append(i)
+    by_entry: dict[str, list[int]] = {}
+    for i, ships in enumerate(leaks.per_commit):
+        for e in ships:
+            by_entry.setdefault(e, []).append(i)
     result = []
     for entry in sorted(by_entry):
-        leaking = by_entry[entry]
+        leaking_in_order = by_entry[entry]
+        leaking = set(leaking_in_order)
         look = set(leaking)
-        for oid in leaking:
-            look.update(kids.get(oid, ()))
-        origins: dict[str, frozenset[str]] = {}
-        fixes: dict[str, list[str]] = {}  # introduction -> fix commits
-        open_: set[str] = set()  # introductions still shipping at a tip
-        for oid in sorted(look, key=index.__getitem__):
-            r = records[index[oid]]
-            inherited: frozenset[str] = frozenset()
-            for p in r.parents:
+        for i in leaking_in_order:
+            look.update(kids[i])
+        origins: dict[int, frozenset[int]] = {}
+        fixes: dict[int, list[int]] = {}  # introduction -> fix commits
+        open_: set[int] = set()  # introductions still shipping at a tip
+        for i in sorted(look):
+            inherited: frozenset[int] = frozenset()
+            for p in parents[i]:
                 if p in leaking:
-                    inherited |= origins[p]
-            if oid in leaking:
-                origins[oid] = inherited or frozenset([oid])
-                if not kids.get(oid) or oid in tips:
-                    open_ |= origins[oid]
+                    inherited = origins[p] if not inherited else inherited | origins[p]
+            if i in leaking:
+                origins[i] = inherited or frozenset([i])
+                if not kids[i] or records[i].info.oid in tips:
+                    open_ |= origins[i]
             else:
                 for intro in inherited:
-                    fixes.setdefault(intro, []).append(oid)
+                    fixes.setdefault(intro, []).append(i)
+        members_of: dict[int, list[int]] = {}
+        for i in leaking_in_order:
+            for intro in origins[i]:
+                members_of.setdefault(intro, []).append(i)
         found = []
-        in_order = sorted(leaking, key=index.__getitem__)
-        members_of: dict[str, list[str]] = {}
-        for o in in_order:
-            for intro in origins[o]:
-                members_of.setdefault(intro, []).append(o)
-        for intro in sorted(members_of, key=lambda i: (records[index[i]].info.time, index[i])):
-            rec = records[index[intro]]
+        for intro in sorted(members_of, key=lambda i: (records[i].info.time, i)):
+            rec = records[intro]
             members = members_of[intro]
             fixed = None
             if intro not in open_ and fixes.get(intro):
-                last = max(fixes[intro], key=lambda f: (records[index[f]].info.time, index[f]))
-                fixed = records[index[last]].info
-            end = fixed.time if fixed else max(records[index[o]].info.time for o in members)
-            found.append(Window(rec.info, leaking[intro], fixed, max(0, end - rec.info.time),
-                                members, rec.boundary and bool(rec.parents)))
-        commits = [(records[index[o]].info, leaking[o]) for o in in_order]
-        result.append(EntryHistory(entry, found, commits))
+                last = max(fixes[intro], key=lambda f: (records[f].info.time, f))
+                fixed = records[last].info
+            end = fixed.time if fixed else max(records[i].info.time for i in members)
+            found.append(Window(rec.info, leaks.intros[(intro, entry)], fixed,
+                                max(0, end - rec.info.time), [records[i].info.oid for i in members],
+                                rec.boundary and bool(rec.parents), _ranges(members, records)))
+        commits = [(records[i].info, [o for o in leaks.every[i] if o.entry == entry])
+                   for i in leaking_in_order if i in leaks.every]
+        result.append(EntryHistory(entry, found, len(leaking_in_order), commits))
     return result
+
+
+def _ranges(members: list[int], records: list[Record]) -> list[Range]:
+    """Runs of consecutive records in `members` (sorted)."""
+    out = []
+    start = prev = members[0]
+    for i in members[1:]:
+        if i != prev + 1:
+            out.append(Range(records[start].info.oid, records[prev].info.oid, prev - start + 1))
+            start = i
+        prev = i
+    out.append(Range(records[start].info.oid, records[prev].info.oid, prev - start + 1))
+    return out

@@ -6,9 +6,10 @@ ZERO, TWO, SEVEN, NINE = ord("0"), ord("2"), ord("7"), ord("9")
 UPPER_A, UPPER_F, UPPER_Z = ord("A"), ord("F"), ord("Z")
 LOWER_A, LOWER_E, LOWER_F, LOWER_Z = ord("a"), ord("e"), ord("f"), ord("z")
 UPPER_E = ord("E")
-SPACE, DOT, COLON, UNDERSCORE = ord(" "), ord("."), ord(":"), ord("_")
+SPACE, DOT, COLON, UNDERSCORE, COMMA = ord(" "), ord("."), ord(":"), ord("_"), ord(",")
+FIVE = ord("5")
 PLUS, MINUS, EQUALS = ord("+"), ord("-"), ord("=")
-PERCENT, BACKSLASH, AMPERSAND = ord("%"), ord("\\"), ord("&")
+PERCENT, BACKSLASH, AMPERSAND, NEWLINE = ord("%"), ord("\\"), ord("&"), ord("\n")
 DEL = 0x7F  # the last ASCII byte (not printable)
 NON_ASCII = 0x80  # the first byte that is not ASCII: part of a UTF-8 encoded character
 CASE_BIT = 0x20  # an upper-case ASCII letter with this bit set is its lower case

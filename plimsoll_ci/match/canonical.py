@@ -13,7 +13,17 @@ import hmac
 import re
 from decimal import Decimal, InvalidOperation
 
-from plimsoll_ci.match.ascii import LOWER_A, LOWER_Z, NBSP, NINE, NON_ASCII, UPPER_A, UPPER_Z, ZERO
+from plimsoll_ci.match.ascii import (
+    LOWER_A,
+    LOWER_Z,
+    NBSP,
+    NINE,
+    NON_ASCII,
+    UNDERSCORE,
+    UPPER_A,
+    UPPER_Z,
+    ZERO,
+)
 
 DOMAIN = b"plimsoll-ci/value/v1\0"
 
@@ -70,9 +80,11 @@ def _is_word(c: int) -> bool:
 
 
 def text_value_canon(text: bytes) -> bytes:
-    """Canonical form of a text value: `text_canon`, then without leading/trailing punctuation.
+    """Canonical form of a text value: `text_canon`, from its first to its last word character,
+    with the underscores that touch those ends kept (`"_attrs_to_script"` -> `_attrs_to_script`).
 
-    A value is matched as a whole token run, so its ends must be word characters.
+    A value is matched as a whole token run, so its ends are word characters, or underscores
+    written right against them (an identifier's `_` or `__` is part of its name).
     """
     t = text_canon(text)
     i, j = 0, len(t)
@@ -80,7 +92,18 @@ def text_value_canon(text: bytes) -> bytes:
         i += 1
     while j > i and not _is_word(t[j - 1]):
         j -= 1
+    if i == j:
+        return b""
+    while i > 0 and t[i - 1] == UNDERSCORE:
+        i -= 1
+    while j < len(t) and t[j] == UNDERSCORE:
+        j += 1
     return t[i:j]
+
+
+def edge_underscores(canon: bytes) -> tuple[int, int]:
+    """(leading, trailing) underscores of a canonical text value."""
+    return len(canon) - len(canon.lstrip(b"_")), len(canon) - len(canon.rstrip(b"_"))
 
 
 def classify(value: str) -> tuple[str, bytes]:
@@ -109,9 +132,16 @@ def digest(kind: str, canon: bytes, key: bytes | None) -> bytes:
 
 def file_digest(data: bytes, key: bytes | None) -> bytes:
     """SHA-256 of a whole file (HMAC-SHA-256 under `key`, so keyed sets stay keyed)."""
+    h = file_hasher(key)
+    h.update(data)
+    return h.digest()
+
+
+def file_hasher(key: bytes | None):  # noqa: ANN201  (a hashlib or hmac object)
+    """An incremental `file_digest`: `update` it with a file's bytes in order, then `digest`."""
     if key is None:
-        return hashlib.sha256(data).digest()
-    return hmac.new(key, b"plimsoll-ci/file/v1\0" + data, hashlib.sha256).digest()
+        return hashlib.sha256()
+    return hmac.new(key, b"plimsoll-ci/file/v1\0", hashlib.sha256)
 
 
 def key_id(key: bytes) -> str:

@@ -1,45 +1,51 @@
-"""One layer of disguise, undone: encoded regions in text, compression streams, archive members.
+"""One layer of disguise on text, undone: base64 (a line-wrapped block as one region), hex,
+percent-encoding, `\\u`/`\\x` escapes and HTML entities, each region decoded once.
 
 Every decoder is bounded by the caller's `Bounds` (sizes and counts); a bound that is hit is
-returned as a note, never skipped in silence. Deeper nesting (base64 inside base64, an archive in
-an archive member) is out of scope, except that a compression stream around a tar (`.tar.gz`) and a
-text encoding inside an archive member are each still one layer of disguise on the content.
+returned as a note, never skipped in silence. Nothing here reads a clock or a file: a time bound
+comes in as the caller's `expired` callable, and a long content is decoded a window at a time by
+the caller (`Window`). Compression streams and archives are `containers`; UTF-16 and UTF-32 text
+is `charsets`. Deeper nesting (base64 inside base64) is out of scope.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import bz2
 import html
-import io
-import lzma
 import re
-import tarfile
-import zipfile
-import zlib
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 from urllib.parse import unquote_to_bytes
 
-from plimsoll_ci.match.ascii import AMPERSAND, BACKSLASH, DEL, EQUALS, PERCENT, SEVEN, SPACE, TWO
-from plimsoll_ci.match.extract import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER, byte_classes
+from plimsoll_ci.match.ascii import (
+    AMPERSAND,
+    BACKSLASH,
+    DEL,
+    EQUALS,
+    NEWLINE,
+    PERCENT,
+    SEVEN,
+    SPACE,
+    TWO,
+)
+from plimsoll_ci.match.classes import (
+    C_B64,
+    C_DIGIT,
+    C_HEX,
+    C_LOWER,
+    C_UPPER,
+    byte_classes,
+    run_positions,
+)
 from plimsoll_ci.match.workspace import work_array
-
-# Headers of the containers undone here (the first bytes of a stream or archive).
-GZIP_MAGIC = b"\x1f\x8b"
-BZ2_MAGIC = b"BZh"
-XZ_MAGIC = b"\xfd7zXZ\x00"
-ZLIB_DEFLATE = 0x78  # the CMF byte of a zlib stream: deflate with a 32 KiB window
-ZLIB_LEVELS = (0x01, 0x5E, 0x9C, 0xDA)  # its FLG byte at each compression level
-ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header; an empty archive's end
-TAR_MAGIC, TAR_MAGIC_AT = b"ustar", 257  # in the first 512-byte header block
 
 
 class Bounds(NamedTuple):
     max_decompressed: int = 64 * 1024 * 1024  # bytes out of one stream or member
     max_members: int = 1000  # archive members read per archive
     max_region: int = 4 * 1024 * 1024  # bytes of one encoded text region
-    max_regions: int = 10000  # encoded regions decoded per buffer
+    max_regions: int = 10000  # encoded regions decoded per file
     max_line: int = 1024 * 1024  # bytes of one line decoded for escapes and entities
 
 
@@ -48,11 +54,43 @@ class Layer(NamedTuple):
     offset: int  # where the layer starts in its parent (for places in text)
     data: bytes
     name: str | None = None  # a member's name, scanned like a file name
+    # a wrapped base64 block: (offset in `data`, offset in the parent) of each of its lines, so a
+    # value is placed at the line its encoding starts on
+    lines: tuple[tuple[int, int], ...] = ()
 
 
 class Decoded(NamedTuple):
     layers: list[Layer]
     notes: list[str]
+    stopped: int | None = None  # where decoding stopped because `expired` said so
+
+
+class Window(NamedTuple):
+    """Where a buffer sits in a longer content that is decoded a window at a time.
+
+    Only regions that start in `buf[lo:hi]` are this window's (the buffer holds context before
+    and after them); `origin` is the content offset of `buf[0]`, `at_end` whether the buffer
+    ends where the content does, and `line_start` the content offset where the line that holds
+    `buf[0]` starts (notes about a line name its start, whichever window sees it).
+    """
+
+    lo: int
+    hi: int
+    origin: int = 0
+    at_end: bool = True
+    line_start: int = 0
+
+
+class RegionBudget:
+    """The encoded regions one file may still have decoded: the region bound counts per file,
+    however the file's content is cut into windows or joined with other files."""
+
+    __slots__ = ("left", "spent", "total")
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.left = total
+        self.spent = False  # more regions came than the bound: noted, nothing more decoded
 
 
 # --- encoded text regions ---------------------------------------------------------------------
@@ -61,15 +99,18 @@ class Decoded(NamedTuple):
 # end in padding ("MzEuNQ==" is `31.5`) or, unpadded, when 12+ characters mix both cases
 # (`_looks_base64`): identifiers in code are mostly shorter, unpadded, or of one case.
 _B64_RUN = re.compile(rb"[A-Za-z0-9+/_-]{6,}={0,2}")
+# The next line of a line-wrapped base64 block: a line break, the block's indentation, a run.
+_WRAP_NEXT = re.compile(rb"\r?\n([ \t]*)([A-Za-z0-9+/_-]+)(={0,2})")
+_WRAP_WIDTHS = (16, 1024)  # line widths of a wrapped block (GNU base64: 76, PEM: 64)
 _HEX_RUN = re.compile(rb"[0-9A-Fa-f]{8,}")
 # Escapes and entities: every line that holds one is decoded as a whole.
 _ESC_HIT = re.compile(rb"%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{1,10};")
 _PCT = re.compile(rb"%[0-9A-Fa-f]{2}")
 _UESC = re.compile(rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})")
 _ENT = re.compile(rb"&#?[A-Za-z0-9]{1,10};")
-_DIGITS = re.compile(rb"[0-9]")
 _SMALL = 64 * 1024  # as extract.SMALL: small inputs never import numpy
 _PRINTABLE = bytes(range(SPACE, DEL)) + b"\t\n\r"
+_TICK = 64  # `expired` is asked once per this many regions or lines
 
 
 def _b64(tok: bytes) -> bytes | None:
@@ -94,6 +135,56 @@ def _looks_base64(tok: bytes) -> bool:
     # Unpadded: 12+ characters with both cases (base64 of 12+ characters almost always has both;
     # snake_case identifiers and numbers never do).
     return len(tok) >= 12 and tok != tok.lower() and tok != tok.upper()
+
+
+def _wrapped(buf: bytes, a: int, b: int,  # noqa: PLR0911
+             limit: int) -> list[tuple[int, int]] | None:
+    """The lines (start, end) of a line-wrapped base64 block whose first line is `buf[a:b]`, or
+    None. Its lines after the first have the same indentation; every line but the last is as long
+    as the second one (the width: a multiple of 4 from 16 to 1024, as base64 tools wrap); the
+    last is no longer, and ends its line (or is padded, or closed by punctuation); the first is
+    as long as the width, or shorter when other text comes before it on its line."""
+    if buf[b : b + 1] not in (b"\n", b"\r") or b - a < 12 or buf[b - 1] == EQUALS:
+        return None  # (padding ends a block: it is never on its first line)
+    first = b - a
+    lines = [(a, b)]
+    width = indent = None
+    pos = b
+    while pos - a <= limit:  # (a block past the region bound is noted, not decoded)
+        m = _WRAP_NEXT.match(buf, pos)
+        if m is None:
+            break
+        n = m.end(2) - m.start(2)
+        if indent is None:
+            indent = m.group(1)
+        elif m.group(1) != indent:
+            break
+        after = buf[m.end(3) : m.end(3) + 1]
+        full = not m.group(3) and after in (b"\n", b"\r")
+        if width is None:
+            width = n if full and n >= first else first
+        if n > width or (n < width and not m.group(3) and after in (b" ", b"\t")):
+            break  # longer, or a word that begins a line of text: not this block's line
+        lines.append((m.start(2), m.end(3)))
+        if n < width or not full:
+            break
+        pos = m.end(3)
+    if len(lines) < 2 or width is None or width % 4 \
+            or not _WRAP_WIDTHS[0] <= width <= _WRAP_WIDTHS[1]:
+        return None
+    if first < width and not buf[buf.rfind(b"\n", 0, a) + 1 : a].strip():
+        return None  # a short first line with nothing before it: not where a block starts
+    return lines
+
+
+def _unwrap(buf: bytes, lines: list[tuple[int, int]]) -> tuple[bytes, tuple[tuple[int, int], ...]]:
+    """A wrapped block's base64 as one token, and (decoded offset, offset) of each line."""
+    parts, places, chars = [], [], 0
+    for start, end in lines:
+        places.append((chars * 3 // 4, start))
+        parts.append(buf[start:end])
+        chars += end - start
+    return b"".join(parts), tuple(places)
 
 
 def _unescape(region: bytes) -> bytes:
@@ -152,7 +243,7 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
     cur[1 + ln] = 0
     d = work_array("d", ln + 1, bool)
     np.not_equal(cur[1 : ln + 2], cur[: ln + 1], out=d)
-    t = np.flatnonzero(d)
+    t = run_positions(d)
     starts, ends = t[0::2], t[1::2] + (k - 1)
     lens = ends - starts
     if not pad:
@@ -194,226 +285,212 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
     return out
 
 
-def _esc_hits(buf: bytes):  # noqa: ANN202
-    """Escape sequences and entities: `re` from each `%`, `\\` and `&` (numpy finds them)."""
-    if len(buf) < _SMALL:
-        yield from _ESC_HIT.finditer(buf)
-        return
-    import numpy as np
-
-    a8 = np.frombuffer(buf, dtype=np.uint8)
-    pos = np.flatnonzero((a8 == PERCENT) | (a8 == BACKSLASH) | (a8 == AMPERSAND))
-    for p in pos.tolist():
-        m = _ESC_HIT.match(buf, p)
-        if m is not None:
-            yield m
-
-
 def _high_bad(tok: bytes) -> int:
     """High nibbles outside '2'..'7': hex-encoded text has almost none."""
     return len(tok[0::2].translate(None, b"234567"))
 
 
-def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None) -> Decoded:
-    """Encoded regions of a text buffer, each decoded once: base64, hex, escapes, entities.
+def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None,  # noqa: PLR0913
+                 window: Window | None = None, budget: RegionBudget | None = None,
+                 expired: Callable[[], bool] | None = None) -> Decoded:
+    """Encoded regions of a text buffer, each decoded once: base64 (a line-wrapped block as one
+    region), hex, escapes, entities.
 
     `classes`: optionally `extract.byte_classes(buf)`, shared with `extract.find_values`.
+    `window`: decode only the regions that start in its part of `buf` (see `Window`).
+    `budget`: the regions the file may still have decoded (default: `bounds.max_regions`).
+    `expired`: asked now and then (the caller's clock: this module reads none); once it says
+    True, decoding stops and `Decoded.stopped` says where.
     """
     if len(buf) < _SMALL:
-        return _text_regions(buf, bounds, None)
+        return _Regions(buf, bounds, window, budget, expired).run(None)
     if classes is not None:
-        return _text_regions(buf, bounds, classes)
+        return _Regions(buf, bounds, window, budget, expired).run(classes)
     classes = byte_classes(buf)
     try:
-        return _text_regions(buf, bounds, classes)
+        return _Regions(buf, bounds, window, budget, expired).run(classes)
     finally:
-        classes.release()
+        classes.release()  # type: ignore[attr-defined]
 
 
-def _text_regions(buf: bytes, bounds: Bounds, classes: object | None) -> Decoded:
-    layers: list[Layer] = []
-    notes: list[str] = []
+class _Stop(Exception):
+    """A bound (regions, time) stops the decoding of this buffer."""
 
-    def add(name: str, start: int, tok: bytes, data: bytes | None) -> bool:
+
+class _Regions:
+    """One `text_regions` pass: the regions found, the notes, the bounds that stop it."""
+
+    def __init__(self, buf: bytes, bounds: Bounds, window: Window | None,
+                 budget: RegionBudget | None, expired: Callable[[], bool] | None) -> None:
+        self.buf = buf
+        self.bounds = bounds
+        self.win = window if window is not None else Window(0, len(buf))
+        self.budget = budget if budget is not None else RegionBudget(bounds.max_regions)
+        self.expired = expired
+        self.layers: list[Layer] = []
+        self.notes: list[str] = []
+        self.stopped: int | None = None
+        self.ticks = 0
+
+    def run(self, classes: object | None) -> Decoded:
+        try:
+            self._base64(classes)
+            self._hex(classes)
+            self._escapes()
+        except _Stop:
+            pass
+        return Decoded(self.layers, self.notes, self.stopped)
+
+    def tick(self, pos: int) -> None:
+        self.ticks += 1
+        if self.expired is not None and self.ticks % _TICK == 0 and self.expired():
+            self.stopped = pos
+            raise _Stop
+
+    def add(self, name: str, start: int, data: bytes | None,
+            lines: tuple[tuple[int, int], ...] = ()) -> None:
         if not data:
-            return True
-        if len(layers) >= bounds.max_regions:
-            notes.append(f"more than {bounds.max_regions} encoded regions: the rest not decoded")
+            return
+        if self.budget.left <= 0:
+            if not self.budget.spent:
+                self.notes.append(f"more than {self.budget.total} encoded regions: "
+                                  "the rest not decoded")
+            self.budget.spent = True
+            raise _Stop
+        self.budget.left -= 1
+        self.layers.append(Layer(name, start, data, None, lines))
+        self.tick(start)
+
+    def too_long(self, name: str, start: int, end: int) -> bool:
+        cut = end >= len(self.buf) and not self.win.at_end  # it runs on past this buffer
+        n = end - start
+        if n <= self.bounds.max_region and not cut:
             return False
-        layers.append(Layer(name, start, data))
+        size = f"more than {n}" if cut else f"{n}"
+        self.notes.append(f"{name} region at byte {self.win.origin + start} is {size} bytes, over "
+                          f"the {self.bounds.max_region}-byte region bound: not decoded")
         return True
 
-    def too_long(name: str, start: int, n: int) -> bool:
-        if n <= bounds.max_region:
-            return False
-        notes.append(f"{name} region at byte {start} is {n} bytes, over the "
-                     f"{bounds.max_region}-byte bound: not decoded")
-        return True
+    def _base64(self, classes: object | None) -> None:
+        buf, lo, hi = self.buf, self.win.lo, self.win.hi
+        block_end = -1
+        for a, b in _runs(buf, _B64_RUN, True, classes):
+            if a < block_end:
+                continue  # a line of the wrapped block just decoded
+            if a >= hi:
+                break
+            tok = buf[a:b]
+            if not _looks_base64(tok):
+                continue
+            lines = _wrapped(buf, a, b, self.bounds.max_region)
+            if lines is not None:  # one region, even when it starts before this window
+                end = lines[-1][1]
+                if end - a > self.bounds.max_region or (end >= len(buf) and not self.win.at_end):
+                    block_end = end
+                    if a >= lo:
+                        self.too_long("base64", a, end)
+                    continue
+                token, places = _unwrap(buf, lines)
+                data = _b64(token)
+                if data is not None:  # (else: no block after all; its lines are runs of their own)
+                    block_end = end
+                    if a >= lo:
+                        self.add("base64", a, data, places)
+                    continue
+            if a < lo or self.too_long("base64", a, b):
+                continue
+            self.add("base64", a, _b64(tok))
 
-    for a, b in _runs(buf, _B64_RUN, True, classes):
-        tok = buf[a:b]
-        if not _looks_base64(tok) or too_long("base64", a, b - a):
-            continue
-        if not add("base64", a, tok, _b64(tok)):
-            return Decoded(layers, notes)
-    for a, b in _runs(buf, _HEX_RUN, False, classes):
-        tok = buf[a:b]
-        bad = _high_bad(tok)
-        if (b - a) % 2 or bad * 5 > (b - a) // 2 or too_long("hex", a, b - a):
-            continue
-        if tok.isdigit() and (b - a < 16 or bad):
-            continue  # digit strings are ids and numbers unless they read as hex-encoded text
-        data = bytes.fromhex(buf[a:b].decode("ascii"))
-        if len(data.translate(None, _PRINTABLE)) * 5 > len(data):
-            continue  # not hex-encoded text (ids, hashes, digit strings): nothing to find in it
-        if not add("hex", a, buf[a:b], data):
-            return Decoded(layers, notes)
-    if b"%" in buf or b"\\" in buf or b"&" in buf:
-        line_end = -1
-        for m in _esc_hits(buf):
-            if m.start() < line_end:
-                continue  # this line was decoded already (keeps a long line linear)
-            ls = buf.rfind(b"\n", 0, m.start()) + 1
-            le = buf.find(b"\n", m.start())
-            le = len(buf) if le < 0 else le
-            line_end = le
-            if le - ls > bounds.max_line:
-                notes.append(f"line with escapes at byte {m.start()} is {le - ls} bytes, over the "
-                             f"{bounds.max_line}-byte line bound: not decoded")
+    def _hex(self, classes: object | None) -> None:
+        buf, lo, hi = self.buf, self.win.lo, self.win.hi
+        for a, b in _runs(buf, _HEX_RUN, False, classes):
+            if a < lo:
+                continue
+            if a >= hi:
+                break
+            tok = buf[a:b]
+            bad = _high_bad(tok)
+            if (b - a) % 2 or bad * 5 > (b - a) // 2 or self.too_long("hex", a, b):
+                continue
+            if tok.isdigit() and (b - a < 16 or bad):
+                continue  # digit strings are ids and numbers unless they read as hex-encoded text
+            data = bytes.fromhex(tok.decode("ascii"))
+            if len(data.translate(None, _PRINTABLE)) * 5 > len(data):
+                continue  # not hex-encoded text (ids, hashes, digit strings): nothing to find in it
+            self.add("hex", a, data)
+
+    def _escapes(self) -> None:
+        """Each line that holds an escape or entity, decoded whole (the region is placed at its
+        first one): a line is looked at once, from its first `%`, `\\` or `&`, so a long line
+        costs one pass."""
+        buf, win = self.buf, self.win
+        if b"%" not in buf and b"\\" not in buf and b"&" not in buf:
+            return
+        n = len(buf)
+        for first in _line_firsts(buf):
+            if first >= win.hi:
+                return
+            ls = buf.rfind(b"\n", 0, first) + 1
+            le = buf.find(b"\n", first)
+            le = n if le < 0 else le
+            m = _ESC_HIT.search(buf, first, le)
+            if m is None:
+                continue
+            hit = m.start()
+            if hit < win.lo:
+                continue  # the line's first escape is in the window before: decoded there
+            if hit >= win.hi:
+                return
+            self.tick(hit)
+            start = win.origin + ls if ls or not win.origin else win.line_start
+            cut = le == n and not win.at_end
+            if cut or win.origin + le - start > self.bounds.max_line:
+                self.notes.append(f"line with escapes at byte {start} is over the "
+                                  f"{self.bounds.max_line}-byte line bound: not decoded")
                 continue
             line = buf[ls:le]
             data = _unescape(line)
-            if data != line and not add(_escape_kind(line), m.start(), line, data):
-                return Decoded(layers, notes)
-    return Decoded(layers, notes)
+            if data != line:
+                self.add(_escape_kind(line), hit, data)
 
 
-# --- compression streams and archives ---------------------------------------------------------
+_ESC_LEAD = re.compile(rb"[%\\&]")
+_FEW = 4096  # escape leads in a large buffer that are walked in Python rather than by line
 
 
-def _bounded_stream(decomp: object, data: bytes, limit: int) -> tuple[bytes, bool]:
-    out = decomp.decompress(data, limit + 1)  # type: ignore[attr-defined]
-    return out[:limit], len(out) > limit
+def _line_firsts(buf: bytes) -> Iterator[int]:
+    """The first `%`, `\\` or `&` of each line that has one, in order (numpy finds them in a
+    large buffer: one position per line reaches Python, however many the line holds)."""
+    if len(buf) < _SMALL:
+        pos = 0
+        while True:
+            m = _ESC_LEAD.search(buf, pos)
+            if m is None:
+                return
+            yield m.start()
+            le = buf.find(b"\n", m.start())
+            if le < 0:
+                return
+            pos = le + 1
+        return
+    import numpy as np
 
-
-def _decompress(kind: str, data: bytes, limit: int) -> tuple[bytes, bool]:
-    if kind == "gzip":
-        return _bounded_stream(zlib.decompressobj(16 + zlib.MAX_WBITS), data, limit)
-    if kind == "zlib":
-        return _bounded_stream(zlib.decompressobj(), data, limit)
-    if kind == "bz2":
-        return _bounded_stream(bz2.BZ2Decompressor(), data, limit)
-    return _bounded_stream(lzma.LZMADecompressor(), data, limit)
-
-
-def stream_kind(data: bytes) -> str | None:
-    """The compression stream whose header `data` starts with, if any."""
-    if data[:2] == GZIP_MAGIC:
-        return "gzip"
-    if data[:3] == BZ2_MAGIC:
-        return "bz2"
-    if data[:6] == XZ_MAGIC:
-        return "xz"
-    if len(data) >= 2 and data[0] == ZLIB_DEFLATE and data[1] in ZLIB_LEVELS \
-            and (data[0] * 256 + data[1]) % 31 == 0:  # the header's own check (RFC 1950)
-        return "zlib"
-    return None
-
-
-def is_container(data: bytes) -> bool:
-    """Whether `data` starts like a compression stream, a zip or a tar (`containers` opens it)."""
-    return stream_kind(data) is not None or data[:4] in ZIP_MAGICS or _is_tar(data)
-
-
-def containers(data: bytes, bounds: Bounds) -> Decoded:
-    """Members of a zip or tar, or the content of a compression stream (a tar inside expands)."""
-    notes: list[str] = []
-    kind = stream_kind(data)
-    if kind is not None:
-        try:
-            out, cut = _decompress(kind, data, bounds.max_decompressed)
-        except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as e:
-            return Decoded([], [f"{kind} stream does not decompress ({type(e).__name__})"])
-        if cut:
-            notes.append(f"{kind} stream decompresses past the {bounds.max_decompressed}-byte "
-                         "bound: scanned up to the bound")
-        if _is_tar(out):
-            inner = _tar_members(out, bounds, prefix=f"{kind} > ")
-            return Decoded(inner.layers, notes + inner.notes)
-        return Decoded([Layer(kind, 0, out)], notes)
-    if data[:4] in ZIP_MAGICS:
-        return _zip_members(data, bounds)
-    if _is_tar(data):
-        return _tar_members(data, bounds, prefix="")
-    return Decoded([], [])
-
-
-def _is_tar(data: bytes) -> bool:
-    return len(data) >= 512 and data[TAR_MAGIC_AT:TAR_MAGIC_AT + len(TAR_MAGIC)] == TAR_MAGIC
-
-
-def _zip_members(data: bytes, bounds: Bounds) -> Decoded:
-    layers: list[Layer] = []
-    notes: list[str] = []
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-        infos = zf.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
-        return Decoded([], [f"zip archive does not open ({type(e).__name__})"])
-    if len(infos) > bounds.max_members:
-        notes.append(f"zip archive has {len(infos)} members, over the {bounds.max_members}-member "
-                     f"bound: the first {bounds.max_members} scanned")
-    total = 0
-    for info in infos[: bounds.max_members]:
-        name = info.filename
-        if info.is_dir():
-            layers.append(Layer(f"zip member {name}", 0, b"", name))
-            continue
-        try:
-            with zf.open(info) as fh:
-                body = fh.read(bounds.max_decompressed + 1)
-        except (zipfile.BadZipFile, OSError, NotImplementedError, RuntimeError, EOFError,
-                zlib.error, ValueError) as e:
-            notes.append(f"zip member {name} does not read ({type(e).__name__})")
-            layers.append(Layer(f"zip member {name}", 0, b"", name))
-            continue
-        if len(body) > bounds.max_decompressed:
-            notes.append(f"zip member {name} decompresses past the {bounds.max_decompressed}-byte "
-                         "bound: scanned up to the bound")
-            body = body[: bounds.max_decompressed]
-        total += len(body)
-        layers.append(Layer(f"zip member {name}", 0, body, name))
-        if total > bounds.max_decompressed * 4:
-            notes.append("zip archive decompresses past its total bound: the rest not scanned")
-            break
-    return Decoded(layers, notes)
-
-
-def _tar_members(data: bytes, bounds: Bounds, prefix: str) -> Decoded:
-    layers: list[Layer] = []
-    notes: list[str] = []
-    try:
-        tf = tarfile.open(fileobj=io.BytesIO(data), mode="r:")
-    except (tarfile.TarError, OSError, ValueError) as e:
-        return Decoded([], [f"tar archive does not open ({type(e).__name__})"])
-    n = 0
-    try:
-        for member in tf:
-            n += 1
-            if n > bounds.max_members:
-                notes.append(f"tar archive has more than {bounds.max_members} members: "
-                             "the rest not scanned")
-                break
-            chain = f"{prefix}tar member {member.name}"
-            if not member.isfile():
-                layers.append(Layer(chain, 0, b"", member.name))
-                continue
-            fh = tf.extractfile(member)
-            body = fh.read(bounds.max_decompressed) if fh is not None else b""
-            if member.size > bounds.max_decompressed:
-                notes.append(f"tar member {member.name} is over the {bounds.max_decompressed}-byte "
-                             "bound: scanned up to the bound")
-            layers.append(Layer(chain, 0, body, member.name))
-    except (tarfile.TarError, OSError, ValueError, EOFError) as e:
-        notes.append(f"tar archive is damaged after {n} members ({type(e).__name__})")
-    return Decoded(layers, notes)
+    a = np.frombuffer(buf, dtype=np.uint8)
+    cands = run_positions((a == PERCENT) | (a == BACKSLASH) | (a == AMPERSAND))
+    if len(cands) <= _FEW:  # few: skip to each one's line end in Python
+        skip = 0
+        for c in cands.tolist():
+            if c >= skip:
+                yield c
+                le = buf.find(b"\n", c)
+                if le < 0:
+                    return
+                skip = le + 1
+        return
+    lines = np.searchsorted(run_positions(a == NEWLINE), cands)
+    keep = np.empty(len(cands), dtype=bool)
+    keep[0] = True
+    np.not_equal(lines[1:], lines[:-1], out=keep[1:])
+    firsts = cands[keep]
+    for i in range(0, len(firsts), 1 << 16):
+        yield from firsts[i : i + (1 << 16)].tolist()

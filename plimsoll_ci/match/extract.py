@@ -7,21 +7,26 @@ a scan of a few files never pays numpy's import (cold start).
 
 Boundaries: a number is a maximal numeric token, so `3107713414` is found in `seed3107713414`
 and `seed-3107713414.json` but never inside `13107713414`, and `31.5` is never in `131.5`.
-A text value must start and end at word boundaries (letters, digits, bytes >= 0x80).
+A clock (`0:31.5`, `1:02:03`) is one token and claims its parts; numbers beside a colon that do
+not make a clock (`8080:80`, `80:443`) stay whole tokens. A comma-grouped integer of three to
+seven groups (`4,820,193,756`) is also read as one number; its groups stay tokens of their own.
+A text value must start and end at word boundaries (letters, digits, bytes >= 0x80); underscores
+at a value's ends (`_private`) must be there too.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from plimsoll_ci.match.ascii import (
     CASE_BIT,
     COLON,
+    COMMA,
     DOT,
     LOWER_A,
     LOWER_E,
-    LOWER_F,
     LOWER_Z,
     MINUS,
     NBSP,
@@ -34,13 +39,24 @@ from plimsoll_ci.match.ascii import (
     UNDERSCORE,
     UPPER_A,
     UPPER_E,
-    UPPER_F,
     UPPER_Z,
     ZERO,
 )
 from plimsoll_ci.match.canonical import CLOCK_RE, NUMBER_RE, clock_canon, number_canon
+from plimsoll_ci.match.classes import (  # noqa: F401  (byte_classes: callers import it here)
+    C_B64,
+    C_DIGIT,
+    C_HEX,
+    C_LOWER,
+    C_UPPER,
+    C_WORD,
+    ByteClasses,
+    byte_classes,
+    run_positions,
+)
+from plimsoll_ci.match.digitruns import clock_runs, grouped_heads, sig_digits
 from plimsoll_ci.match.index import TAG_BITS, ValueIndex, word_tag
-from plimsoll_ci.match.workspace import give_back, pooled, work_array
+from plimsoll_ci.match.workspace import work_array
 
 SMALL = 64 * 1024  # below this many bytes the pure-Python path costs less than importing numpy
 _WS = re.compile(rb"(?:\s|" + NBSP + rb")+")
@@ -58,6 +74,8 @@ _SIGNS = (PLUS, MINUS)
 _EACH4 = 0x01010101
 _BIT6_4, _CASE_4, _HIGH_4 = 0x40 * _EACH4, CASE_BIT * _EACH4, NON_ASCII * _EACH4
 _CONT = bytes(1 if c in b"eE_xXoObB" else 0 for c in range(256))  # continue a number token
+_GROUPED = re.compile(rb"[1-9][0-9]{0,2}(?:,[0-9]{3}){2,6}")  # 4,820,193,756
+GROUPED_MIN_DIGITS = 7  # three groups at least: `4,820` is as likely a list as a number
 _HEXPFX = bytes(1 if c in b"xXoObB" else 0 for c in range(256))
 
 
@@ -68,15 +86,18 @@ class Match(NamedTuple):
     kind: str  # "number" | "text"
 
 
-def find_values(buf: bytes, index: ValueIndex, classes=None) -> list[Match]:  # noqa: ANN001
+def find_values(buf: bytes, index: ValueIndex, classes=None,  # noqa: ANN001
+                limit: int | None = None, stop: int | None = None) -> list[Match]:
     """Every place in `buf` where a withheld value occurs, with the ids of its entries.
 
     `classes`: optionally, `byte_classes(buf)` computed once by the caller and shared with
-    `decode.text_regions` (large buffers only; it is ignored for small ones).
+    `decode.text_regions` (large buffers only; it is ignored for small ones). `limit`: stop once
+    more than this many places are found (a buffer full of one value stays small in memory).
+    `stop`: only places that start before it (the rest of `buf` is context a value may run into).
     """
     if not buf:
         return []
-    out: list[Match] = []
+    out = _Capped(limit, len(buf) if stop is None else stop)
     given = classes
     small = len(buf) < SMALL
     if small:
@@ -86,13 +107,43 @@ def find_values(buf: bytes, index: ValueIndex, classes=None) -> list[Match]:  # 
         buf, classes = _no_nbsp(buf, classes)
     if not small and classes is None and (index.has_numbers or index.has_texts):
         classes = byte_classes(buf)
-    if index.has_numbers:
-        out.extend(_numbers_small(buf, index) if small else _numbers_np(buf, index, classes))
-    if index.has_texts:
-        out.extend(_texts_small(buf, index) if small else _texts_np(buf, index, classes))
-    if classes is not None and classes is not given:
-        classes.release()  # made here (or patched here): no one else reads it
-    return out
+    try:
+        if index.has_numbers:
+            if small:
+                _numbers_small(buf, index, out)
+            else:
+                _numbers_np(buf, index, classes, out)
+        if index.has_texts:
+            if small:
+                _texts_small(buf, index, out)
+            else:
+                _texts_np(buf, index, classes, out)
+    except _Full:
+        pass
+    finally:
+        if classes is not None and classes is not given:
+            classes.release()  # made here (or patched here): no one else reads it
+    return list(out)
+
+
+class _Full(Exception):
+    """More places than the caller's limit: the search stops."""
+
+
+class _Capped(list):
+    """The places found before `stop`; appending past the limit stops the search (`_Full`)."""
+
+    def __init__(self, limit: int | None, stop: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.stop = stop
+
+    def append(self, m: Match) -> None:
+        if m.start >= self.stop:
+            return
+        super().append(m)
+        if self.limit is not None and len(self) > self.limit:
+            raise _Full
 
 
 # --- the checks every surviving candidate goes through ---------------------------------------
@@ -117,14 +168,47 @@ def _token(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
         out.append(Match(s, m.end(), ids, "number"))
 
 
+def _clock_end(buf: bytes, s: int) -> int | None:
+    """The end of the clock that starts at `s` (`0:31.5`, `1:02:03`), or None when the digits
+    there make no clock: more digits, another `:`, `.` or `_` and a digit, or an exponent right
+    after it (a longer token)."""
+    m = CLOCK_RE.match(buf, s)
+    if m is None:
+        return None
+    e, n = m.end(), len(buf)
+    nx = buf[e] if e < n else SPACE
+    nx2 = buf[e + 1] if e + 1 < n else SPACE
+    nx3 = buf[e + 2] if e + 2 < n else SPACE
+    if _IS_DIGIT[nx] or (nx in (COLON, DOT, UNDERSCORE) and _IS_DIGIT[nx2]) or (
+            nx in _EXPONENT and (_IS_DIGIT[nx2] or (nx2 in _SIGNS and _IS_DIGIT[nx3]))):
+        return None
+    return e
+
+
 def _clock(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
     m = CLOCK_RE.match(buf, s)
-    if m is None or (m.end() < len(buf) and _IS_DIGIT[buf[m.end()]]):
+    if m is None or _clock_end(buf, s) is None:
         return
     canon = clock_canon(m)
     ids = index.number_ids(canon) if canon is not None else []
     if ids:
         out.append(Match(s, m.end(), ids, "number"))
+
+
+def _grouped(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
+    """A comma-grouped integer at `s` (`4,820,193,756`): the whole comma chain, or nothing."""
+    m = _GROUPED.match(buf, s)
+    if m is None:
+        return
+    e, n = m.end(), len(buf)
+    if e < n and (_IS_DIGIT[buf[e]] or (buf[e] in (COMMA, DOT) and e + 1 < n
+                                        and _IS_DIGIT[buf[e + 1]])):
+        return  # a longer chain, a longer group, or a fraction: not a grouped integer
+    digits = m.group().replace(b",", b"")
+    if len(digits) in index.int_lengths:
+        ids = index.number_ids(digits)
+        if ids:
+            out.append(Match(s, e, ids, "number"))
 
 
 def _text(buf: bytes, s: int, ln: int, index: ValueIndex,
@@ -154,7 +238,7 @@ def _text_runs(buf: bytes, s: int, lens: tuple[int, ...], ends: list[int], index
         g = index.runs_by_key.get(lens[:n])
         if g:
             groups.extend(g)
-    for runs, totals in groups:
+    for runs, totals, under in groups:
         k = len(runs)
         if k > 3 and lens[:k] != runs:
             continue
@@ -167,9 +251,19 @@ def _text_runs(buf: bytes, s: int, lens: tuple[int, ...], ends: list[int], index
         for total in totals:
             if len(flat) != total:
                 continue
-            ids = index.text_ids(flat)
-            if ids:
-                out.append(Match(s, end, ids, "text"))
+            if under is None:
+                ids = index.text_ids(flat)
+                if ids:
+                    out.append(Match(s, end, ids, "text"))
+                continue
+            for lead, trail in under[total]:  # underscores at a value's ends must be there too
+                if lead and (s < lead or buf[s - lead : s] != b"_" * lead):
+                    continue
+                if trail and buf[end : end + trail] != b"_" * trail:
+                    continue
+                ids = index.text_ids(b"_" * lead + flat + b"_" * trail)
+                if ids:
+                    out.append(Match(s - lead, end + trail, ids, "text"))
 
 
 def _sig_ok(buf: bytes, s: int, e: int, index: ValueIndex) -> bool:
@@ -180,43 +274,49 @@ def _sig_ok(buf: bytes, s: int, e: int, index: ValueIndex) -> bool:
 # --- small buffers: re ------------------------------------------------------------------------
 
 
-def _numbers_small(buf: bytes, index: ValueIndex) -> list[Match]:
-    out: list[Match] = []
+def _numbers_small(buf: bytes, index: ValueIndex, out: list[Match]) -> None:
     n = len(buf)
     runs = [(m.start(), m.end()) for m in _DIGIT_RUN.finditer(buf)]
+    claimed = -1  # the end of the last clock: the runs before it are its parts
+    grouped = index.has_ints and max(index.int_lengths) >= GROUPED_MIN_DIGITS
     for i, (s, e) in enumerate(runs):
+        if s < claimed:
+            continue
         ln = e - s
         p = buf[s - 1] if s > 0 else SPACE
         p2 = buf[s - 2] if s > 1 else SPACE
-        if _IS_DIGIT[p2] and (p == DOT or (p == UNDERSCORE and ln <= 4)
-                              or (p == COLON and ln == 2)):
+        if _IS_DIGIT[p2] and (p == DOT or (p == UNDERSCORE and ln <= 4)):
             continue  # continues an earlier token
         nx = buf[e] if e < n else SPACE
         nx2d = e + 1 < n and _IS_DIGIT[buf[e + 1]]
+        if nx == COLON and nx2d and ln <= 3 and not (p == COLON and _IS_DIGIT[p2]):
+            end = _clock_end(buf, s)
+            if end is not None:  # a clock is one token; anything else beside a colon is not
+                claimed = end
+                if index.clockable:
+                    _clock(buf, s, index, out)
+                continue
+        if grouped and nx == COMMA and nx2d and not (p in (COMMA, COLON) and _IS_DIGIT[p2]):
+            _grouped(buf, s, index, out)
         dot_cont = nx == DOT and nx2d
         cont = dot_cont or (_CONT[nx] and (nx2d or _HEXPFX[nx])) or (
             nx in _EXPONENT and e + 2 < n and buf[e + 1] in _SIGNS and _IS_DIGIT[buf[e + 2]])
-        clock = nx == COLON and nx2d
-        if not cont and not clock:
-            if index.has_ints and (ln in index.int_lengths or (buf[s] == ZERO and ln > 1)):
+        if not cont:
+            if index.has_ints and (ln in index.int_lengths
+                                   or (buf[s] == ZERO and ln > index.min_int_length)):
                 _plain(buf, s, e, index, out)
             continue
-        if cont:
-            total = ln
-            if dot_cont and i + 1 < len(runs) and runs[i + 1][0] == e + 1:
-                total += runs[i + 1][1] - runs[i + 1][0]
-            if index.has_ints and ((ln == 1 and buf[s] == ZERO and _HEXPFX[nx])
-                                   or (nx == UNDERSCORE and nx2d)):
-                _token(buf, s, index, out)
-            elif total >= index.min_sig and _sig_ok(buf, s, s + total + dot_cont, index):
-                _token(buf, s, index, out)
-        if clock and index.clockable:
-            _clock(buf, s, index, out)
-    return out
+        total = ln
+        if dot_cont and i + 1 < len(runs) and runs[i + 1][0] == e + 1:
+            total += runs[i + 1][1] - runs[i + 1][0]
+        if index.has_ints and ((ln == 1 and buf[s] == ZERO and _HEXPFX[nx])
+                               or (nx == UNDERSCORE and nx2d)):
+            _token(buf, s, index, out)
+        elif total >= index.min_sig and _sig_ok(buf, s, s + total + dot_cont, index):
+            _token(buf, s, index, out)
 
 
-def _texts_small(buf: bytes, index: ValueIndex) -> list[Match]:
-    out: list[Match] = []
+def _texts_small(buf: bytes, index: ValueIndex, out: list[Match]) -> None:
     shapes = index.text_shapes
     spans = [(m.start(), m.end()) for m in _WORD_RUN.finditer(buf)]
     starts = [a for a, _ in spans]
@@ -233,7 +333,6 @@ def _texts_small(buf: bytes, index: ValueIndex) -> list[Match]:
             _text_runs(buf, starts[i], tuple(lens_p[i : i + k]), ends_p[i : i + k], index, out)
         if ln in shapes:
             _text(buf, starts[i], ln, index, out)
-    return out
 
 
 # --- large buffers: numpy ---------------------------------------------------------------------
@@ -262,113 +361,6 @@ def _LOWER_NP():  # noqa: N802, ANN202
     return _LOWER_LUT
 
 
-def _runs(mask):  # noqa: ANN001, ANN202
-    """(starts, ends) of the True runs of a bool array: one compare and one nonzero pass."""
-    import numpy as np
-
-    m = np.empty(len(mask) + 2, dtype=bool)
-    m[0] = m[-1] = False
-    m[1:-1] = mask
-    t = np.flatnonzero(m[1:] != m[:-1])
-    return t[0::2], t[1::2]
-
-
-# Byte classes, one gather per buffer shared by the number, word and encoded-region finders.
-C_UPPER, C_LOWER, C_DIGIT, C_HEX, C_B64P, C_WORD, C_B64 = 1, 2, 4, 8, 16, 32, 64
-_CLS_LUT = None
-
-
-def _cls_lut():  # noqa: ANN202
-    """byte -> bits: upper, lower, digit, hex character (digit or a-f/A-F), base64 punctuation
-    (+/_-), word byte (letter, digit, >= 0x80), base64 alphabet (letter, digit, +/_-)."""
-    import numpy as np
-
-    global _CLS_LUT
-    if _CLS_LUT is None:
-        table = bytearray(256)
-        for c in range(256):
-            v = 0
-            if UPPER_A <= c <= UPPER_Z:
-                v |= C_UPPER | C_WORD | C_B64 | (C_HEX if c <= UPPER_F else 0)
-            elif LOWER_A <= c <= LOWER_Z:
-                v |= C_LOWER | C_WORD | C_B64 | (C_HEX if c <= LOWER_F else 0)
-            elif ZERO <= c <= NINE:
-                v |= C_DIGIT | C_WORD | C_B64 | C_HEX
-            elif c in b"+/_-":
-                v |= C_B64P | C_B64
-            elif c >= NON_ASCII:
-                v |= C_WORD
-            table[c] = v
-        _CLS_LUT = np.frombuffer(bytes(table), dtype=np.uint8)
-    return _CLS_LUT
-
-
-_CLS_LUT16 = None
-
-
-def _cls_lut16():  # noqa: ANN202
-    """(a byte pair read as a uint16) -> the pair of their class bytes, read as a uint16."""
-    import numpy as np
-
-    global _CLS_LUT16
-    if _CLS_LUT16 is None:  # byte order: whatever the machine's, both ways alike
-        pairs = np.arange(65536, dtype=np.uint16).view(np.uint8)
-        _CLS_LUT16 = np.ascontiguousarray(_cls_lut()[pairs]).view(np.uint16)
-    return _CLS_LUT16
-
-
-class ByteClasses:
-    """`padded[1:-1]` holds the class bits of every byte of a buffer; `padded[0]` and
-    `padded[-1]` are 0, so every run of a class starts and ends inside the array."""
-
-    __slots__ = ("n", "padded")
-
-    def __init__(self, buf: bytes) -> None:
-        import numpy as np
-
-        a = np.frombuffer(buf, dtype=np.uint8)
-        n = self.n = len(a)
-        # Gathered two bytes at a time from a table of byte pairs (twice as fast as one byte at
-        # a time): the classes sit at offset 2 of an even-sized array, 0 before and after.
-        arr = pooled(n + 4 + n % 2)
-        arr[:2] = 0
-        arr[2 + n - n % 2 :] = 0
-        half = n // 2
-        if half:
-            np.take(_cls_lut16(), a[: 2 * half].view(np.uint16),
-                    out=arr.view(np.uint16)[1 : 1 + half], mode="clip")
-        if n % 2:
-            arr[1 + n] = _cls_lut()[a[-1]]
-        self.padded = arr[1 : n + 3]
-
-    def release(self) -> None:
-        """Hand the array back for the next buffer's classes (fresh memory costs page faults);
-        the owner calls this when nothing reads these classes any more."""
-        if self.padded is not None:
-            give_back(self.padded, self.n)
-            self.padded = None
-
-    def copy(self) -> ByteClasses:
-        other = ByteClasses.__new__(ByteClasses)
-        other.n, other.padded = self.n, self.padded.copy()
-        return other
-
-    @property
-    def cls(self):  # noqa: ANN201
-        return self.padded[1:-1]
-
-    def runs(self, bit: int):  # noqa: ANN201
-        """(starts, ends) of the maximal runs of bytes that have class `bit` (one bit)."""
-        import numpy as np
-
-        m = work_array("m", self.n + 2, np.uint8)
-        np.bitwise_and(self.padded, bit, out=m)
-        d = work_array("d", self.n + 1, bool)
-        np.not_equal(m[1:], m[:-1], out=d)
-        t = np.flatnonzero(d)
-        return t[0::2], t[1::2]
-
-
 def _no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasses | None]:
     """`buf` with every no-break space made two spaces (as `bytes.replace`), and its classes."""
     import numpy as np
@@ -389,14 +381,11 @@ def _no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasse
     return bytes(ba), classes
 
 
-def byte_classes(buf: bytes) -> ByteClasses:
-    return ByteClasses(buf)
-
-
 _NEXT_LUT = None
 
 
-def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None) -> list[Match]:
+def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
+                out: list[Match]) -> None:
     import numpy as np
 
     global _NEXT_LUT
@@ -410,13 +399,21 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
     r_starts, r_ends = classes.runs(C_DIGIT)
     nr = len(r_starts)
     if not nr:
-        return []
+        return
     ap = work_array("ap", len(a) + 5, np.uint8)
     ap[:2] = SPACE
     ap[2:-3] = a
     ap[-3:] = SPACE
     r_lens = r_ends - r_starts
     r_nxt = ap[r_ends + 2]
+    # Clocks claim only what no entry but a clockable one (under 360000) could match: without
+    # one, a clock's head and parts are never picked anyway, and looking for clocks is skipped.
+    clock_head, claimed = clock_runs(ap, r_starts, r_ends, r_lens, r_nxt, digit) \
+        if index.clockable else (None, None)
+    if index.has_ints and max(index.int_lengths) >= GROUPED_MIN_DIGITS:
+        heads = grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index)
+        for s in heads[heads < getattr(out, "stop", len(buf))].tolist():
+            _grouped(buf, s, index, out)
     # Candidates: a run can be picked only when the byte after it continues a token, or (plain
     # integers) when its length is some integer entry's or it has a leading zero.
     cand = _NEXT_LUT[r_nxt]
@@ -426,27 +423,32 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
         len_lut[list(index.int_lengths)] = True
         lens_ok_all = len_lut[np.minimum(r_lens, top)]
         cand |= lens_ok_all
-        cand |= (ap[r_starts + 2] == ZERO) & (r_lens > 1)
-    c = np.flatnonzero(cand)
+        # (a leading zero: it can equal only an entry with fewer digits than it has)
+        cand |= (ap[r_starts + 2] == ZERO) & (r_lens > index.min_int_length)
+    if claimed is not None:
+        cand &= ~claimed  # the parts of a clock are no tokens of their own
+    stop = getattr(out, "stop", len(buf))
+    if stop < len(buf):
+        cand &= r_starts < stop  # the rest is context
+    c = run_positions(cand)
     if not len(c):
-        return []
+        return
     starts, ends, lens, nxt = r_starts[c], r_ends[c], r_lens[c], r_nxt[c]
     prev, prev2 = ap[starts + 1], ap[starts]
     nxt2 = ap[ends + 3]
-    inner = ((prev == DOT) | ((prev == UNDERSCORE) & (lens <= 4))
-             | ((prev == COLON) & (lens == 2))) & digit[prev2]
+    inner = ((prev == DOT) | ((prev == UNDERSCORE) & (lens <= 4))) & digit[prev2]
     nxt2d = digit[nxt2]
     dot_cont = (nxt == DOT) & nxt2d
     cont = dot_cont | (contl[nxt] & (nxt2d | hexpfx[nxt]))
     # "315e-1": an exponent with a sign continues the token too
     cont |= np.isin(nxt, _EXPONENT) & np.isin(nxt2, _SIGNS) & digit[ap[ends + 4]]
-    clock = (nxt == COLON) & nxt2d
+    clock = clock_head[c] if clock_head is not None else np.zeros(len(c), dtype=bool)
     live = ~inner
     none = np.zeros(len(lens), dtype=bool)
     first0 = ap[starts + 2] == ZERO
     if index.has_ints:
         lens_ok = lens_ok_all[c]
-        lead0 = first0 & (lens > 1)
+        lead0 = first0 & (lens > index.min_int_length)
         pick_plain = live & ~cont & ~clock & (lens_ok | lead0)
     else:
         pick_plain = none
@@ -483,61 +485,29 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = Non
         dot_full = np.zeros(nr, dtype=bool)
         dot_full[c] = dot_cont
         pick_cont[pick_cont] = np.isin(
-            _sig_digits(a, r_starts, r_ends, r_lens, dot_full, pick_full),
+            sig_digits(a, r_starts, r_ends, r_lens, dot_full, pick_full),
             np.fromiter(index.sigs, dtype=np.int64))
     pick_clock = live & clock if index.clockable else none
-    out: list[Match] = []
-    for s, e in zip(starts[pick_plain].tolist(), ends[pick_plain].tolist(), strict=True):
+    for s, e in _pairs(starts[pick_plain], ends[pick_plain]):
         _plain(buf, s, e, index, out)
-    for s in starts[pick_sep].tolist():
+    for s, _ in _pairs(starts[pick_sep | pick_cont]):
         _token(buf, s, index, out)
-    for s in starts[pick_cont].tolist():
-        _token(buf, s, index, out)
-    for s in starts[pick_clock].tolist():
+    for s, _ in _pairs(starts[pick_clock]):
         _clock(buf, s, index, out)
-    return out
 
 
-def _sig_digits(a, starts, ends, lens, dot_cont, pick):  # noqa: ANN001, ANN202
-    """Significant digits of the number tokens starting at the picked runs (vectorized).
-
-    A token is a run, or a run, a dot and the next run; its significant digits are its digits
-    without leading and trailing zeros. This count is the same for every decimal spelling of a
-    value (`31.5`, `31.50`, `3.15e1`), so it prefilters tokens before any Python work.
-    """
-    import numpy as np
-
-    zs, ze = _runs(a == ZERO)
-    idx = np.flatnonzero(pick)
-    nxt = np.minimum(idx + 1, len(starts) - 1)
-
-    def lead_trail(i):  # noqa: ANN001, ANN202
-        s, e = starts[i], ends[i]
-        if not len(zs):
-            z = np.zeros(len(i), dtype=np.int64)
-            return z, z
-        j = np.minimum(np.searchsorted(zs, s), len(zs) - 1)
-        lead = np.where(zs[j] == s, np.minimum(ze[j], e) - s, 0)
-        k = np.minimum(np.searchsorted(ze, e), len(ze) - 1)
-        trail = np.where(ze[k] == e, e - np.maximum(zs[k], s), 0)
-        return lead, trail
-
-    li, ti = lead_trail(idx)
-    lj, tj = lead_trail(nxt)
-    n_i, n_j = lens[idx], lens[nxt]
-    zero_i, zero_j = li == n_i, lj == n_j
-    plain_sig = np.where(zero_i, 0, n_i - li - ti)
-    # With a fraction: leading zeros run on into it when the integer part is all zeros, and
-    # trailing zeros run back into the integer part when the fraction is all zeros.
-    frac_sig = np.where(
-        zero_i,
-        np.where(zero_j, 0, n_j - lj - tj),
-        np.where(zero_j, n_i - li - ti, (n_i - li) + n_j - tj),
-    )
-    return np.where(dot_cont[idx], frac_sig, plain_sig)
+_BATCH = 1 << 16  # candidates turned into Python ints at a time (a few MB, whatever the buffer)
 
 
-def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None) -> list[Match]:
+def _pairs(a, b=None) -> Iterator[tuple[int, int]]:  # noqa: ANN001
+    """(a[i], b[i]) as Python ints, a slice at a time, so no list of millions is ever built."""
+    for i in range(0, len(a), _BATCH):
+        xs = a[i : i + _BATCH].tolist()
+        yield from zip(xs, b[i : i + _BATCH].tolist() if b is not None else xs, strict=True)
+
+
+def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
+              out: list[Match]) -> None:
     import numpy as np
 
     a = np.frombuffer(buf, dtype=np.uint8)
@@ -545,16 +515,18 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None)
         classes = byte_classes(buf)
     starts, ends = classes.runs(C_WORD)
     if not len(starts):
-        return []
+        return
     lens = ends - starts
-    out: list[Match] = []
+    # runs that start past `stop` are context (a value may run into them), no candidates (a
+    # value that starts with underscores starts before its first word run)
+    n_cand = int(np.searchsorted(starts, getattr(out, "stop", len(buf)) + index.max_lead))
     if index.text_shapes:
-        sel = np.isin(lens, np.fromiter(index.text_shapes, dtype=np.int64))
+        sel = np.isin(lens[:n_cand], np.fromiter(index.text_shapes, dtype=np.int64))
         if sel.any():
-            for s, ln in zip(starts[sel].tolist(), lens[sel].tolist(), strict=True):
+            for s, ln in _pairs(starts[sel], lens[sel]):
                 _text(buf, s, ln, index, out)
     if not index.text_runs:
-        return out
+        return
     # Keys of the first one, two and three run lengths, matched against the entries' keys; only
     # the runs whose own length is some entry's first run length are keyed at all.
     nl = len(lens)
@@ -589,7 +561,7 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None)
             w3 = np.array(sorted(wanted[2]), dtype=np.int64)
             hit = w3[np.minimum(np.searchsorted(w3, k3), len(w3) - 1)] == k3
             sel[c3[hit]] = True
-    cand = np.flatnonzero(sel)
+    cand = np.flatnonzero(sel[:n_cand])
     if not index.untagged and len(cand):
         # the tag of the first word: its first four bytes lowercased, and its length
         cs, cl = starts[cand], lens[cand]
@@ -612,12 +584,13 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None = None)
         cand = cand[tag_ok[tag]]
     idx = cand
     if not len(idx):
-        return out
+        return
     k = index.max_runs
-    win = np.minimum(idx[:, None] + np.arange(k), len(lens) - 1)
-    past = (idx[:, None] + np.arange(k)) >= len(lens)
-    lens_w = np.where(past, -1, lens[win]).tolist()
-    ends_w = ends[win].tolist()
-    for s, lw, ew in zip(starts[idx].tolist(), lens_w, ends_w, strict=True):
-        _text_runs(buf, s, tuple(lw), ew, index, out)
-    return out
+    for i in range(0, len(idx), _BATCH):
+        part = idx[i : i + _BATCH]
+        win = np.minimum(part[:, None] + np.arange(k), len(lens) - 1)
+        past = (part[:, None] + np.arange(k)) >= len(lens)
+        lens_w = np.where(past, -1, lens[win]).tolist()
+        ends_w = ends[win].tolist()
+        for s, lw, ew in zip(starts[part].tolist(), lens_w, ends_w, strict=True):
+            _text_runs(buf, s, tuple(lw), ew, index, out)

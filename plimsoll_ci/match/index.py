@@ -11,7 +11,13 @@ import hmac
 import re
 from typing import NamedTuple
 
-from plimsoll_ci.match.canonical import digest, file_digest, text_shape
+from plimsoll_ci.match.canonical import (
+    digest,
+    edge_underscores,
+    file_digest,
+    file_hasher,
+    text_shape,
+)
 
 TAG_BITS = 12
 _MULT = 0x9E3779B97F4A7C15  # Fibonacci hashing constant; keyed sets derive theirs from the key
@@ -60,6 +66,8 @@ class ValueIndex:
         self.clockable = False
         self.text_shapes: dict[int, set[int]] = {}  # first run length -> totals (loose)
         self.text_runs: dict[tuple[int, ...], set[int]] = {}  # word run lengths -> totals
+        # (word run lengths, total) -> (leading, trailing) underscores of the entries of that shape
+        edges: dict[tuple[tuple[int, ...], int], set[tuple[int, int]]] = {}
         self.mult = tag_multiplier(key)
         self.tags: set[int] = set()
         self.untagged = False  # an entry without a tag: the tag prefilter is off
@@ -75,7 +83,10 @@ class ValueIndex:
                 first, total = int(e.shape["first"]), int(e.shape["len"])
                 runs = e.shape.get("runs")
                 if isinstance(runs, list) and runs and all(isinstance(r, int) for r in runs):
-                    self.text_runs.setdefault(tuple(runs), set()).add(total)
+                    lead, trail = int(e.shape.get("lead", 0)), int(e.shape.get("trail", 0))
+                    core = total - lead - trail  # the underscores at its ends are looked at apart
+                    self.text_runs.setdefault(tuple(runs), set()).add(core)
+                    edges.setdefault((tuple(runs), core), set()).add((lead, trail))
                     tag = e.shape.get("tag")
                     if isinstance(tag, int):
                         self.tags.add(tag)
@@ -85,17 +96,24 @@ class ValueIndex:
                     self.text_shapes.setdefault(first, set()).add(total)
         self.has_numbers = bool(self.numbers)
         self.has_ints = bool(self.int_lengths)
+        self.min_int_length = min(self.int_lengths, default=0)
         self.has_decimals = any(e.kind == "number" and not e.shape.get("int") for e in entries)
         self.has_texts = bool(self.texts)
-        # first three run lengths -> [(all run lengths, totals)]: one dict lookup per candidate
-        self.runs_by_key: dict[tuple[int, ...], list[tuple[tuple[int, ...], set[int]]]] = {}
+        # first three run lengths -> [(all run lengths, totals, underscores)]: one dict lookup per
+        # candidate; underscores (total -> {(leading, trailing)}) is None when no entry has any
+        self.runs_by_key: dict[tuple[int, ...], list[tuple[tuple[int, ...], set[int],
+                                                           dict[int, set[tuple[int, int]]] | None]]] = {}
         self.first_runs: set[int] = set()
         self.key_lengths: set[int] = set()
         for runs, totals in self.text_runs.items():
-            self.runs_by_key.setdefault(runs[:3], []).append((runs, totals))
+            under = {t: edges[(runs, t)] for t in totals}
+            plain = all(w == {(0, 0)} for w in under.values())
+            self.runs_by_key.setdefault(runs[:3], []).append((runs, totals,
+                                                              None if plain else under))
             self.first_runs.add(runs[0])
             self.key_lengths.add(min(3, len(runs)))
         self.max_runs = max((len(r) for r in self.text_runs), default=0)
+        self.max_lead = max((lead for w in edges.values() for lead, _ in w), default=0)
         self.sigs: set[int] = set()
         for e in entries:
             if e.kind == "number":
@@ -116,6 +134,14 @@ class ValueIndex:
             return []
         return self.files.get(file_digest(data, self.key), [])
 
+    def file_hasher(self):  # noqa: ANN201
+        """An incremental file digest under this index's key (`file_ids_of` its `digest()`)."""
+        return file_hasher(self.key)
+
+    def file_ids_of(self, file_sha: bytes) -> list[str]:
+        """The file entries whose digest is `file_sha`."""
+        return self.files.get(file_sha, [])
+
 
 def number_shape(canon: bytes) -> dict:
     """Prefilter shape of a canonical number: digit count, integer-ness, significant digits."""
@@ -133,9 +159,14 @@ def number_shape(canon: bytes) -> dict:
 def text_shape_dict(canon: bytes, key: bytes | None = None) -> dict:
     """Prefilter shape of a canonical text value: word run lengths and total length.
 
-    Lengths only: they say no more about a value than its length does.
+    Lengths only: they say no more about a value than its length does. `lead` and `trail` count
+    the underscores at its ends (`__init__`: 2 and 2), which are matched apart from its words.
     """
-    first, total = text_shape(canon)
+    lead, trail = edge_underscores(canon)
+    first, _ = text_shape(canon[lead:])
     words = re.findall(rb"[0-9a-z\x80-\xff]+", canon)
-    return {"first": first, "len": total, "runs": [len(w) for w in words],
-            "tag": word_tag(words[0], tag_multiplier(key)) if words else 0}
+    shape = {"first": first, "len": len(canon), "runs": [len(w) for w in words],
+             "tag": word_tag(words[0], tag_multiplier(key)) if words else 0}
+    if lead or trail:  # (only then: a set without them is byte for byte what it was)
+        shape["lead"], shape["trail"] = lead, trail
+    return shape

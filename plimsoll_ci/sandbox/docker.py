@@ -15,6 +15,7 @@ import time
 
 from plimsoll_ci.errors import SandboxError
 from plimsoll_ci.sandbox import cpu as cpumod
+from plimsoll_ci.sandbox import owner
 from plimsoll_ci.sandbox.session import Channel, Limits, Session, Stream
 from plimsoll_ci.sandbox.stage import Stage
 
@@ -66,9 +67,12 @@ def unreachable(e: BaseException) -> str:
                     "DOCKER_HOST at its socket")
         if not os.access(path, os.R_OK | os.W_OK):
             return (f"the docker socket {path} is not readable by this user: dockerd may well be "
-                    "running; run as a member of the docker group (or as root), or use the "
-                    "gvisor or process provider")
-    return f"dockerd does not answer ({type(e).__name__}); start it (.ci/sandbox-setup)"
+                    "running; add this user to the docker group (sudo usermod -aG docker USER, "
+                    "then log in again), or use the gvisor or process provider")
+    if isinstance(e, PermissionError) or "Permission denied" in str(e):
+        return ("no access to the docker socket (permission denied); add this user to the "
+                "docker group (sudo usermod -aG docker USER, then log in again)")
+    return f"dockerd does not answer ({type(e).__name__}); start it (see .ci/sandbox-setup)"
 
 
 def available() -> tuple[bool, str]:
@@ -83,7 +87,7 @@ def available() -> tuple[bool, str]:
         return False, unreachable(e)
     if runtime_name() not in (info.get("Runtimes") or {}):
         return False, (f"dockerd has no {runtime_name()} runtime; register it in "
-                       "/etc/docker/daemon.json")
+                       "/etc/docker/daemon.json (sudo runsc install, then restart dockerd)")
     return True, ""
 
 
@@ -142,8 +146,10 @@ def start(stage: Stage, limits: Limits) -> Session:
             volumes={str(stage.controller): {"bind": "/controller", "mode": "ro"},
                      str(stage.runner): {"bind": "/plimsoll", "mode": "ro"}},
             environment={"PATH": "/usr/local/bin", "HOME": "/tmp", "OPENBLAS_NUM_THREADS": "1"},
-            # the stage names the grading that owns the container (and what to sweep after it)
-            labels={"plimsoll-ci": "grading", "plimsoll-ci.stage": str(stage.root)},
+            # the stage names the grading that owns the container (and what to sweep after it);
+            # the owner names its process, so a later run reaps it if this one is killed
+            labels={"plimsoll-ci": "grading", "plimsoll-ci.stage": str(stage.root),
+                    **owner.labels()},
         )
     except docker.errors.DockerException as e:
         raise SandboxError(f"provider docker: cannot create the container ({e})") from None

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import secrets
 import shutil
 import subprocess
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from plimsoll_ci.errors import SandboxError
 from plimsoll_ci.sandbox import cpu as cpumod
+from plimsoll_ci.sandbox import owner
 from plimsoll_ci.sandbox.session import Limits, Session, kill_group, pipe_up
 from plimsoll_ci.sandbox.stage import Stage
 
@@ -68,7 +68,10 @@ def available() -> tuple[bool, str]:
     if not path:
         return False, "runsc is not installed (apt-get install runsc)"
     if os.geteuid() != 0:
-        return False, "runsc needs root to start a sandbox with cgroup limits"
+        return False, ("runsc needs root to start a sandbox with cgroup limits; as a non-root "
+                       "user, grade in gVisor through Docker's runsc runtime: --provider docker "
+                       "(tier kernel; needs access to the docker socket, e.g. the docker group, "
+                       "and runsc registered with dockerd: sudo runsc install)")
     if not runsc_version(path):
         return False, f"{path} --version does not run"
     return True, ""
@@ -125,7 +128,7 @@ def start(stage: Stage, limits: Limits) -> Session:
     platform = os.environ.get(PLATFORM_ENV) or "ptrace"
     rfs = rootfs_mod.build()
     started = time.monotonic()
-    cid = f"plimsoll-{secrets.token_hex(6)}"
+    cid = owner.sandbox_id()  # names this process: a later run reaps it if we are killed
     cgroup = "" if _NO_CGROUPS else f"/plimsoll/{cid}"
     bundle = stage.root / f"bundle-{cid}"
     state = stage.root / f"runsc-state-{cid}"

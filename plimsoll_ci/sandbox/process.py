@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import resource
-import secrets
 import shutil
 import subprocess
 import sys
 import time
 
 from plimsoll_ci.sandbox import cpu as cpumod
+from plimsoll_ci.sandbox import owner
 from plimsoll_ci.sandbox.session import Limits, Session, kill_group, pipe_up
 from plimsoll_ci.sandbox.stage import Stage
 
@@ -88,8 +88,7 @@ def start(stage: Stage, limits: Limits) -> Session:
         evidence["root"] = "the host's own file system (no bubblewrap)"
         argv = [sys.executable, "-I", "-B", str(stage.runner / "runner.py")]
         code_path = str(stage.controller)
-    group = cpumod.own_cgroup(f"plimsoll-{secrets.token_hex(6)}", limits.memory_bytes,
-                              limits.pids)
+    group = cpumod.own_cgroup(owner.sandbox_id(), limits.memory_bytes, limits.pids)
 
     def preexec() -> None:
         if group is not None:

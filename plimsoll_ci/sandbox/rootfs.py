@@ -1,9 +1,11 @@
 """The minimal Python runtime every sandbox starts from: built locally, never pulled.
 
 No registry is reachable where gradings run, so the root filesystem is assembled from the host's
-own Python: the interpreter, the standard library (without tests, IDLE, Tk), numpy, and exactly the
-shared libraries `ldd` says they need. The same folder is the read-only root of the gVisor OCI
-bundle and, packed as a deterministic tarball, the `docker import`ed image.
+own Python: the interpreter, the standard library (without tests, IDLE, Tk), numpy, pytest with the
+distributions it requires (for the eval harness's guarded tests; left out when the host has no
+pytest), and exactly the shared libraries `ldd` says they need. `/usr/local/bin` holds `python3`,
+`python` and a `pytest` script, and no shell. The same folder is the read-only root of the gVisor
+OCI bundle and, packed as a deterministic tarball, the `docker import`ed image.
 
     python3 -m plimsoll_ci.sandbox.rootfs [--docker-import] [--print-path]
 """
@@ -11,6 +13,7 @@ bundle and, packed as a deterministic tarball, the `docker import`ed image.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import io
 import os
@@ -27,12 +30,15 @@ from typing import NamedTuple
 
 from plimsoll_ci.errors import SandboxError
 
-FORMAT = "plimsoll-rootfs/1"
+FORMAT = "plimsoll-rootfs/2"
 IMAGE_REPO = "plimsoll-python"
 # Inside the sandbox: where the interpreter and its library live (prefix found from the binary).
 PREFIX = "/usr/local"
 # Mount points the providers bind into; they must exist in a read-only root.
-MOUNT_POINTS = ("proc", "dev", "sys", "tmp", "controller", "plimsoll", "etc")
+MOUNT_POINTS = ("proc", "dev", "sys", "tmp", "controller", "plimsoll", "etc", "repo")
+# Distributions copied from the host's site-packages with everything they require (the eval
+# harness's guarded test commands run pytest inside the sandbox).
+EXTRA_DISTRIBUTIONS = ("pytest",)
 _STDLIB_SKIP = {
     "test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "site-packages",
     "dist-packages", "pydoc_data", "venv", "unittest/test",
@@ -74,13 +80,49 @@ def _numpy_dirs() -> list[Path]:
     return out
 
 
+def _distributions(wanted: tuple[str, ...] = EXTRA_DISTRIBUTIONS) -> list:
+    """The installed distributions `wanted` names and every one they require on this host
+    (environment markers evaluated, extras not followed), by name; missing ones are left out."""
+    import importlib.metadata as md
+
+    try:
+        from packaging.requirements import InvalidRequirement, Requirement
+    except ImportError:  # no packaging means no pytest either: nothing to copy
+        return []
+    found: dict[str, md.Distribution] = {}
+    todo = list(wanted)
+    while todo:
+        name = todo.pop()
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in found:
+            continue
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            continue
+        found[key] = dist
+        for text in dist.requires or []:
+            try:
+                req = Requirement(text)
+            except InvalidRequirement:
+                continue
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return [found[k] for k in sorted(found)]
+
+
+@functools.lru_cache(maxsize=1)
 def _key() -> str:
+    """The content key: the interpreter, numpy, the extra distributions and this builder (read
+    once per process; every sandbox start asks for it)."""
     import numpy
 
     h = hashlib.sha256()
     for part in (FORMAT, sys.version, os.path.realpath(sys.executable), numpy.__version__,
                  numpy.__file__, Path(__file__).read_text()):
         h.update(part.encode() + b"\0")
+    for dist in _distributions():  # a new pytest (or one installed later) makes a new root
+        h.update(f"{dist.metadata['Name']}=={dist.version}@{dist.locate_file('')}".encode() + b"\0")
     return h.hexdigest()
 
 
@@ -179,6 +221,9 @@ def _assemble(work: Path, say) -> None:
         say(f"rootfs: numpy from {src}")
         elves += _copy_tree(src, site / src.name,
                             lambda rel: bool(_NUMPY_SKIP.search(rel.replace(os.sep, "/"))))
+    for dist in _distributions():
+        say(f"rootfs: {dist.metadata['Name']} {dist.version} from {dist.locate_file('')}")
+        elves += _copy_distribution(dist, site)
     libs = _ldd(elves)
     for lib in sorted(libs):
         target = work / lib.lstrip("/")
@@ -193,7 +238,34 @@ def _assemble(work: Path, say) -> None:
     (work / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/false\n"
                                          "nobody:x:65534:65534:nobody:/:/bin/false\n")
     (work / "etc" / "group").write_text("root:x:0:\nnogroup:x:65534:\n")
+    os.symlink("python3", bindir / "python")
+    if (site / "pytest").is_dir():
+        script = bindir / "pytest"
+        script.write_text(f"#!{PREFIX}/bin/python3\nimport sys\n\nfrom pytest import console_main\n\n"
+                          "sys.exit(console_main())\n")
+        script.chmod(0o755)
     # /bin/sh is deliberately absent: the runner needs no shell and a controller gets none.
+
+
+def _copy_distribution(dist, site: Path) -> list[Path]:
+    """Copy the files an installed distribution's RECORD lists under its site-packages (never
+    its scripts in ../bin: the root has its own); return the ELF files among them."""
+    base = Path(dist.locate_file("")).resolve()
+    elves = []
+    for rel in dist.files or []:
+        src = Path(dist.locate_file(rel))
+        try:
+            inside = src.resolve().relative_to(base)
+        except ValueError:
+            continue  # a console script or data file outside site-packages
+        if not src.is_file():
+            continue
+        dst = site / inside
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+        if ".so" in src.name:
+            elves.append(src)
+    return elves
 
 
 def _write_tarball(root: Path, tarball: Path) -> None:

@@ -3,7 +3,8 @@
 The controller is copied once into a private folder; the ship scan reads that copy, the run record
 digests that copy, and the sandbox mounts that copy read-only, so what was checked is exactly what
 runs (no swap between the scan and the start). Only regular files are copied; symbolic links,
-devices and oversized trees are refused with a message naming the path.
+devices and oversized trees are refused with a message naming the path. The folder is named by
+its owner (`owner.tempdir`): if this process is killed, the next run reaps it (`leftovers`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import hashlib
 import os
 import secrets
 import shutil
-import tempfile
 import threading
 from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.sandbox import leftovers, owner
 
 MAX_FILES = 2000
 MAX_BYTES = 64 * 1024 * 1024
@@ -64,7 +65,8 @@ def stage(controller: str, entry: str = "controller") -> Stage:
         raise BadInput(f"controller {controller}: not a regular file or folder")
     if len(items) > MAX_FILES:
         raise BadInput(f"controller {controller}: {len(items)} files, more than {MAX_FILES}")
-    root = Path(tempfile.mkdtemp(prefix="plimsoll-grade-"))
+    leftovers.reap_once()  # the start of a run: what killed runs left behind goes first
+    root = owner.tempdir("grade")  # named by this process, so a later run can reap it
     with _STAGED_LOCK:
         _STAGED.add(root)
     try:

@@ -13,9 +13,10 @@
     control: [control/*.py]                 # rebuilds made with no recipe
 
 Paths and globs are relative to the job file's folder and stay inside it. A glob may match `.py`
-files or folders holding a `controller.py` (a rebuild's workspace). `build: N` (rebuilds made
-through a model) is recognised and refused until that capability exists, so a job written for it
-fails plainly instead of grading nothing. Every error names the file and line (exit 2).
+files or folders holding a `controller.py` (a rebuild's workspace). A loop (with its recipe) or
+the control group may instead, or as well, have `build: N`: N rebuilds made through a model during
+the run (`rebuild.py`), with `sessions: {max_turns: 40, smoke: 4}` bounding each session's replies
+and its throwaway flights. Every error names the file and line (exit 2).
 """
 
 from __future__ import annotations
@@ -29,15 +30,15 @@ from typing import Any, NamedTuple
 from plimsoll_ci.errors import ConfigError
 from plimsoll_ci.squeeze.verdicts import Lines, exact
 
-TOP_KEYS = ("course", "practice", "fresh", "lines", "recipe_tokens", "loops", "control")
+TOP_KEYS = ("course", "practice", "fresh", "lines", "recipe_tokens", "loops", "control",
+            "sessions")
 LOOP_KEYS = ("controller", "recipe", "rebuilds", "build")
 CONTROL_KEYS = ("rebuilds", "build")
 COURSES = ("easy", "hard")
 MAX_FRESH = 10_000
 MAX_CONTROLLERS = 1000
+MAX_BUILD = 100
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-BUILD_LATER = ("build: N makes rebuilds through a model, which this version cannot do yet; list "
-               "imported rebuild controllers under rebuilds: [globs]")
 
 
 class Group(NamedTuple):
@@ -65,6 +66,12 @@ class Job(NamedTuple):
     recipe_tokens: int
     loops: tuple[Group, ...]
     control: Group | None
+    max_turns: int = 40  # a rebuild session's replies at most
+    smoke: int = 4  # throwaway flights a rebuild session's `fly` flies
+
+    def builds(self) -> int:
+        """Rebuilds to make through a model, over every group."""
+        return sum(g.build for g in self.groups())
 
     def groups(self) -> tuple[Group, ...]:
         """Every group: the loops in file order, then the control group."""
@@ -247,8 +254,15 @@ def parse(text: str, origin: str, base: Path, digest: str = "") -> Job:
                          "'control')")
         loops.append(_loop(r, str(name), node))
     control = _control(r, top["control"]) if "control" in top else None
+    max_turns, smoke = 40, 4
+    if "sessions" in top:
+        given = r.mapping(top["sessions"], "sessions", ("max_turns", "smoke"))
+        if "max_turns" in given:
+            max_turns = r.integer(given["max_turns"], "sessions.max_turns", 1, 500)
+        if "smoke" in given:
+            smoke = r.integer(given["smoke"], "sessions.smoke", 1, 64)
     job = Job(Path(origin), base, digest, course, practice, source, fresh_count, lines, budget,
-              tuple(loops), control)
+              tuple(loops), control, max_turns, smoke)
     _no_controller_twice(r, job)
     return job
 
@@ -288,29 +302,32 @@ def _loop(r: _Reader, name: str, node: _Node) -> Group:
     body = r.mapping(node, f"loops.{name}", LOOP_KEYS)
     if "controller" not in body:
         raise r.fail(node.at, f"loops.{name} needs controller: (the loop's own controller)")
-    if "build" in body:
-        raise r.fail(body["build"].line, f"loops.{name}.build: {BUILD_LATER}")
-    if "rebuilds" not in body:
-        raise r.fail(node.at, f"loops.{name} needs rebuilds: [globs] (the gap is measured "
-                     "against them)")
+    build = r.integer(body["build"], f"loops.{name}.build", 1, MAX_BUILD) \
+        if "build" in body else 0
+    if "rebuilds" not in body and not build:
+        raise r.fail(node.at, f"loops.{name} needs rebuilds: [globs] or build: N (the gap is "
+                     "measured against them)")
+    if build and "recipe" not in body:
+        raise r.fail(body["build"].line, f"loops.{name}.build: rebuilds are made from the "
+                     "loop's recipe; add recipe: (the control group is the one built without)")
     controller = r.controller(body["controller"], f"loops.{name}.controller")
     recipe = None
     if "recipe" in body:
         recipe = r.relative(body["recipe"], f"loops.{name}.recipe")
         if not (r.base / recipe).is_file():
             raise r.fail(body["recipe"].line, f"loops.{name}.recipe {recipe}: no such file")
-    rebuilds = r.globs(body["rebuilds"], f"loops.{name}.rebuilds")
-    return Group(name, controller, recipe, rebuilds, 0, node.at)
+    rebuilds = r.globs(body["rebuilds"], f"loops.{name}.rebuilds") if "rebuilds" in body else ()
+    return Group(name, controller, recipe, rebuilds, build, node.at)
 
 
 def _control(r: _Reader, node: _Node) -> Group:
     if isinstance(node.value, dict):
         body = r.mapping(node, "control", CONTROL_KEYS)
-        if "build" in body:
-            raise r.fail(body["build"].line, f"control.build: {BUILD_LATER}")
-        if "rebuilds" not in body:
-            raise r.fail(node.at, "control needs rebuilds: [globs]")
-        node = body["rebuilds"]
+        build = r.integer(body["build"], "control.build", 1, MAX_BUILD) if "build" in body else 0
+        if "rebuilds" not in body and not build:
+            raise r.fail(node.at, "control needs rebuilds: [globs] or build: N")
+        rebuilds = r.globs(body["rebuilds"], "control") if "rebuilds" in body else ()
+        return Group("control", None, None, rebuilds, build, node.at)
     return Group("control", None, None, r.globs(node, "control"), 0, node.at)
 
 
@@ -321,6 +338,9 @@ def _no_controller_twice(r: _Reader, job: Job) -> None:
         for cid in ((g.controller,) if g.controller else ()) + g.rebuilds:
             count += 1
             where = f"{'loops.' + g.name if g.name != 'control' else 'control'}"
+            if cid.startswith("built/"):
+                raise r.fail(g.line, f"{cid}: the name built/ is kept for the controllers of "
+                             "rebuilds made through a model; rename the folder")
             if cid in seen:
                 raise r.fail(g.line, f"{cid} is listed in {seen[cid]} and in {where}; a "
                              "controller belongs to one group")

@@ -9,8 +9,8 @@ from typing import Protocol, TextIO
 class Progress(Protocol):
     """What the run reports as it goes."""
 
-    def start(self, total: int) -> None:
-        """`total` gradings are about to start."""
+    def start(self, total: int, what: str = "") -> None:
+        """`total` gradings (or sessions: `what` says so) are about to start."""
 
     def began(self, label: str) -> None:
         """A grading started."""
@@ -36,9 +36,9 @@ class Plain:
     def _say(self, text: str) -> None:
         print(f"plimsoll-ci squeeze: {text}", file=self.stream, flush=True)
 
-    def start(self, total: int) -> None:
-        self.total = total
-        self._say(f"grading {total} controllers")
+    def start(self, total: int, what: str = "") -> None:
+        self.total, self.done = total, 0
+        self._say(what or f"grading {total} controllers")
 
     def began(self, label: str) -> None:
         pass
@@ -74,8 +74,12 @@ class Bar:
         self.task = None
         self.running: list[str] = []
 
-    def start(self, total: int) -> None:
+    def start(self, total: int, what: str = "") -> None:
+        if what:
+            self.console.print(what, markup=False, highlight=False)
         self.bar.start()
+        if self.task is not None:
+            self.bar.remove_task(self.task)
         self.task = self.bar.add_task("", total=total)
 
     def _describe(self) -> None:

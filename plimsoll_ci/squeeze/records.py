@@ -9,7 +9,10 @@ problem at once, each at its bundle line:
 - it flew exactly the practice flights (`practice:1..n`, values unshown) then exactly the fresh
   flights (`fresh:1..m`, the revealed seeds in order), and its totals add up;
 - the controller files it names are the files its code checks read;
-- its grading is one of the plan's, and no grading is there twice; none is missing.
+- its grading is one of the plan's, and no grading is there twice; none is missing;
+- a job that builds: every session of its plan has one rebuild-session record carrying the same
+  job section, whose predicate states what its document states; a session is graded exactly when
+  its record says so, and the files graded are the files its workspace held.
 
 The verdicts, evidence and reports are computed from what this returns, and from nothing else.
 """
@@ -21,7 +24,8 @@ from typing import Any, NamedTuple
 
 from plimsoll_ci.attest import bundle, canonical
 from plimsoll_ci.attest.keys import PublicKey
-from plimsoll_ci.squeeze.plan import FORMAT, ROLES, Grading
+from plimsoll_ci.attest.record import SESSION_PREDICATE_TYPE
+from plimsoll_ci.squeeze.plan import FORMAT, ROLES, Grading, built_id
 
 
 class Score(NamedTuple):
@@ -45,6 +49,21 @@ class GradingRecord(NamedTuple):
     tier: str
 
 
+class SessionRecord(NamedTuple):
+    """What one signed rebuild-session record says, as the squeeze uses it."""
+
+    line: int
+    result_sha256: str
+    group: str
+    index: int
+    ended: str  # answered | max_turns | budget | rate_limit | error | interrupted
+    verdict: str  # graded | refused | no_controller | stopped
+    tokens: int
+    files: dict[str, str]  # the workspace's files: path -> sha256
+    carries: list[str]  # what the workspace scan found ("path:line entry")
+    hits: int  # tripwire hits (a run with any grades nothing)
+
+
 class Read(NamedTuple):
     """The records of a squeeze bundle, in plan order, and every problem found."""
 
@@ -53,6 +72,7 @@ class Read(NamedTuple):
     reveal: dict[str, Any] | None  # the fresh set's reveal all records share
     problems: list[str]  # "bundle line N: ..." or "bundle: ..."
     count: int  # records in the bundle
+    sessions: list[SessionRecord] = []  # rebuild sessions, in plan order
 
 
 def _statement(raw: bytes) -> tuple[dict, dict]:
@@ -72,10 +92,24 @@ def read(data: bytes, public: PublicKey) -> Read:
     job_line = 0
     reveal: dict | None = None
     found: dict[Grading, GradingRecord] = {}
+    made: dict[tuple[str, int], SessionRecord] = {}
     for n, raw in enumerate(lines, 1):
         where = f"bundle line {n}"
         doc, statement = _statement(raw)
         predicate, result = statement["predicate"], doc["result"]
+        if statement["predicateType"] == SESSION_PREDICATE_TYPE:
+            ctx = result.get("squeeze") if isinstance(result, dict) else None
+            if job is None and isinstance(ctx, dict) and isinstance(ctx.get("job"), dict) \
+                    and ctx["job"].get("format") == FORMAT:
+                job, job_line = ctx["job"], n
+            one, why = _session(n, result, predicate, job, job_line)
+            problems += [f"{where}: {w}" for w in why]
+            if one is not None and (one.group, one.index) in made:
+                problems.append(f"{where}: session {one.group}/{one.index} was already recorded "
+                                f"on line {made[(one.group, one.index)].line}")
+            elif one is not None:
+                made[(one.group, one.index)] = one
+            continue
         ctx = result.get("squeeze") if isinstance(result, dict) else None
         if not isinstance(ctx, dict) or not isinstance(ctx.get("job"), dict) \
                 or ctx["job"].get("format") != FORMAT:
@@ -104,7 +138,74 @@ def read(data: bytes, public: PublicKey) -> Read:
             problems.append(f"bundle: no record for {g.label()} (the run did not finish, or a "
                             "record was removed)")
     ordered = [found[g] for g in plan if g in found]
-    return Read(ordered, job, reveal, problems, report.count)
+    planned = [tuple(x) for x in ((job or {}).get("sessions") or {}).get("plan", [])]
+    for key in planned:
+        if key not in made:
+            problems.append(f"bundle: no record of session {key[0]}/{key[1]} (the run did not "
+                            "finish, or a record was removed)")
+    problems += _graded_as_built(made, found)
+    done = [made[k] for k in planned if k in made]
+    return Read(ordered, job, reveal, problems, report.count, done)
+
+
+def _session(n: int, result: Any, predicate: dict, job: dict | None,
+             job_line: int) -> tuple[SessionRecord | None, list[str]]:
+    """One rebuild-session record, checked against the job section and its own predicate."""
+    ctx = result.get("squeeze") if isinstance(result, dict) else None
+    if not isinstance(ctx, dict) or job is None or \
+            canonical.dumps(ctx.get("job")) != canonical.dumps(job):
+        return None, [f"its job section differs from line {job_line}'s (records of two runs "
+                      "mixed?)" if job is not None else f"not a squeeze session (no {FORMAT} "
+                      "context)"]
+    try:
+        s = result["session"]
+        key = (s["group"], s["index"])
+        one = SessionRecord(n, predicate["result"]["sha256"], s["group"], s["index"],
+                            result["ended"], result["verdict"], result["tokens"],
+                            dict(result["workspace"]["files"]),
+                            list(result["workspace"]["carries"]), len(result["wall"]["hits"]))
+    except (KeyError, TypeError):
+        return None, ["its session document lacks a field the squeeze reads"]
+    why = []
+    if [key[0], key[1]] not in ((job.get("sessions") or {}).get("plan") or []):
+        return None, [f"session {key[0]}/{key[1]} is not in the job's plan"]
+    same = {
+        "session": {"group": key[0], "index": key[1]},
+        "tokens": result["tokens"],
+        "brief": result.get("brief"), "recipe": result.get("recipe"),
+        "transcript": result.get("transcript"),
+        "recording": {"requests": result["recording"]["requests"],
+                      "sha256": result["recording"]["sha256"]},
+        "tools": [{"arguments": {"sha256": c["arguments_sha256"]}, "name": c["name"]}
+                  for c in result.get("tools", [])],
+    }
+    for k, want in same.items():
+        if predicate.get(k) != want:
+            why.append(f"session {key[0]}/{key[1]}: its signed {k} is not what its document says")
+    graded = one.verdict == "graded"
+    if graded != (result.get("controller") == built_id(*key)) or \
+            (graded and (one.carries or one.ended in ("budget", "rate_limit", "error"))):
+        why.append(f"session {key[0]}/{key[1]}: verdict {one.verdict!r} does not follow from "
+                   "how it ended and what its workspace carries")
+    return one, why
+
+
+def _graded_as_built(made: dict[tuple[str, int], SessionRecord],
+                     found: dict[Grading, GradingRecord]) -> list[str]:
+    """Every graded session was graded, on exactly its workspace's files; nothing else was."""
+    problems = []
+    for (group, index), one in made.items():
+        key = Grading(group, "control" if group == "control" else "rebuild",
+                      built_id(group, index))
+        rec = found.get(key)
+        if one.verdict == "graded" and rec is not None and \
+                rec.code_checks.get("files") != one.files:
+            problems.append(f"bundle line {rec.line}: {key.label()} graded other files than its "
+                            f"session's workspace (line {one.line})")
+        if one.verdict != "graded" and rec is not None:
+            problems.append(f"bundle line {rec.line}: {key.label()} was graded, but its session "
+                            f"(line {one.line}) was {one.verdict}")
+    return problems
 
 
 def _record(n: int, result: dict, predicate: dict, ctx: dict, job: dict,

@@ -83,6 +83,7 @@ def render(result: dict[str, Any], evidence: dict[str, Any]) -> str:
     for loop in result["loops"]:
         out += _loop_section(loop, result, evidence, records)
     out += _control_section(result, records)
+    out += _sessions_section(result)
     out += _failures(evidence)
     return "\n".join(out) + "\n"
 
@@ -164,6 +165,24 @@ def _control_section(result: dict[str, Any], records: dict) -> list[str]:
                                           for k in CHECKS) + "."]
 
 
+def _sessions_section(result: dict[str, Any]) -> list[str]:
+    groups = [(lp["name"], lp["sessions"]) for lp in result["loops"] if "sessions" in lp]
+    if "sessions" in result["control"]:
+        groups.append(("control", result["control"]["sessions"]))
+    if not groups:
+        return []
+    out = ["", "## Rebuilds made through a model", "",
+           "| group | sessions | graded | refused | no controller | stopped: budget "
+           "| rate limit | endpoint error | tokens |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, s in groups:
+        st = s["stopped"]
+        out.append(f"| {md(name)} | {s['count']} | {s['graded']} | {s['refused']} "
+                   f"| {s['no_controller']} | {st['budget']} | {st['rate_limit']} "
+                   f"| {st['error']} | {s['tokens']} |")
+    out += ["", f"Note: {md(groups[0][1]['note'])}."]
+    return out
+
+
 def _failures(evidence: dict[str, Any]) -> list[str]:
     out = ["", "## Flights not landed, by reason", "",
            "| controller | group | practice | fresh | not landed |", "|---|---|---|---|---|"]
@@ -188,5 +207,7 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
             f"{num(lp['rebuilds']['practice_median'])} and {num(lp['rebuilds']['fresh_median'])}"
             f"; gap {signed(lp['gap'])}: {lp['verdict']['flights']} under "
             f"{num(lines['flights'])} flights, {lp['verdict']['percent']} under "
-            f"{num(lines['percent'])}%" + ("; SHIP THE REBUILD" if lp["ship_rebuild"] else ""))
+            f"{num(lines['percent'])}%" + ("; SHIP THE REBUILD" if lp["ship_rebuild"] else "")
+            + (f" (rebuild sessions: {lp['sessions']['graded']} of {lp['sessions']['count']} "
+               "graded)" if "sessions" in lp else ""))
     return out

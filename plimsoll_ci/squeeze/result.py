@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from plimsoll_ci.squeeze import verdicts as v
-from plimsoll_ci.squeeze.records import GradingRecord, Read
+from plimsoll_ci.squeeze.records import GradingRecord, Read, SessionRecord
 
 EVIDENCE_FORMAT = "plimsoll-squeeze-evidence/1"
 CHECKS = ("generator", "source", "practice_seeds")
@@ -35,6 +35,25 @@ def _median_or_none(values: list[int]) -> int | float | None:
     return v.json_number(v.median(values)) if values else None
 
 
+STOPS = ("budget", "rate_limit", "error")
+SESSIONS_NOTE = ("rebuild sessions stopped by the budget, a rate limit or an endpoint error, "
+                 "refused (their workspace carried a sealed value) or that wrote no "
+                 "controller are counted here and left out of the medians: not the recipe's "
+                 "fault, and not evidence of what it teaches")
+
+
+def _sessions(made: list[SessionRecord]) -> dict[str, Any]:
+    """How a group's rebuild sessions ended."""
+    def n(verdict: str) -> int:
+        return sum(s.verdict == verdict for s in made)
+
+    return {"count": len(made), "graded": n("graded"), "refused": n("refused"),
+            "no_controller": n("no_controller"),
+            "stopped": {k: sum(s.verdict == "stopped" and s.ended == k for s in made)
+                        for k in STOPS},
+            "tokens": sum(s.tokens for s in made), "note": SESSIONS_NOTE}
+
+
 def compute(read: Read) -> tuple[dict[str, Any], dict[str, Any]]:
     """(result, evidence) from a complete, verified read of a squeeze bundle."""
     job = read.job
@@ -45,11 +64,21 @@ def compute(read: Read) -> tuple[dict[str, Any], dict[str, Any]]:
         groups.setdefault(rec.grading.group, []).append(rec)
     control = groups.pop("control", [])
     figures: list[dict[str, Any]] = []
+    made: dict[str, list[SessionRecord]] = {}
+    for one in read.sessions:
+        made.setdefault(one.group, []).append(one)
 
-    def figure(name: str, value: Any, rule: str, recs: list[GradingRecord]) -> Any:
+    def figure(name: str, value: Any, rule: str, recs: list) -> Any:
         figures.append({"figure": name, "value": value, "rule": rule,
                         "records": [r.result_sha256 for r in recs]})
         return value
+
+    def sessions_of(group: str, at: str, doc: dict[str, Any]) -> dict[str, Any]:
+        if group in made:
+            doc["sessions"] = figure(f"{at}.sessions", _sessions(made[group]),
+                                     "how the group's rebuild sessions ended (session records)",
+                                     made[group])
+        return doc
 
     control_fresh = _median_or_none([r.fresh.landed for r in control])
     control_doc = {
@@ -63,7 +92,9 @@ def compute(read: Read) -> tuple[dict[str, Any], dict[str, Any]]:
                                   f"control controllers whose code checks found {k}", control)
                         for k in CHECKS},
     }
-    loops = [_loop(name, recs, job, lines, control_fresh, figure)
+    sessions_of("control", "control", control_doc)
+    loops = [sessions_of(name, f"loops.{name}", _loop(name, recs, job, lines, control_fresh,
+                                                      figure))
              for name, recs in groups.items()]
     all_recs = read.records
     tokenizer = {"encoding": job["tokenizer"]["encoding"],
@@ -88,6 +119,11 @@ def compute(read: Read) -> tuple[dict[str, Any], dict[str, Any]]:
         "records": [_record(r) for r in all_recs],
         "figures": figures,
     }
+    if read.sessions:
+        evidence["sessions"] = [{"line": s.line, "result_sha256": s.result_sha256,
+                                 "group": s.group, "index": s.index, "ended": s.ended,
+                                 "verdict": s.verdict, "tokens": s.tokens,
+                                 "carries": s.carries} for s in read.sessions]
     return result, evidence
 
 

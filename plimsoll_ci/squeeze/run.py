@@ -8,12 +8,19 @@ Order of events (the order is the guarantee):
    controller's code checks run (the ship-scan engine over an in-memory set);
 2. the out folder is claimed (it must be new or empty) and the signing key loaded;
 3. the fresh set is drawn and its commitment printed and written to `run.json`: before any flight;
-4. every controller is graded on the practice and fresh sets in its own sandbox, `jobs` at a time;
-5. the records are signed into the bundle in plan order (so `--jobs` changes no byte of the
-   derived artifacts), once every grading is over: the fresh reveal is written only after the
-   last fresh flight. On Ctrl-C or SIGTERM every sandbox is stopped first, then the finished
-   gradings are signed, so the bundle verifies up to its last complete record;
-6. `fresh.json`, `result.json`, `evidence.json`, `report.md`, `report.html` are derived from the
+4. a job that builds runs its rebuild sessions (`sessions.py`), every request through the
+   recording proxy into `requests/`; then the tripwire checks every session's requests against
+   the sealed practice seeds, fresh seeds and generator: a hit signs the session records, grades
+   nothing and ends the run (exit 1). Sessions that were stopped (budget, rate limit, endpoint
+   error), refused (their workspace carries a sealed value) or wrote no controller are counted
+   in their records and graded never; the others' workspaces go to `built/GROUP/N/`;
+5. every controller is graded on the practice and fresh sets in its own sandbox, `jobs` at a time;
+6. the records are signed into the bundle in plan order (sessions first, then gradings; so
+   `--jobs` changes no byte of the derived artifacts), once every grading is over: the fresh
+   reveal is written only after the last fresh flight. On Ctrl-C or SIGTERM every sandbox is
+   stopped first, then the finished gradings are signed, so the bundle verifies up to its last
+   complete record (an interrupted session phase signs nothing);
+7. `fresh.json`, `result.json`, `evidence.json`, `report.md`, `report.html` are derived from the
    bundle's bytes (`artifacts.derive`, the same road `squeeze verify` takes) and `run.json`,
    the unsigned account (times, load, versions, failures), is finished.
 """
@@ -24,21 +31,30 @@ import datetime as dt
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import fresh as fresh_mod
-from plimsoll_ci.squeeze import artifacts, checks, pool, recipes
+from plimsoll_ci.squeeze import artifacts, checks, pool, recipes, sessions
 from plimsoll_ci.squeeze import plan as plan_mod
 from plimsoll_ci.squeeze.grader import Graded, Setup, Task
 from plimsoll_ci.squeeze.job import Job
 from plimsoll_ci.squeeze.progress import Progress
+from plimsoll_ci.squeeze.rebuild import Harness
 
 RUN_FORMAT = "plimsoll-squeeze-run/1"
+REQUESTS = "requests"  # in the out folder: every model request, one folder per session
 # How a flight itself ends; any other reason is the controller's or the sandbox's failure.
 FLIGHT_OUTCOMES = ("landed", "wall", "gate_frame", "floor", "tilt", "timeout")
+
+
+class Model(NamedTuple):
+    """The endpoint rebuild sessions talk to (`plimsoll_ci.model`)."""
+
+    config: Any  # ModelConfig
+    environ: Mapping[str, str] | None = None  # where the key is read (None: os.environ)
 
 
 class Options(NamedTuple):
@@ -51,12 +67,15 @@ class Options(NamedTuple):
     key_env: str | None = None
     # How one grading happens (default `grader.grade`); a module-level function, run in workers.
     grade_fn: Callable[[Task, Setup], Graded] | None = None
+    model: Model | None = None  # needed when the job builds rebuilds
+    harness: Harness = Harness()  # what the sessions are given (a canary run plants mistakes)
 
 
 class Outcome(NamedTuple):
     """How a run ended."""
 
-    status: str  # "done" | "interrupted"
+    status: str  # "done" | "interrupted" | "breached" (a sealed value reached the model) |
+    # "no_rebuilds" (a loop's sessions left nothing to grade)
     exit_code: int
     result: dict[str, Any] | None
     signed: int
@@ -71,6 +90,7 @@ class Prepared(NamedTuple):
     code_checks: list[dict[str, Any]]
     recipes: dict[str, dict[str, Any]]
     practice_seed_tokens: int
+    counted: dict[str, recipes.Recipe]  # loops' recipes as counted (their text goes to sessions)
 
 
 def _now() -> str:
@@ -97,21 +117,39 @@ def claim_out(out: Path) -> None:
         raise BadInput(f"--out {out}: cannot create ({e.strerror})") from None
 
 
-def prepare(job: Job) -> Prepared:
-    """Count the recipes (refusing one over budget) and run every controller's code checks."""
+def model_needed(job: Job) -> str:
+    """What to say when a job builds and no model endpoint was given."""
+    g = next(g for g in job.groups() if g.build)
+    where = f"loops.{g.name}" if g.name != "control" else "control"
+    return (f"{job.path} line {g.line}: {where}.build: rebuilds made through a model need the "
+            "model's endpoint: --base-url, --model and --max-tokens (and the key in the "
+            "variable --api-key-env names)")
+
+
+def prepare(job: Job, options: Options | None = None) -> Prepared:
+    """Count the recipes (refusing one over budget, and one a model would be sent that carries a
+    practice seed or the generator constant) and run every imported controller's code checks."""
+    if job.builds() and (options is None or options.model is None):
+        raise BadInput(model_needed(job))
     scan = checks.scanner(job.practice)
     found: dict[str, dict[str, Any]] = {}
+    counted: dict[str, recipes.Recipe] = {}
     for g in job.loops:
         if g.recipe is None:
             continue
         recipe = recipes.load(job.base, g.recipe, job.recipe_tokens, f"{job.path} loops.{g.name}")
         carried = checks.check_text(recipe.text, scan)
+        if carried and g.build:
+            raise BadInput(f"{job.path} loops.{g.name}: recipe {recipe.path} carries "
+                           f"{', '.join(carried)}; it would cross the wall to the rebuilds' "
+                           "model. Squeeze it again without them")
         found[g.name] = {"path": recipe.path, "sha256": recipe.sha256, "tokens": recipe.tokens,
                          "carries": carried, "text": None if carried else recipe.text}
+        counted[g.name] = recipe
     gradings = plan_mod.gradings(job)
     code = [checks.check(checks.controller_files(job.base / g.controller), scan)
             for g in gradings]
-    return Prepared(scan, gradings, code, found, recipes.seed_list_tokens(job.practice))
+    return Prepared(scan, gradings, code, found, recipes.seed_list_tokens(job.practice), counted)
 
 
 def _write(path: Path, text: str) -> None:
@@ -163,12 +201,11 @@ def run(job: Job, options: Options, progress: Progress,
     """Run the job into `options.out` (see the module doc); `fresh_set` only for a plan made
     earlier (tests, shards): by default a new one is drawn here."""
     from plimsoll_ci import __version__
-    from plimsoll_ci.attest import bundle
 
     out = Path(options.out)
     if out.is_dir() and any(out.iterdir()):
         claim_out(out)  # refuse a used folder before any work
-    prepared = prepare(job)  # a recipe over budget stops here, before anything is written
+    prepared = prepare(job, options)  # a recipe over budget stops here, before anything is written
     claim_out(out)
     signer = _signer(options)
     jobs = options.jobs or pool.usable_cores()
@@ -180,19 +217,11 @@ def run(job: Job, options: Options, progress: Progress,
     if len(fresh.seeds) != job.fresh_count:
         raise BadInput(f"fresh set: {len(fresh.seeds)} seeds, the job asks for {job.fresh_count}")
     commitment = fresh_mod.commit(fresh)
-    from plimsoll_ci.attest.record import practice_set_digest
-
-    job_ctx = plan_mod.job_context(job, practice_set_digest(job.practice), commitment,
-                                   prepared.recipes, prepared.practice_seed_tokens,
-                                   recipes.ENCODING)
-    tasks = [Task(str(job.base / g.controller), job.course, job.practice, fresh,
-                  plan_mod.grading_context(job_ctx, g, c))
-             for g, c in zip(prepared.gradings, prepared.code_checks, strict=True)]
     account: dict[str, Any] = {
         "format": RUN_FORMAT, "status": "running",
         "job": {"path": str(job.path), "sha256": job.sha256},
         "fresh_commitment": commitment, "committed_at": _now(), "started": _now(),
-        "gradings": {"planned": len(tasks), "signed": 0},
+        "gradings": {"planned": len(prepared.gradings), "signed": 0},
         "jobs": jobs, "cores": pool.usable_cores(), "provider": options.setup.provider,
         "min_tier": options.setup.min_tier, "cpu_budget": options.setup.budget.record(),
         "versions": {"plimsoll_ci": __version__, "python": platform.python_version(),
@@ -202,35 +231,57 @@ def run(job: Job, options: Options, progress: Progress,
     _write(out / artifacts.RUN, artifacts_json(account))
     progress.note(f"fresh set of {job.fresh_count} drawn and committed before any flight: "
                   f"{commitment}")
+    built: list = []
+    if job.builds():
+        built_or_stop = _build(_Running(job, options, prepared, fresh, signer, account,
+                                        progress))
+        if isinstance(built_or_stop, Outcome):
+            return built_or_stop
+        built = built_or_stop
+    made = frozenset((d.spec.group, d.spec.index) for d in built if d.graded)
+    paths = {d.doc["controller"]: d.workspace for d in built if d.graded}
+    gradings = plan_mod.gradings(job, made)
+    known = dict(zip(prepared.gradings, prepared.code_checks, strict=True))
+    code = [known[g] if g in known else
+            checks.check(checks.controller_files(paths[g.controller]), prepared.scan)
+            for g in gradings]
+    from plimsoll_ci.attest.record import practice_set_digest
+
+    job_ctx = plan_mod.job_context(job, practice_set_digest(job.practice), commitment,
+                                   prepared.recipes, prepared.practice_seed_tokens,
+                                   recipes.ENCODING, made)
+    tasks = [Task(str(paths.get(g.controller) or job.base / g.controller), job.course,
+                  job.practice, fresh, plan_mod.grading_context(job_ctx, g, c))
+             for g, c in zip(gradings, code, strict=True)]
+    account["gradings"]["planned"] = len(tasks)
+    _write(out / artifacts.RUN, artifacts_json(account))
     done: dict[int, Graded] = {}
     per: dict[int, dict[str, Any]] = {}
     t0 = time.monotonic()
 
     def on_start(index: int) -> None:
-        progress.began(prepared.gradings[index].label())
+        progress.began(gradings[index].label())
 
     def on_done(d: pool.Done) -> None:
         done[d.index] = d.graded
         text, info = _summary(d.graded, prepared.scan)
-        per[d.index] = {"grading": list(prepared.gradings[d.index]), "wall_s": round(d.wall_s, 3),
+        per[d.index] = {"grading": list(gradings[d.index]), "wall_s": round(d.wall_s, 3),
                         **info}
-        progress.finished(prepared.gradings[d.index].label(), f"{text} [{d.wall_s:.1f} s]")
+        progress.finished(gradings[d.index].label(), f"{text} [{d.wall_s:.1f} s]")
 
-    status, code, error = "done", 0, None
+    status, code_, error = "done", 0, None
     progress.start(len(tasks))
     try:
         pool.run(tasks, options.setup, jobs, on_start, on_done, options.grade_fn)
     except pool.Interrupted as e:
-        status, code = "interrupted", 128 + e.signum
+        status, code_ = "interrupted", 128 + e.signum
     except pool.GradingFailed as e:
-        status, code, error = "failed", e.exit_code, e
+        status, code_, error = "failed", e.exit_code, e
     finally:
         progress.close()
     finished = sorted(done)
-    if finished:
-        bundle.append_runs(out / artifacts.BUNDLE,
-                           [(done[i].result, done[i].predicate) for i in finished], signer)
-        bundle.lock_path(out / artifacts.BUNDLE).unlink(missing_ok=True)  # only we append here
+    _sign(out, signer, sessions.records(built, job_ctx),
+          [(done[i].result, done[i].predicate) for i in finished])
     account.update({
         "status": status, "finished": _now(), "wall_s": round(time.monotonic() - t0, 3),
         "gradings": {"planned": len(tasks), "signed": len(finished)},
@@ -257,7 +308,126 @@ def run(job: Job, options: Options, progress: Progress,
         progress.note(f"interrupted: every sandbox stopped; {len(finished)} of {len(tasks)} "
                       f"gradings signed into {out / artifacts.BUNDLE}" if finished else
                       "interrupted before any grading finished: nothing was signed")
-    return Outcome(status, code, result, len(finished), len(tasks))
+    return Outcome(status, code_, result, len(finished), len(tasks))
+
+
+def _sign(out: Path, signer: Any, session_records: list, grading_records: list) -> None:
+    """Append the session records, then the gradings', to the run's bundle."""
+    from plimsoll_ci.attest import bundle
+    from plimsoll_ci.attest.record import SESSION_PREDICATE_TYPE
+
+    path = out / artifacts.BUNDLE
+    if session_records:
+        bundle.append_runs(path, session_records, signer, SESSION_PREDICATE_TYPE)
+    if grading_records:
+        bundle.append_runs(path, grading_records, signer)
+    bundle.lock_path(path).unlink(missing_ok=True)  # only we append here
+
+
+class _Running(NamedTuple):
+    """What the steps of one run share."""
+
+    job: Job
+    options: Options
+    prepared: Prepared
+    fresh: fresh_mod.FreshSet
+    signer: Any
+    account: dict[str, Any]  # run.json, as it grows
+    progress: Progress
+
+
+def _build(ctx: _Running) -> list | Outcome:
+    """Run the job's rebuild sessions and check the wall; the finished sessions, or the Outcome
+    that ends the run (interrupted, or the tripwire found a sealed value sent)."""
+    import tempfile
+
+    from plimsoll_ci.model.session import Budget
+    from plimsoll_ci.squeeze import rebuild, wall
+
+    job, options, prepared, fresh, _signer, account, progress = ctx
+    assert options.model is not None
+    out = Path(options.out)
+    config = options.model.config
+    secrets = wall.seal(job.practice, fresh, withheld=options.setup.withheld)
+    planned = sessions.specs(job, prepared.counted)
+    account["model"] = {"base_url": config.base_url, "model": config.model,
+                        "max_tokens": config.max_tokens}
+    account["sessions"] = {"planned": len(planned)}
+    _write(out / artifacts.RUN, artifacts_json(account))
+    budget = Budget(config.max_tokens)
+    with tempfile.TemporaryDirectory(prefix="plimsoll-rebuilds-") as work:
+        setting = rebuild.Setting(config, options.model.environ, budget, secrets, job.course,
+                                  out / REQUESTS, Path(work), options.setup.provider,
+                                  job.max_turns, job.smoke, options.harness)
+        progress.start(len(planned), f"building {len(planned)} rebuilds through "
+                       f"{config.model} (at most {config.max_tokens} tokens)")
+        try:
+            built = sessions.run_all(
+                planned, setting, options.jobs or pool.usable_cores(), lambda s: progress.began(f"session {s.name}"),
+                lambda d: progress.finished(f"session {d.spec.name}", sessions.summary(d)))
+        except pool.Interrupted as e:
+            progress.close()
+            account.update({"status": "interrupted", "finished": _now()})
+            _write(out / artifacts.RUN, artifacts_json(account))
+            progress.note("interrupted during the rebuild sessions: every sandbox stopped, "
+                          "nothing was signed")
+            return Outcome("interrupted", 128 + e.signum, None, 0, 0)
+        finally:
+            progress.close()
+        account["sessions"].update({
+            "done": len(built), "tokens": budget.spent,
+            "per_session": [{"session": d.spec.name, "ended": d.doc["ended"],
+                             "verdict": d.doc["verdict"], "turns": d.doc["turns"],
+                             "tokens": d.doc["tokens"]} for d in built]})
+        found = sessions.hits(built)
+        if found:
+            return _ended(ctx, built, "breached", [f"tripwire: {x}" for x in found] + [
+                f"the wall was breached: {len(found)} sealed value(s) reached the model; "
+                "nothing was graded (the session records are signed in the bundle)"])
+        empty = _ungraded_loops(job, built)
+        if empty:
+            return _ended(ctx, built, "no_rebuilds", empty)
+        paths = sessions.keep_workspaces(built, out)  # before the private folder goes
+        return [d._replace(workspace=paths[d.doc["controller"]]) if d.graded else d
+                for d in built]
+
+
+def _ungraded_loops(job: Job, built: list) -> list[str]:
+    """Loops left with no rebuild to measure a gap against (every session of theirs ended
+    without a controller to grade, and none was imported)."""
+    out = []
+    for g in job.loops:
+        mine = [d for d in built if d.spec.group == g.name]
+        if g.rebuilds or any(d.graded for d in mine):
+            continue
+        ends: dict[str, int] = {}
+        for d in mine:
+            why = d.doc["ended"] if d.doc["verdict"] == "stopped" else d.doc["verdict"]
+            ends[why] = ends.get(why, 0) + 1
+        out.append(f"loops.{g.name}: none of its {len(mine)} rebuild sessions left a controller "
+                   "to grade (" + ", ".join(f"{k} {v}" for k, v in sorted(ends.items()))
+                   + "): no gap can be measured; nothing was graded (raise --max-tokens, or run "
+                   "again when the endpoint is not rate-limiting)")
+    return out
+
+
+def _ended(ctx: _Running, built: list, status: str, why: list[str]) -> Outcome:
+    """A run that cannot grade (`breached`: the tripwire found a sealed value the harness sent;
+    `no_rebuilds`): sign the session records, grade nothing, exit 1."""
+    from plimsoll_ci.attest.record import practice_set_digest
+
+    job, options, prepared, fresh, signer, account, progress = ctx
+    made = frozenset((d.spec.group, d.spec.index) for d in built if d.graded)
+    job_ctx = plan_mod.job_context(job, practice_set_digest(job.practice),
+                                   fresh_mod.commit(fresh), prepared.recipes,
+                                   prepared.practice_seed_tokens, recipes.ENCODING, made)
+    out = Path(options.out)
+    _sign(out, signer, sessions.records(built, job_ctx), [])
+    account.update({"status": status, "finished": _now(), "why": why})
+    _write(out / artifacts.RUN, artifacts_json(account))
+    for line in why:
+        progress.note(line)
+    return Outcome(status, 1, None, len(built), 0)
 
 
 def artifacts_json(doc: dict[str, Any]) -> str:

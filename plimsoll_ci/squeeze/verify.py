@@ -36,6 +36,7 @@ class Verified(NamedTuple):
     problems: list[str]
     result: dict[str, Any] | None
     records: int
+    sessions: int = 0  # of the records, rebuild sessions (the others are gradings)
 
     @property
     def ok(self) -> bool:
@@ -154,9 +155,11 @@ def _check_run_json(folder: Path, read: Any, problems: list[str]) -> None:
         ("status",): "done",
         ("job", "sha256"): job.get("job_sha256"),
         ("fresh_commitment",): (job.get("fresh") or {}).get("commitment"),
-        ("gradings", "signed"): read.count,
+        ("gradings", "signed"): len(read.records),
         ("gradings", "planned"): len(job.get("plan") or []),
     }
+    if read.sessions:
+        expect[("sessions", "done")] = len(read.sessions)
     for keys, want in expect.items():
         have: Any = doc
         for k in keys:
@@ -200,4 +203,5 @@ def verify(folder: str | Path, public: PublicKey) -> Verified:
         problems += _compare(name, path.read_bytes(), text)
     _check_run_json(folder, derived.read, problems)
     result = json.loads(derived.files["result.json"])
-    return Verified(problems, None if problems else result, derived.read.count)
+    return Verified(problems, None if problems else result, derived.read.count,
+                    len(derived.read.sessions))

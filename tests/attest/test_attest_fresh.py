@@ -17,12 +17,14 @@ def test_a_reveal_matches_its_commitment():
     assert fresh.check_reveal(fresh.commit(fs), fresh.reveal(fs))
 
 
-def test_draw_gives_distinct_sorted_ten_digit_seeds_and_a_32_byte_salt():
+def test_draw_gives_distinct_sorted_64_bit_seeds_above_the_hunt_horizon_and_a_32_byte_salt():
     fs = fresh.draw(64)
     assert list(fs.seeds) == sorted(set(fs.seeds)) and len(fs.seeds) == 64
-    assert all(1_000_000_000 <= s < 2**32 for s in fs.seeds)
+    assert all(2**32 <= s < 2**64 - 2**32 for s in fs.seeds)
+    assert max(fs.seeds) > 2**63  # over the whole range: not one seed past 2**53 is a fluke
     assert len(fs.salt) == 32
     assert fresh.draw(4).salt != fresh.draw(4).salt
+    assert all(2**32 <= s < 2**40 for s in fresh.draw(64, bits=40).seeds)
 
 
 def test_commitment_is_domain_separated_sha256_of_salt_count_and_sorted_seeds():
@@ -30,21 +32,37 @@ def test_commitment_is_domain_separated_sha256_of_salt_count_and_sorted_seeds():
     fs = fresh.make([2718281828, 101], salt=salt)
     message = b"plimsoll-ci fresh-set v1\x00" + salt + struct.pack(">IQQ", 2, 101, 2718281828)
     assert fresh.commit(fs) == hashlib.sha256(message).hexdigest()
-    assert fresh.reveal(fs) == {"salt": salt.hex(), "seeds": [101, 2718281828]}
+    assert fresh.reveal(fs) == {"salt": salt.hex(), "seeds": ["101", "2718281828"]}
+
+
+def test_a_reveal_writes_seeds_as_decimal_strings_and_reads_only_that_form():
+    fs = fresh.make([2**64 - 1, 0, 2**53 + 1], salt=bytes(32))
+    doc = fresh.reveal(fs)
+    assert doc["seeds"] == ["0", "9007199254740993", "18446744073709551615"]
+    assert fresh.from_reveal(doc) == fs
+    for bad in (["00"], ["+1"], [" 1"], ["1.0"], ["1e3"], [str(2**64)], [1], ["0x10"], ["١٢"]):
+        with pytest.raises(ValueError):
+            fresh.from_reveal({"salt": doc["salt"], "seeds": bad})
+    # records signed before 64-bit seeds (v1, v2) hold integers: read only when asked for
+    legacy = {"salt": doc["salt"], "seeds": [0, 2**53 + 1, 2**64 - 1]}
+    assert fresh.from_reveal(legacy, integers=True) == fs
+    assert fresh.check_reveal(fresh.commit(fs), legacy, integers=True)
+    assert not fresh.check_reveal(fresh.commit(fs), legacy)
 
 
 @pytest.mark.parametrize(
     "edit",
     [
-        lambda r: r["seeds"].__setitem__(0, r["seeds"][0] + 1),
+        lambda r: r["seeds"].__setitem__(0, str(int(r["seeds"][0]) + 1)),
         lambda r: r.__setitem__("salt", "00" * 32),
         lambda r: r["seeds"].pop(),
-        lambda r: r["seeds"].append(r["seeds"][-1] + 1),
+        lambda r: r["seeds"].append(str(int(r["seeds"][-1]) + 1)),
         lambda r: r["seeds"].reverse(),
         lambda r: r.__setitem__("salt", r["salt"].upper()),
         lambda r: r.__setitem__("extra", 1),
         lambda r: r["seeds"].__setitem__(0, True),
-        lambda r: r["seeds"].__setitem__(0, float(r["seeds"][0])),
+        lambda r: r["seeds"].__setitem__(0, int(r["seeds"][0])),
+        lambda r: r["seeds"].__setitem__(0, "0" + r["seeds"][0]),
         lambda r: r.__setitem__("seeds", []),
     ],
 )
@@ -72,7 +90,7 @@ def test_every_reveal_round_trips_and_binds_its_seeds(seeds, salt):
     assert not fresh.check_reveal(fresh.commit(fs), fresh.reveal(other))
 
 
-@pytest.mark.parametrize("count, low, high", [(0, 1, 10), (5, 1, 4), (1, 5, 5), (1, -1, 3)])
-def test_draw_refuses_an_impossible_request(count, low, high):
+@pytest.mark.parametrize("count, bits", [(0, 64), (-1, 64), (1, 39), (1, 65), (1, 32)])
+def test_draw_refuses_an_impossible_request(count, bits):
     with pytest.raises(ValueError):
-        fresh.draw(count, low, high)
+        fresh.draw(count, bits)

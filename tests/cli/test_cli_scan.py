@@ -443,6 +443,16 @@ def test_many_guessable_values_are_warned_about_in_a_few_lines(leak, harness):
     (harness / "many.txt").write_text("".join(f"{1_000_000_000 + i}\n" for i in range(20)))
     p = run(leak, "withheld", "build", "--values", "many.txt", cwd=harness)
     assert p.returncode == 0
-    lines = p.stderr.splitlines()
+    lines = [ln for ln in p.stderr.splitlines() if "guessable entropy" in ln]
     assert len(lines) == 6 and "many.txt:5: about 33 bits" in lines[4]
     assert "and 15 more values under 64 bits of guessable entropy" in lines[5]
+
+
+def test_the_seed_lint_of_many_values_is_said_in_a_few_lines(leak, harness):
+    (harness / "hunt.txt").write_text("".join(f"{1_000_000_000 + 7919 * i}\n" for i in range(40)))
+    p = run(leak, "withheld", "build", "--values", "hunt.txt", "--key-env", "K", cwd=harness,
+            env={"K": KEY})
+    assert p.returncode == 0, p.stderr
+    hunt = [ln for ln in p.stderr.splitlines() if ": hunt: " in ln or "the hunt rule" in ln]
+    assert len(hunt) == 6, p.stderr
+    assert "and 35 more values break the hunt rule" in hunt[-1]

@@ -72,7 +72,7 @@ def test_a_controller_carrying_a_withheld_entry_is_refused(tmp_path, quick):
 
 def test_held_out_seeds_from_a_file_are_named_by_line_never_by_value(tmp_path, quick):
     seeds = tmp_path / "held-out.txt"
-    seeds.write_text("# held out\n6000000001\n6000000002\n")
+    seeds.write_text("# held out\n6000000001\n17500000000123\n")
     r = cli("--controller", str(quick), "--course", "easy", "--seed-file", str(seeds),
             "--provider", "process", "--format", "json")
     assert r.returncode == 0, r.stderr
@@ -80,6 +80,7 @@ def test_held_out_seeds_from_a_file_are_named_by_line_never_by_value(tmp_path, q
     assert [f["id"] for f in doc["flights"]] == ["seed-file:1", "seed-file:2"]
     assert all(f["seed"] is None for f in doc["flights"])
     assert "6000000001" not in r.stdout + r.stderr
+    assert "17500000000123" not in r.stdout + r.stderr
 
 
 def test_tiny_seeds_are_not_matched_but_noted_as_a_weakness(quick):

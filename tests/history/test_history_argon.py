@@ -10,9 +10,10 @@ from history_repos import LEAK, run_cli
 def test_history_names_first_commit_fix_and_46_minute_window(argon: dict) -> None:
     repo = argon["repo"]
     proc = run_cli("history", "--set", str(argon["set"]), "--format", "json", "--no-progress",
-                   cwd=repo.path)
+                   "--every-commit", cwd=repo.path)
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
+    assert doc["format"] == "plimsoll-history/2"
     assert [e["entry"] for e in doc["entries"]] == ["seeds.txt:2"]
     e = doc["entries"][0]
     assert e["first"]["commit"] == argon["first"]
@@ -20,6 +21,9 @@ def test_history_names_first_commit_fix_and_46_minute_window(argon: dict) -> Non
     assert e["window_seconds"] == 46 * 60
     assert len(e["windows"]) == 1
     assert e["windows"][0]["commits"] == [argon["first"], *argon["middle"]]
+    assert e["windows"][0]["ranges"] == [{"first": argon["first"], "last": argon["middle"][-1],
+                                          "commits": 4}]
+    assert e["commit_count"] == e["windows"][0]["commit_count"] == 4
     assert "drone:viewer/replay.html" in e["first"]["paths"]
     finding = e["first"]["findings"][0]
     assert finding["line"] == 4 and finding["set"] == "drone"

@@ -83,13 +83,14 @@ def test_a_leak_fixed_then_reintroduced_by_a_revert_has_two_windows(
     mid = repo.commit("unrelated", 70)
     repo.write("viewer/replay.html", viewer("seed-EXAMPLE.json"))
     fix2 = repo.commit("fix again", 90)
-    code, doc = history_json(repo, wset_path)
+    code, doc = history_json(repo, wset_path, "--every-commit")
     assert code == 1
     (e,) = doc["entries"]
     w1, w2 = e["windows"]
     assert (w1["first"]["commit"], w1["fixed"]["commit"], w1["window_seconds"]) == (first, fix1, 1200)
     assert (w2["first"]["commit"], w2["fixed"]["commit"], w2["window_seconds"]) == (again, fix2, 1800)
     assert w2["commits"] == [again, mid]
+    assert w2["ranges"] == [{"first": again, "last": mid, "commits": 2}]
     assert e["first"]["commit"] == first and e["fixed"]["commit"] == fix2
     assert e["window_seconds"] == 3000
     assert len(e["commits"]) == 3
@@ -227,7 +228,7 @@ def test_a_failing_builder_is_noted_and_its_set_carries_over(tmp_path: Path,
     repo.write("tasks/drone/TASK.md", "# Drone task\n")
     repo.write("viewer/replay.html", viewer("seed-EXAMPLE.json"))
     fix = repo.commit("fix both", 40)
-    code, doc = history_json(repo, wset_path)
+    code, doc = history_json(repo, wset_path, "--every-commit")
     assert code == 1
     (e,) = doc["entries"]
     assert (e["first"]["commit"], e["fixed"]["commit"]) == (first, fix)
@@ -278,7 +279,7 @@ def test_a_fix_on_a_side_branch_does_not_close_a_window_main_still_ships(
     repo.git("checkout", "-q", "main")
     repo.write("tasks/drone/TASK.md", "# v2\n")
     tip = repo.commit("main goes on", 20)
-    code, doc = history_json(repo, wset_path, "--all")
+    code, doc = history_json(repo, wset_path, "--all", "--every-commit")
     (e,) = doc["entries"]
     assert e["first"]["commit"] == first and e["fixed"] is None
     assert e["windows"][0]["commits"] == [first, tip] and e["window_seconds"] == 20 * 60

@@ -82,7 +82,7 @@ def test_non_utf8_paths_are_judged_and_shown_escaped(globrepo: GitRepo, wset_pat
     first = repo.commit("latin-1 name", 0)
     repo.write(b"tasks/drone/\xe9t\xe9/seed-" + LEAK.encode() + b".json", "{}\n")
     second = repo.commit("latin-1 folder, a name that carries the value", 5)
-    code, doc = history_json(repo, wset_path)  # the value is never printed (run_cli checks)
+    code, doc = history_json(repo, wset_path, "--every-commit")  # the value is never printed (run_cli checks)
     assert code == 1
     e = doc["entries"][0]
     assert e["first"]["commit"] == first
@@ -130,7 +130,7 @@ def test_ctrl_c_leaves_a_consistent_cache_and_the_rerun_agrees(tmp_path: Path) -
     assert all(name.startswith("scan-") and name.endswith(".json") for name in leftovers)
     for name in leftovers:
         json.loads((cache / name).read_text())  # whole, never torn
-    code, warm = history_json(repo, wset)
+    code, warm = history_json(repo, wset, "--every-commit")
     assert code == 1
     (e,) = warm["entries"]
     assert e["first"]["commit"] == steps[2] and e["fixed"]["commit"] == steps[5]
@@ -209,8 +209,8 @@ def test_builds_are_cached_by_the_tree_of_the_builders_inputs(tmp_path: Path) ->
 
     def run() -> dict:
         proc = subprocess.run([sys.executable, "-m", "plimsoll_ci", "history", "--set", str(wset),
-                               "--format", "json", "--no-progress"], cwd=repo.path, env=env,
-                              capture_output=True, text=True)
+                               "--format", "json", "--no-progress", "--every-commit"],
+                              cwd=repo.path, env=env, capture_output=True, text=True)
         assert proc.returncode == 1, proc.stderr
         return json.loads(proc.stdout)
 

@@ -31,7 +31,7 @@ def test_fixed_is_null_while_the_tip_ships_a_leak_a_merged_side_line_fixed_on_it
     repo.git("checkout", "-q", "main")
     repo.git("merge", "-q", "--no-ff", "-m", "merge side", "side", env=repo.dates(30))
     merge = repo.git("rev-parse", "HEAD")
-    _code, doc = history_json(repo, wset_path)  # HEAD's history only, no --all
+    _code, doc = history_json(repo, wset_path, "--every-commit")  # HEAD's history, no --all
     (e,) = doc["entries"]
     assert [w["first"]["commit"] for w in e["windows"]] == [intro, side]
     assert _fixed(e) == [None, side_fix]
@@ -59,7 +59,7 @@ def test_fixed_is_null_while_another_branch_tip_still_ships_it(globrepo: GitRepo
     fix2 = repo.commit("fixed again", 40)
     _code, doc = history_json(repo, wset_path)
     assert doc["entries"][0]["fixed"]["commit"] == fix2  # main alone: fixed
-    _code, doc = history_json(repo, wset_path, "--all")
+    _code, doc = history_json(repo, wset_path, "--all", "--every-commit")
     (e,) = doc["entries"]
     assert [w["first"]["commit"] for w in e["windows"]] == [intro, again]
     assert _fixed(e) == [None, fix2]
@@ -157,7 +157,7 @@ def test_a_value_in_a_folder_name_is_reported_once_per_folder(globrepo: GitRepo,
     first = repo.commit("twelve tracks in a folder named for a seed", 0)
     repo.write(f"tasks/drone/seed-{LEAK}/more.json", "{}\n")
     second = repo.commit("one more", 5)
-    _code, doc = history_json(repo, wset_path)
+    _code, doc = history_json(repo, wset_path, "--every-commit")
     (e,) = doc["entries"]
     for c in e["commits"]:
         (f,) = c["findings"]

@@ -23,6 +23,9 @@ SETS = [
     [("a", "3107713414"), ("c", "31.5"), ("d", "0.0625"), ("e", "1000.25")],
     [("a", "3107713414"), ("t1", "stall drift-12"), ("t2", "left right"), ("t3", "skip-step up-3")],
     [("c", "31.5"), ("t1", "stall drift-12"), ("t4", "alpha gamma"), ("x", "0042")],
+    [("p", "8080"), ("q", "80"), ("r", "22"), ("g", "4820193756"), ("u", "_attrs_to_script"),
+     ("v", "__init__"), ("w", "skip_"), ("c", "31.5")],
+    [("big", "30000000"), ("e", "315000000000"), ("g", "23456789"), ("h", "2200000")],
 ]
 TOK = ["3107713414", "31.5", "31.50", "0:31.5", "3.15e1", "0x1f", "3_107_713_414", "3107713414.000",
        "3.107713414e9", "0xb93c8a86", "0o27117043206", "131.5", "13107713414", "seed3107713414",
@@ -33,7 +36,12 @@ TOK = ["3107713414", "31.5", "31.50", "0:31.5", "3.15e1", "0x1f", "3_107_713_414
        "alpha", "gamma", "alpha gamma", "Alpha\xa0Gamma", "\xa0", "\t", " ", "\n", "  ", ",", "=", "==",
        "é", "ü", "\u00e9t\u00e9", "%33%31", "\\u0033\\x31", "&#51;&amp;", "&lt;",
        "abcdefABCDEF", "deadbeef", "0123456789abcdef0123", "3x3y",
-       "aGVsbG8gd29ybGQ", "MzEuNQ==", "+/", "-_", "ABCDEFGHIJKLmnop", "0042", "4:2", "12:34:56"]
+       "aGVsbG8gd29ybGQ", "MzEuNQ==", "+/", "-_", "ABCDEFGHIJKLmnop", "0042", "4:2", "12:34:56",
+       "8080:80", "80:443", "8080:5", "10.0.0.1:22", "1:22:33", "80:22", "1:23:4", "1:23:45:67",
+       "0:31.5.5", "8080:31.5", "4,820,193,756", "14,820,193,756", "4,820,193,7560", "4,820",
+       "4,820,193", "1,234,567,890,123,456,789", "1:23,456,789", "4,820,193,756.5", "0,820,193",
+       "_attrs_to_script", "__attrs_to_script", "attrs_to_script_", "__init__", "_init_",
+       "skip_", "skip__", "_", "__", "0:30_000_000", "0:31.5e10", "1:22e+5", "0:31.5_5"]
 
 
 def enc(rng: random.Random, v: str) -> str:
@@ -109,11 +117,11 @@ def test_numpy_paths_match_the_small_paths(scanners, seed, monkeypatch):
             ix = sc.index
             small, big = [], []
             if ix.has_numbers:
-                small += extract._numbers_small(flat, ix)
-                big += extract._numbers_np(flat, ix)
+                extract._numbers_small(flat, ix, small)
+                extract._numbers_np(flat, ix, None, big)
             if ix.has_texts:
-                small += extract._texts_small(flat, ix)
-                big += extract._texts_np(flat, ix)
+                extract._texts_small(flat, ix, small)
+                extract._texts_np(flat, ix, None, big)
             want = sorted(map(_key, small))
             assert sorted(map(_key, big)) == want, buf[:300]
             monkeypatch.setattr(extract, "SMALL", 1 << 40)

@@ -2,24 +2,24 @@
 
 In every provider: a controller that stops reading its input and writes replies ahead of time
 ends as `timeout_wall` within the wall bound (the host never blocks in a pipe write); a reply far
-over a pipe's 64 KiB arrives whole; a grading stopped by SIGTERM or SIGINT stops every sandbox it
-started and removes its folders. After each run no container, no runsc process and no
+over a pipe's 64 KiB arrives whole; a grading stopped by SIGTERM, SIGINT or SIGHUP stops every
+sandbox it started and removes its folders. After each run no container, no runsc process and no
 `plimsoll-grade-*` folder is left.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sandboxkit import SLEEPER, grade_cli, no_leftovers, wait_for_sandbox  # noqa: E402
 
 from plimsoll_ci.grading.lockstep import CpuBudget
 from plimsoll_ci.grading.request import GradeRequest
@@ -85,18 +85,6 @@ class Controller:
         except OSError as e:
             raise RuntimeError("refused " + (e.strerror or ""))
 """
-SLEEPER = """
-import time
-
-class Controller:
-    def __init__(self, info):
-        pass
-
-    def step(self, obs):
-        time.sleep(3600)
-"""
-
-
 @pytest.fixture(params=["process", pytest.param("gvisor", marks=pytest.mark.gvisor),
                         pytest.param("docker", marks=pytest.mark.docker)])
 def provider(request) -> str:
@@ -107,63 +95,12 @@ def provider(request) -> str:
     return "process"
 
 
-@pytest.fixture
-def private_tmp(monkeypatch):
-    """A TMPDIR of this test's own, so whatever a grading leaves there is this test's (made in
-    the real temp folder: a sandbox's file server must be able to reach the staged files)."""
-    tmp = Path(tempfile.mkdtemp(prefix="plimsoll-test-tmpdir-"))
-    tmp.chmod(0o755)
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    yield tmp
-    shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _leftovers(tmp: Path) -> list[str]:
-    """Folders, host processes and containers of gradings that staged under `tmp`."""
-    found = [f"folder {p.name}" for p in tmp.iterdir()]
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if str(tmp).encode() in cmdline:
-            shown = cmdline.replace(b"\0", b" ")[:120]
-            found.append(f"process {pid}: {shown!r}")
-    try:
-        import docker
-
-        client = docker.from_env(timeout=30)
-        for c in client.containers.list(all=True, filters={"label": "plimsoll-ci.stage"}):
-            if c.labels.get("plimsoll-ci.stage", "").startswith(str(tmp)):
-                found.append(f"container {c.id[:12]} ({c.status})")
-    except Exception:  # noqa: BLE001 - no dockerd here: no container either
-        pass
-    return found
-
-
-def _no_leftovers(tmp: Path, within: float = 20.0) -> None:
-    deadline = time.monotonic() + within  # a killed sandbox takes a moment to be reaped
-    while _leftovers(tmp) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _leftovers(tmp) == []
-
-
-def _grade_cli(controller: Path, provider: str, flights: int, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "plimsoll_ci", "grade", "--controller", str(controller),
-         "--course", "easy", "--seeds", f"5000000001-{5000000000 + flights}",
-         "--provider", provider, "--format", "json", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
 def test_a_controller_that_stops_reading_and_writes_ahead_ends_as_timeout_wall(
         provider, tmp_path, private_tmp):
     controller = tmp_path / "controller.py"
     controller.write_text(STALLER.replace("FLIGHTS", "8"))
     started = time.monotonic()
-    proc = _grade_cli(controller, provider, 8, "--wall-per-tick", "2")
+    proc = grade_cli(controller, provider, 8, "--wall-per-tick", "2")
     try:
         out, err = proc.communicate(timeout=180)
     except subprocess.TimeoutExpired:
@@ -175,7 +112,7 @@ def test_a_controller_that_stops_reading_and_writes_ahead_ends_as_timeout_wall(
     assert {f["reason"] for f in flights} == {"timeout_wall"}
     assert "stopped reading its input" in flights[0]["detail"]
     assert time.monotonic() - started < 120
-    _no_leftovers(private_tmp)
+    no_leftovers(private_tmp)
 
 
 def test_a_reply_over_64_kib_arrives_whole(provider, tmp_path, private_tmp):
@@ -186,7 +123,7 @@ def test_a_reply_over_64_kib_arrives_whole(provider, tmp_path, private_tmp):
     # each error is cut to 300 characters, escaped in JSON: the reply is about 230 KB
     assert {f.reason for f in result.flights} == {"controller_error"}
     assert all(f.detail.startswith("ValueError: \U0001F600") for f in result.flights)
-    _no_leftovers(private_tmp)
+    no_leftovers(private_tmp)
 
 
 def test_a_controller_that_trickles_bytes_without_a_line_end_ends_as_timeout_wall(
@@ -198,7 +135,7 @@ def test_a_controller_that_trickles_bytes_without_a_line_end_ends_as_timeout_wal
                                 budget=FAST))
     assert [f.reason for f in result.flights] == ["timeout_wall"]
     assert time.monotonic() - started < 60
-    _no_leftovers(private_tmp)
+    no_leftovers(private_tmp)
 
 
 def test_dev_shm_is_read_only_inside_and_the_start_up_checks_say_so(provider, tmp_path,
@@ -217,19 +154,14 @@ def test_dev_shm_is_read_only_inside_and_the_start_up_checks_say_so(provider, tm
         assert result.evidence["checks"][2]["passed"]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_grading_stopped_by_a_signal_stops_its_sandboxes_and_removes_its_folders(
         provider, tmp_path, private_tmp, signum):
     controller = tmp_path / "controller.py"
     controller.write_text(SLEEPER)
-    proc = _grade_cli(controller, provider, 2, "--wall-per-tick", "600")
+    proc = grade_cli(controller, provider, 2, "--wall-per-tick", "600")
     try:
-        deadline = time.monotonic() + 120
-        while not [x for x in _leftovers(private_tmp) if not x.startswith("folder")]:
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the sandbox never started"
-            time.sleep(0.2)
-        time.sleep(1.0)  # the runner is in the controller's step now
+        wait_for_sandbox(proc, private_tmp)
         proc.send_signal(signum)
         out, err = proc.communicate(timeout=90)
     finally:
@@ -239,4 +171,4 @@ def test_a_grading_stopped_by_a_signal_stops_its_sandboxes_and_removes_its_folde
     assert proc.returncode == 128 + signum, err
     assert f"stopped by {signal.Signals(signum).name}" in err
     assert out == ""
-    _no_leftovers(private_tmp)
+    no_leftovers(private_tmp)

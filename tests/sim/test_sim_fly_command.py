@@ -157,10 +157,30 @@ def test_the_installed_command_exits_2_on_an_unknown_course():
 
 def test_fly_takes_a_controller_folder_with_controller_py(capsys, tmp_path):
     (tmp_path / "controller.py").write_bytes((CONTROLLERS / "hover.py").read_bytes())
-    code, out, _ = fly(capsys, "--controller", str(tmp_path), "--course", "easy", "--seeds",
-                       str(sim.SMOKE_SEEDS[0]), "--format", "json")
+    code, out, _ = fly(capsys, "--controller", str(tmp_path), "--course", "easy", "--smoke", "1",
+                       "--format", "json")
     assert code == 0
     assert json.loads(out)["flights"][0]["reason"] == "timeout"
+
+
+def test_fly_without_seeds_draws_fresh_smoke_seeds_on_every_call(capsys):
+    # The write-up's smoke seeds were 101-104, fixed in the task text: nothing here is fixed.
+    runs = []
+    for _ in range(2):
+        code, out, _ = fly(capsys, "--controller", CHEATER, "--course", "easy", "--format", "json")
+        assert code == 0
+        runs.append([f["seed"] for f in json.loads(out)["flights"]])
+    assert [len(r) for r in runs] == [4, 4]
+    assert not set(runs[0]) & set(runs[1])
+    for seed in runs[0] + runs[1]:
+        assert 2**32 <= seed < 2**64 and seed not in sim.PRACTICE_SEEDS
+    assert not hasattr(sim, "SMOKE_SEEDS")
+
+
+@pytest.mark.parametrize("count", ["0", "65"])
+def test_fly_refuses_a_smoke_count_out_of_range(capsys, count):
+    code, _, err = fly(capsys, "--controller", CHEATER, "--course", "easy", "--smoke", count)
+    assert code == 2 and f"--smoke {count}" in err
 
 
 def test_a_controller_whose_constructor_raises_ends_every_flight_at_once(capsys, tmp_path):

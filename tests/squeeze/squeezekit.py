@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,32 @@ def need_gvisor() -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"gvisor is required in CI and is unavailable: {why}", pytrace=False)
     pytest.skip(f"gvisor unavailable here: {why}")
+
+
+# ---- rebuilds made through a scripted model -------------------------------------------------------
+
+sys.path.insert(0, str(REPO / "tests" / "model"))  # also done by conftest.py
+from chat_server import Answer, Received, text, tool_call  # noqa: E402
+
+# a made-up key shaped like a real one; the tests that could leak it look for it
+KEY = "sk-proj-PLIMSOLLrebuildKEY9f8e7d6c5b4a3f2e1d0c9b8a7"
+HONEST = (REPO / "sim" / "controllers" / "honest.py").read_text()
+
+
+def assistant_turns(got: Received) -> int:
+    """How many times the model has answered in the conversation this request carries."""
+    return sum(m.get("role") == "assistant" for m in got.json["messages"])
+
+
+def builder(controller: str = HONEST, extra: dict[str, str] | None = None):
+    """A scripted model that writes `controller` (and `extra` files), flies it, and stops: a
+    function of the request, so sessions running in parallel each get their own conversation."""
+    steps = [("write_file", {"path": "controller.py", "content": controller})]
+    steps += [("write_file", {"path": p, "content": c}) for p, c in (extra or {}).items()]
+    steps.append(("fly", {}))
+
+    def answer(got: Received) -> Answer:
+        n = assistant_turns(got)
+        return tool_call(*steps[n]) if n < len(steps) else text("the controller is done")
+
+    return answer

@@ -87,8 +87,15 @@ def test_a_seed_file_practice_set_and_defaults(tmp_path):
     (("loops/honest.py", "../honest.py"), 8, "inside the job's folder"),
     (("recipes/honest.txt", "recipes/none.txt"), 9, "no such file"),
     (("[rebuilds/honest/*.py]", "[rebuilds/nobody/*.py]"), 10, "matches no controller"),
-    (("    rebuilds: [rebuilds/honest/*.py]", "    build: 8"), 10, "build: N makes rebuilds"),
-    (("control: [control/*.py]", "control: {build: 8}"), 11, "control.build"),
+    (("    rebuilds: [rebuilds/honest/*.py]", "    build: 0"), 10,
+     "loops.honest.build must be a whole number from 1 to 100"),
+    (("    recipe: recipes/honest.txt\n    rebuilds: [rebuilds/honest/*.py]", "    build: 8"), 9,
+     "rebuilds are made from the loop's recipe"),
+    (("    rebuilds: [rebuilds/honest/*.py]\n", ""), 7, "needs rebuilds: [globs] or build: N"),
+    (("control: [control/*.py]", "control: {build: true}"), 11, "control.build"),
+    (("control: [control/*.py]", "control: {}"), 11, "control needs rebuilds"),
+    (("control: [control/*.py]", "sessions: {max_turns: 0}"), 11, "sessions.max_turns"),
+    (("control: [control/*.py]", "sessions: {turns: 3}"), 11, "unknown key 'turns'"),
     (("control: [control/*.py]", "control: [rebuilds/honest/a.py]"), 11,
      "rebuilds/honest/a.py is listed in loops.honest and in control"),
     (("course: hard", "course: [hard"), 2, "fix the YAML syntax"),
@@ -101,6 +108,27 @@ def test_a_job_file_mistake_names_the_file_and_line(tmp_path, edit, line, words)
     assert str(e.value).startswith(f"{job_path} line {line}: "), str(e.value)
     assert words in str(e.value)
     assert e.value.exit_code == 2
+
+
+def test_build_makes_rebuilds_through_a_model_beside_or_instead_of_imported_ones(tmp_path):
+    text = GOOD.replace("    rebuilds: [rebuilds/honest/*.py]", "    build: 8") \
+        .replace("control: [control/*.py]", "control: {rebuilds: [control/*.py], build: 3}\n"
+                 "sessions: {max_turns: 12, smoke: 2}")
+    job = job_mod.load(folder(tmp_path, text))
+    (loop,) = job.loops
+    assert (loop.build, loop.rebuilds) == (8, ())
+    assert job.control is not None and (job.control.build, job.control.rebuilds) == \
+        (3, ("control/n1.py",))
+    assert (job.builds(), job.max_turns, job.smoke) == (11, 12, 2)
+    plain = job_mod.load(folder(tmp_path / "plain"))
+    assert (plain.builds(), plain.max_turns, plain.smoke) == (0, 40, 4)
+
+
+def test_the_example_build_job_makes_8_rebuilds_per_group():
+    job = job_mod.load(EXAMPLE / "build.yaml")
+    assert [(g.name, g.build, g.rebuilds) for g in job.groups()] == [
+        ("honest", 8, ()), ("cheater", 8, ()), ("control", 8, ())]
+    assert (job.builds(), job.max_turns, job.smoke) == (24, 40, 4)
 
 
 def test_a_bad_practice_seed_file_names_its_own_line(tmp_path):

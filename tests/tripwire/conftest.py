@@ -1,11 +1,15 @@
-"""Fixtures for the tripwire tests: a local upstream model endpoint and a recording proxy."""
+"""Fixtures for the tripwire tests: a local upstream model endpoint, a recording proxy, a small
+disk that really fills up."""
 
 from __future__ import annotations
 
 import http.server
 import json
+import os
+import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import NamedTuple
 
 import pytest
@@ -86,7 +90,7 @@ def upstream() -> Iterator[Upstream]:
 @pytest.fixture
 def proxy(upstream: Upstream, tmp_path):
     """(base URL of a recording proxy in front of `upstream`, the folder it records into)."""
-    from plimsoll_ci.record import start_in_thread
+    from plimsoll_ci.tripwire.recorder import start_in_thread
 
     out = tmp_path / "recorded"
     server, url = start_in_thread(upstream.url, str(out))
@@ -95,3 +99,39 @@ def proxy(upstream: Upstream, tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+class SmallDisk(NamedTuple):
+    path: Path  # a 256 KiB tmpfs
+
+    def fill(self, leave: int) -> None:
+        """Fill the disk with one file until about `leave` bytes are free."""
+        st = os.statvfs(self.path)
+        free = st.f_bavail * st.f_frsize
+        (self.path / "filler").write_bytes(b"\0" * max(0, free - leave))
+
+    def empty(self) -> None:
+        """Remove the filler: the disk has room again."""
+        (self.path / "filler").unlink(missing_ok=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[SmallDisk]:
+    """A 256 KiB tmpfs mounted for the test, so a write fails the way it does on a full disk.
+
+    Mounting needs root (CI runs as root); elsewhere the test is skipped with the reason, and
+    with CI=true it fails instead.
+    """
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(mnt)],
+                       capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        why = f"cannot mount a small tmpfs: {r.stderr.strip() or 'mount failed'}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    try:
+        yield SmallDisk(mnt)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, check=False)

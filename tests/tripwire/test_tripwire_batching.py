@@ -7,10 +7,9 @@ import base64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plimsoll_ci import tripwire
-from plimsoll_ci.requests_reader import Piece
-from plimsoll_ci.scan import Scanner
-from plimsoll_ci.tripwire import _Scan
+from plimsoll_ci.engine import Scanner
+from plimsoll_ci.tripwire import matching
+from plimsoll_ci.tripwire.reader import Piece
 from plimsoll_ci.withheld import build_set, parse
 
 VALUES = [("t", "31.5"), ("w", "quorvantile"), ("p", "gate seven left"), ("s", "3107713414")]
@@ -42,20 +41,16 @@ def _naive(pieces: list[Piece]) -> set:
 @settings(max_examples=80, deadline=None)
 @given(st.lists(PIECE, max_size=12), st.sampled_from([16, 256 * 1024]))
 def test_batched_scan_finds_exactly_what_one_scan_per_piece_finds(raw, batch_bytes):
-    tripwire._BATCH_BYTES, saved = batch_bytes, tripwire._BATCH_BYTES
+    matching._BATCH_BYTES, saved = batch_bytes, matching._BATCH_BYTES
     try:
         _check(raw)
     finally:
-        tripwire._BATCH_BYTES = saved
+        matching._BATCH_BYTES = saved
 
 
 def _check(raw) -> None:
     pieces = [Piece(src, place, text.encode(), kind) for src, place, text, kind in raw]
-    scan = _Scan(WSET, None)  # scan_pieces without hiding matched names from paths
-    for p in pieces:
-        scan.add(p)
-    scan.finish()
-    findings = scan.findings
+    findings, _notes = matching.find(pieces, WSET)  # places not redacted
     got = set()
     for f in findings:
         place = next(p.place for p in pieces

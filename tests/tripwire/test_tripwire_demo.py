@@ -74,7 +74,7 @@ def canary(tmp_path: Path) -> Path:
 
 def _run(tmp_path: Path, upstream, canary: Path, name: str, leak: str | None,
          plant: bool = True):
-    from plimsoll_ci.record import start_in_thread
+    from plimsoll_ci.tripwire.recorder import start_in_thread
 
     work = tmp_path / name
     server, url = start_in_thread(upstream.url, str(work / "requests"))

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from plimsoll_ci.cli import main
-from plimsoll_ci.requests_reader import RequestReader
-from plimsoll_ci.tripwire import scan_requests
+from plimsoll_ci.tripwire.reader import RequestReader
+from plimsoll_ci.tripwire.requests import scan_requests
 from plimsoll_ci.withheld import build_set, dumps, parse
 
 SEALED_VALUES = [("step-times.csv:3", "31.5"), ("labels.txt:1", "quorvantile"),
@@ -290,7 +290,7 @@ def test_a_large_folder_split_over_worker_processes_finds_what_one_process_finds
                  .findings)
     code = (
         "import json, sys, threading\n"
-        "from plimsoll_ci.tripwire import scan_requests\n"
+        "from plimsoll_ci.tripwire.requests import scan_requests\n"
         "from plimsoll_ci.withheld import load\n"
         f"res = scan_requests({str(r)!r}, load({str(sealed)!r}), jobs=2)\n"
         "print(json.dumps({'threads': threading.active_count(),\n"
@@ -342,3 +342,43 @@ def test_requests_may_name_one_file(tmp_path, capsys):
                       str(tmp_path / "one.har")], capsys)
     assert code == 1
     assert "one.har:" in out and "step-times.csv:3 at /log/entries/0/request/url" in out
+
+
+def test_a_long_base64_string_decoded_whole_gets_no_note_that_it_was_not(tmp_path):
+    import os
+
+    clip = os.urandom(7_500_000)  # 10 MB of base64: over the engine's own region bound
+    doc, _ = build_set(values=SEALED_VALUES, files=[("clips/big.mp4", clip)],
+                       tag="plimsoll-sealed/1")
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "body.json").write_text(json.dumps(
+        {"upload": base64.b64encode(clip).decode()}))
+    result = scan_requests(str(tmp_path / "r"), parse(doc))
+    assert [(f.chain, f.entry, f.kind) for f in result.findings] == [
+        ("/upload (base64)", "clips/big.mp4", "file")]
+    assert result.notes == []
+
+
+def test_sealed_info_lists_a_keyed_set_without_its_key(tmp_path, capsys):
+    sealed = _sealed(tmp_path, key=b"k" * 32)
+    code, out = _run(["sealed", "info", str(sealed)], capsys)
+    assert code == 0, out
+    assert "hmac-sha256" in out and "seeds.txt:2  value number" in out
+    assert "clips/ref.mp4  file" in out and "3107713414" not in out
+
+
+def test_sealed_info_still_refuses_a_wrong_key(tmp_path, capsys, monkeypatch):
+    sealed = _sealed(tmp_path, key=b"k" * 32)
+    monkeypatch.setenv("WRONG_KEY", "w" * 32)
+    code, out = _run(["sealed", "info", str(sealed), "--key-env", "WRONG_KEY"], capsys)
+    assert code == 2 and "wrong key" in out
+
+
+def test_the_tripwires_key_errors_speak_of_a_sealed_set(tmp_path, capsys):
+    sealed = _sealed(tmp_path, key=b"k" * 32)
+    (tmp_path / "r").mkdir()
+    code, out = _run(["tripwire", "--sealed", str(sealed), "--requests", str(tmp_path / "r")],
+                     capsys)
+    assert code == 2
+    assert f"sealed set {sealed} is keyed" in out
+    assert "withheld set" not in out and "plimsoll.yaml" not in out

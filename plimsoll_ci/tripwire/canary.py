@@ -19,10 +19,14 @@ import re
 import secrets
 from typing import NamedTuple
 
+from plimsoll_ci.engine import Scanner
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.scan import scan_items
+from plimsoll_ci.tripwire.formats import CANARY_FORMAT
+from plimsoll_ci.tripwire.redact import redactor
+from plimsoll_ci.tripwire.requests import scan_requests
+from plimsoll_ci.withheld import SEALED_FORMAT, WithheldSet, build_set, parse
 
-FORMAT = "plimsoll-canary/1"
-SEALED_TAG = "plimsoll-sealed/1"
 KINDS = ("word", "number", "time", "filename")
 _PLACE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _CONSONANTS = "bdfgklmnprstvz"
@@ -95,8 +99,6 @@ def parse_kinds(specs: list[str], places: list[str]) -> dict[str, str]:
 
 def make(places: list[str], kinds: dict[str, str] | None = None) -> tuple[dict, list[Marker]]:
     """The canary document for `places` (and its markers)."""
-    from plimsoll_ci.withheld import build_set
-
     if not places:
         raise BadInput("canary make: name at least one hiding place, e.g. truth-labels step-times")
     seen = set()
@@ -112,9 +114,10 @@ def make(places: list[str], kinds: dict[str, str] | None = None) -> tuple[dict, 
     markers = [m._replace(marker=make_marker(m.kind)) for m in markers]
     # markers are public, so the set is unkeyed; build_set's warning about guessable unkeyed
     # values does not apply to made-up markers
-    sealed, _warnings = build_set(values=[(m.place, m.marker) for m in markers], tag=SEALED_TAG)
+    sealed, _warnings = build_set(values=[(m.place, m.marker) for m in markers],
+                                  tag=SEALED_FORMAT)
     doc = {
-        "format": FORMAT,
+        "format": CANARY_FORMAT,
         "about": "made-up canary markers (not secrets); plant each in its place, then run "
                  "`plimsoll-ci canary check`",
         "markers": [m._asdict() for m in markers],
@@ -150,8 +153,8 @@ def load(path: str) -> Canary:
     except (ValueError, UnicodeDecodeError) as e:
         raise BadInput(f"canary file {path}: not JSON ({e}); "
                        "make one with `plimsoll-ci canary make`") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise BadInput(f"canary file {path}: format is not {FORMAT!r}; "
+    if not isinstance(doc, dict) or doc.get("format") != CANARY_FORMAT:
+        raise BadInput(f"canary file {path}: format is not {CANARY_FORMAT!r}; "
                        "make one with `plimsoll-ci canary make`")
     problems = []
     markers = []
@@ -172,11 +175,8 @@ def load(path: str) -> Canary:
     return Canary(path, markers, doc["set"], hashlib.sha256(raw).hexdigest())
 
 
-def marker_set(canary: Canary):
+def marker_set(canary: Canary) -> WithheldSet:
     """The canary's sealed set, checked against its markers (an edited file is refused)."""
-    from plimsoll_ci.scan import Scanner
-    from plimsoll_ci.withheld import parse
-
     wset = parse(canary.set_doc, origin=canary.path)
     ids = {e.id for e in wset.entries}
     wanted = {m.place for m in canary.markers}
@@ -241,9 +241,6 @@ def _planted_items(root: str, skip_sha256: str):
 
 def check(canary: Canary, planted: str, requests: str) -> CheckResult:
     """Every marker must be in the planted tree and in no request."""
-    from plimsoll_ci.scan import scan_items
-    from plimsoll_ci.tripwire import redactor, scan_requests
-
     if not os.path.exists(planted):
         raise BadInput(f"--planted {planted}: no such file or folder; give the folder the "
                        "harness planted its markers in")
@@ -266,37 +263,3 @@ def check(canary: Canary, planted: str, requests: str) -> CheckResult:
                               where_leaked.get(m.place, [])) for m in canary.markers]
     return CheckResult(verdicts, list(planted_result.notes) + list(req_result.notes))
 
-
-def render_text(result: CheckResult, planted: str, requests: str) -> str:
-    """One line per marker: ok, not planted, or leaked (and where)."""
-    lines = []
-    for v in result.verdicts:
-        if v.ok:
-            lines.append(f"ok    {v.place} ({v.kind}): planted ({v.planted[0]}), "
-                         "in no request")
-            continue
-        if not v.planted:
-            lines.append(f"FAIL  {v.place} ({v.kind}): not found in the planted tree {planted}; "
-                         "the harness did not plant it where its secrets live")
-        for spot in v.leaked[:20]:
-            lines.append(f"FAIL  {v.place} ({v.kind}): leaked into a request: {spot}")
-        if len(v.leaked) > 20:
-            lines.append(f"FAIL  {v.place} ({v.kind}): ... and {len(v.leaked) - 20} more places")
-    for n in result.notes:
-        lines.append(f"note  {n}")
-    failed = sum(not v.ok for v in result.verdicts)
-    lines.append(f"canary check: {len(result.verdicts) - failed} of {len(result.verdicts)} markers "
-                 f"ok; requests read from {requests}"
-                 + ("" if not failed else f"; {failed} failed"))
-    return "\n".join(lines) + "\n"
-
-
-def render_json(result: CheckResult) -> str:
-    """The verdicts as JSON (markers by place, never by value)."""
-    return json.dumps({
-        "format": "plimsoll-canary-check/1",
-        "ok": result.ok,
-        "markers": [{"place": v.place, "kind": v.kind, "ok": v.ok, "planted": v.planted,
-                     "leaked": v.leaked} for v in result.verdicts],
-        "notes": result.notes,
-    }, indent=2) + "\n"

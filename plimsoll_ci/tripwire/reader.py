@@ -1,15 +1,17 @@
 """Read recorded model requests into pieces of text and files, each with its place.
 
-The tripwire (`plimsoll_ci.tripwire`) hands every piece to the one matching engine. A piece is a
-string from a JSON body (its place is the JSON pointer), a multipart part (`part NAME`), a header
+The tripwire (`plimsoll_ci.tripwire.matching`) hands every piece to the one matching engine. A
+piece is a string from a JSON body (its place is the JSON pointer), a multipart part (`part NAME`), a header
 (`header NAME`), the request target, a base64 file decoded from a JSON body or a data URL, or the
 name of a file or folder under the requests folder.
 
 What is read, under a requests folder (or one file):
 - files written by `plimsoll-ci record` (`NNNNNN.request.json` + `.request.body`, format
   `plimsoll-record/1`): target, headers, and the body parsed by its Content-Type (and
-  Content-Encoding gzip / deflate). Response files are not requests and are not read (their names
-  are);
+  Content-Encoding gzip / deflate). Only complete recordings are read: in a recorder's folder, a
+  body without its request.json and a temporary file are what a failed or cut write left (never
+  forwarded), and are noted, not read. Response files are not requests and are not read (their
+  names are, and whether the upstream answered is kept for the report: `sent`);
 - HAR files (`*.har`, or JSON with `log.entries`): each entry's URL, headers and postData (text
   parsed by its mimeType, or params with names, file names and values);
 - JSON (`*.json`, or anything that parses as a JSON object or array) and JSON Lines (`*.jsonl`,
@@ -30,6 +32,7 @@ import base64
 import binascii
 import email.parser
 import email.utils
+import hashlib
 import json
 import os
 import re
@@ -39,8 +42,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
-
-RECORD_FORMAT = "plimsoll-record/1"
+from plimsoll_ci.tripwire.formats import NUMBERED, RECORD_FORMAT, RECORDER_LOCK, UNFINISHED
 
 
 class Piece(NamedTuple):
@@ -50,6 +52,36 @@ class Piece(NamedTuple):
     place: str  # JSON pointer, "part NAME", "header NAME", "target", "file name", "" (whole file)
     data: bytes  # what to scan; text is UTF-8
     kind: str  # "text" (a string), "file" (bytes: digest and contents), "name" (a file name)
+    covered: bool = False  # its base64 was decoded here whole (the engine need not say it did not)
+
+
+class Sent(NamedTuple):
+    """A recorded request as the report groups it: retries of one request share `same`."""
+
+    same: tuple[str, str, str]  # method, target, SHA-256 of the body
+    files: tuple[str, str]  # its request.json and its body, relative to the requests folder
+
+
+def upstream_answered(root: str, stem: str) -> bool | None:
+    """Whether the upstream answered the recorded request `stem` (None: no response recorded)."""
+    if os.path.isfile(root):
+        root = os.path.dirname(root) or "."
+    try:
+        with open(os.path.join(root, stem + ".response.json"), "rb") as fh:
+            doc = json.loads(fh.read())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != RECORD_FORMAT:
+        return None
+    answered = doc.get("upstream_answered")
+    if isinstance(answered, bool):
+        return answered
+    return "unreachable" not in str(doc.get("error", ""))  # older recorders said it only there
+
+
+class _Folder(NamedTuple):
+    names: frozenset[str]
+    recorder: bool  # written by `plimsoll-ci record`
 
 
 class ReadLimits(NamedTuple):
@@ -64,7 +96,15 @@ _FILE_KEYS = frozenset({"data", "file_data", "b64_json", "bytes", "image_base64"
 _MIME_KEYS = ("mimeType", "mime_type", "media_type", "mediaType", "content_type")
 _B64_RE = re.compile(rb"[A-Za-z0-9+/_-]+={0,2}")
 _DATA_URL_RE = re.compile(r"data:([\w.+-]+/[\w.+-]+)?((?:;[\w.+-]+=[^;,]*)*);base64,", re.I)
+_UNFINISHED_ENDS = (".request.body", ".tmp", ".part")  # what `_complete` may refuse
 _GENERIC_B64_MIN = 128  # shorter strings are left to the engine's own one-layer base64 decode
+
+
+def join_place(place: str, more: str) -> str:
+    """A place inside a place: `/messages/0 > part file`, or either one alone."""
+    if place and more:
+        return f"{place} > {more}"
+    return place or more
 
 
 def pointer_escape(key: str) -> str:
@@ -105,6 +145,7 @@ class RequestReader:
         self.notes: list[str] = []
         self.files = 0
         self.bytes = 0
+        self.sent: dict[str, Sent] = {}  # recorded request stem ("a/000001") -> how it was sent
 
     # ---- the folder -------------------------------------------------------------------------
 
@@ -142,14 +183,17 @@ class RequestReader:
         """The contents of `files` (relative to `root`, or `root` itself when it is a file)."""
         if os.path.isfile(root):
             root = os.path.dirname(root) or "."
-        listed: dict[str, set[str]] = {}
+        listed: dict[str, _Folder] = {}
         for rel in files:
             folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
             if folder not in listed:
                 try:
-                    listed[folder] = set(os.listdir(os.path.join(root, folder) or "."))
+                    names = frozenset(os.listdir(os.path.join(root, folder) or "."))
                 except OSError:
-                    listed[folder] = set()
+                    names = frozenset()
+                recorder = RECORDER_LOCK in names or any(
+                    n.endswith(".request.json") and NUMBERED.fullmatch(n) for n in names)
+                listed[folder] = _Folder(names, recorder)
             yield from self._read_file(root, rel, listed[folder])
 
     def _read_bytes(self, path: str, rel: str) -> bytes | None:
@@ -168,15 +212,16 @@ class RequestReader:
         self.bytes += len(data)
         return data
 
-    def _read_file(self, root: str, rel: str, siblings: set[str] | None = None) -> Iterator[Piece]:
+    def _read_file(self, root: str, rel: str, folder: _Folder) -> Iterator[Piece]:
         path = os.path.join(root, rel)
         base = os.path.basename(rel)
-        siblings = siblings if siblings is not None else set(os.listdir(os.path.dirname(path)
-                                                                        or "."))
         stem, _, tail = base.partition(".")
+        if folder.recorder and (base[:1] == "." or base.endswith(_UNFINISHED_ENDS)) and \
+                not self._complete(path, rel, base, folder.names):
+            return
         # a recorder's body / response files are read through their request.json (or skipped)
         if tail in ("request.body", "response.body", "response.json") and \
-                f"{stem}.request.json" in siblings and self._is_record(
+                f"{stem}.request.json" in folder.names and self._is_record(
                     os.path.join(os.path.dirname(path), f"{stem}.request.json")):
             return
         data = self._read_bytes(path, rel)
@@ -209,6 +254,25 @@ class RequestReader:
                 yield from self._multipart(rel, "", data, boundary)
                 return
         yield Piece(rel, "", data, "file")
+
+    def _complete(self, path: str, rel: str, base: str, names: frozenset[str]) -> bool:
+        """False for what a recorder leaves of a write that failed or was cut (noted)."""
+        if base == RECORDER_LOCK:
+            try:
+                return os.path.getsize(path) > 0  # the empty lock file is no request
+            except OSError:
+                return False
+        if UNFINISHED.fullmatch(base):
+            self.notes.append(f"{rel}: an unfinished write of the recorder (the request it "
+                              "belongs to was never forwarded); not read")
+            return False
+        m = NUMBERED.fullmatch(base)
+        if m and m.group(2, 3) == ("request", "body") and \
+                f"{m.group(1)}.request.json" not in names:
+            self.notes.append(f"{rel}: no {m.group(1)}.request.json beside it, so the recorder "
+                              "never finished recording it and never forwarded it; not read")
+            return False
+        return True
 
     def _is_record(self, path: str) -> bool:
         try:
@@ -252,7 +316,15 @@ class RequestReader:
         data = self._read_bytes(os.path.join(folder, body_name), body_rel)
         if data is None:
             return
+        self._note_sent(rel, body_rel, doc, data)
         yield from self.body(body_rel, "", data, ctype, cenc)
+
+    def _note_sent(self, rel: str, body_rel: str, doc: dict, data: bytes) -> None:
+        body_sha256 = doc.get("body_sha256")
+        if not isinstance(body_sha256, str):
+            body_sha256 = hashlib.sha256(data).hexdigest()
+        same = (str(doc.get("method")), str(doc.get("target")), body_sha256)
+        self.sent[rel[:-len(".request.json")]] = Sent(same, (rel, body_rel))
 
     def body(self, source: str, place: str, data: bytes, content_type: str = "",
              content_encoding: str = "") -> Iterator[Piece]:
@@ -276,7 +348,8 @@ class RequestReader:
             except UnicodeDecodeError:
                 text = data.decode("latin-1")
             for i, (k, v) in enumerate(urllib.parse.parse_qsl(text, keep_blank_values=True)):
-                yield Piece(source, _join(place, f"field {i} {k}"), f"{k}={v}".encode(), "text")
+                yield Piece(source, join_place(place, f"field {i} {k}"), f"{k}={v}".encode(),
+                            "text")
             return
         if "json" in ctype or data.lstrip()[:1] in (b"{", b"["):
             doc = self._json_or_none(data)
@@ -371,7 +444,7 @@ class RequestReader:
             name = msg.get_param("name", header="content-disposition")
             name = email.utils.collapse_rfc2231_value(name) if name else f"#{n}"
             filename = msg.get_filename()
-            at = _join(place, f"part {name}")
+            at = join_place(place, f"part {name}")
             yield Piece(source, at + " name", str(name).encode(), "text")
             if filename:
                 yield Piece(source, at + " filename", filename.encode(), "name")
@@ -386,7 +459,7 @@ class RequestReader:
         stack = [("", doc, None, 0)]
         while stack:
             ptr, node, parent, depth = stack.pop()
-            at = _join(place, ptr)
+            at = join_place(place, ptr)
             if depth > self.limits.max_json_depth:
                 self.notes.append(f"{source} {at}: JSON nested deeper than "
                                   f"{self.limits.max_json_depth}; the rest was not read")
@@ -396,7 +469,7 @@ class RequestReader:
                 for k, v in reversed(items):
                     stack.append((f"{ptr}/{pointer_escape(k)}", v, node, depth + 1))
                 for k, _v in items:
-                    yield Piece(source, _join(place, f"{ptr}/{pointer_escape(k)} (key)"),
+                    yield Piece(source, join_place(place, f"{ptr}/{pointer_escape(k)} (key)"),
                                 k.encode("utf-8", "surrogatepass"), "text")
             elif isinstance(node, list):
                 for i in range(len(node) - 1, -1, -1):
@@ -419,6 +492,7 @@ class RequestReader:
             parent is not None and (parent.get("type") == "base64" or
                                     any(k in parent for k in _MIME_KEYS)) and key != "type"
             and key not in _MIME_KEYS and len(s) >= 16)
+        covered = False
         if declared:
             decoded = self._decode_b64_file(source, at, s)
             if decoded is not None:
@@ -427,11 +501,17 @@ class RequestReader:
                 yield Piece(source, f"{at} (base64 {mime})", decoded, "file")
                 if len(s) >= _GENERIC_B64_MIN:
                     return  # a real file; a short one may as well be a word, so read both
-        yield Piece(source, at, raw, "text")
+                covered = True
+        decoded = None
         if not declared and len(s) >= _GENERIC_B64_MIN and " " not in s:
             decoded = self._decode_b64_file(source, at, s)
-            if decoded is not None:
-                yield Piece(source, f"{at} (base64)", decoded, "file")
+        if covered or decoded is not None:
+            # the engine's note that a long base64 region was not decoded is moot: it was, here
+            yield Piece(source, at, raw, "text", True)
+        else:
+            yield Piece(source, at, raw, "text")
+        if decoded is not None:
+            yield Piece(source, f"{at} (base64)", decoded, "file")
 
     def _decode_b64_file(self, source: str, at: str, text: str) -> bytes | None:
         if len(text) * 3 // 4 > self.limits.max_decoded_bytes:
@@ -439,8 +519,4 @@ class RequestReader:
                               f"{self.limits.max_decoded_bytes}-byte bound; scanned as text")
             return None
         return _b64decode(text)
-
-
-def _join(place: str, more: str) -> str:
-    return f"{place} > {more}" if place else more
 

