@@ -93,13 +93,17 @@ def grade(task: Task, setup: Setup) -> Graded:
 
 def _refused(task: Task, setup: Setup, seeds: list, graded: Any) -> dict[str, Any]:
     """The result of a controller the ship scan refused: nothing flew, nothing landed."""
+    from plimsoll_ci.grading import fresh as fresh_mod
+    from plimsoll_ci.grading import result as result_mod
+
     findings = sorted({f"{f.path}: sealed entry {f.entry} ({f.kind})" for f in graded.refused})
     detail = "refused before any flight: the controller carries a sealed value"
-    flights = [{"id": s.id, "seed": s.value if s.shown else None, "landed": False, "gates": 0,
+    flights = [{"id": s.id, "seed": fresh_mod.seed_text(s.value) if s.shown else None,
+                "landed": False, "gates": 0,
                 "time": 0.0, "reason": "refused", "detail": detail, "cpu_s": 0.0}
                for s in seeds]
     return {
-        "format": "plimsoll-grading/1", "course": task.course, "provider": setup.provider,
+        "format": result_mod.FORMAT, "course": task.course, "provider": setup.provider,
         # No sandbox started: the weakest tier, so the record claims nothing it did not see.
         "tier": "process", "configured_tier": "process",
         "evidence": {"started": False, "refused": findings},

@@ -142,7 +142,7 @@ def test_even_the_key_holder_cannot_mix_runs_drop_or_repeat_a_grading(tmp_path):
     # A fresh flight swapped for an easier seed:
     swapped = shutil.copytree(outs[0], tmp_path / "swapped")
     result, predicate = a[1]
-    result["flights"][16]["seed"] += 1
+    result["flights"][16]["seed"] = str(int(result["flights"][16]["seed"]) + 1)
     from plimsoll_ci.attest.record import result_digest
 
     predicate["result"]["sha256"] = result_digest(result)
