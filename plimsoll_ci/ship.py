@@ -76,7 +76,7 @@ from plimsoll_ci.shipconfig import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from plimsoll_ci.shipconfig import Config as Config
 from plimsoll_ci.shipconfig import ShipSet as ShipSet
 from plimsoll_ci.shipconfig import find_config as find_config
-from plimsoll_ci.shipconfig import glob_regex
+from plimsoll_ci.shipconfig import glob_spec
 from plimsoll_ci.shipconfig import load_config as load_config
 from plimsoll_ci.shipconfig import load_key as load_key
 from plimsoll_ci.shipconfig import load_withheld as load_withheld
@@ -113,19 +113,10 @@ class _Matcher:
     """Compiled include/exclude lists; a path matches when it or one of its folders does."""
 
     def __init__(self, patterns: Sequence[str]) -> None:
-        self.compiled = [glob_regex(p) for p in patterns]
+        self.spec = glob_spec(patterns) if patterns else None
 
     def __call__(self, path: str) -> bool:
-        if not self.compiled:
-            return False
-        parts = path.split("/")
-        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-        for rx, dir_only in self.compiled:
-            candidates = prefixes[:-1] if dir_only else prefixes
-            for c in candidates:
-                if rx.match(c):
-                    return True
-        return False
+        return self.spec is not None and self.spec.match_file(path)
 
 
 def select(paths: Iterable[str], ship_set: ShipSet) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -129,8 +130,8 @@ def _str_list(value: Any, origin: str, line: int, what: str, kind: str = "globs"
             raise ConfigError(f"{origin} line {where}: {what}: negated pattern {v!r} is not "
                               "supported; put it in exclude")
         try:
-            glob_regex(v)
-        except re.error:
+            glob_spec([v])
+        except ValueError:
             raise ConfigError(f"{origin} line {where}: {what}: {v!r} is not a valid glob") from None
     return tuple(value)
 
@@ -320,47 +321,9 @@ def load_withheld(config: Config, key: bytes | None = None) -> withheld.Withheld
     return withheld.load(config.withheld, key=key if key is not None else load_key(config))
 
 
-def glob_regex(pattern: str) -> tuple[re.Pattern[str], bool]:
-    """Compile a gitignore-style glob; returns (regex, folders_only)."""
-    dir_only = pattern.endswith("/")
-    p = pattern.strip("/") if pattern.startswith("/") else pattern.rstrip("/")
-    anchored = pattern.startswith("/") or "/" in p
-    out = []
-    i = 0
-    n = len(p)
-    while i < n:
-        if p.startswith("**/", i) and (i == 0 or p[i - 1] == "/"):
-            out.append("(?:.*/)?")
-            i += 3
-        elif p.startswith("**", i) and (i == 0 or p[i - 1] == "/") and i + 2 == n:
-            out.append(".*")
-            i += 2
-        elif p[i] == "*":
-            out.append("[^/]*")
-            i += 1
-            while i < n and p[i] == "*":
-                i += 1
-        elif p[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif p[i] == "[":
-            j = p.find("]", i + 2 if i + 1 < n and p[i + 1] in "!^" else i + 1)
-            if j < 0:
-                out.append(re.escape(p[i]))
-                i += 1
-                continue
-            body = p[i + 1:j]
-            if body[:1] in ("!", "^"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = j + 1
-        elif p[i] == "\\" and i + 1 < n:
-            out.append(re.escape(p[i + 1]))
-            i += 2
-        else:
-            out.append(re.escape(p[i]))
-            i += 1
-    body = "".join(out)
-    if not anchored:
-        body = "(?:.*/)?" + body
-    return re.compile(body + r"\Z", re.DOTALL), dir_only
+def glob_spec(patterns: Sequence[str]) -> Any:
+    """Compiled gitignore globs (pathspec's `GitIgnoreSpec`: git's wildmatch rules, tested
+    against git's own cases); ValueError for one git would not take (a trailing `\\`)."""
+    from pathspec import GitIgnoreSpec  # imported when globs are first matched
+
+    return GitIgnoreSpec.from_lines(patterns)
