@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Any
 
 
@@ -39,6 +40,12 @@ _ENCODER_V1 = json.JSONEncoder(
 def dumps(obj: Any) -> bytes:
     """The RFC 8785 canonical JSON bytes of `obj` (ValueError for what JCS cannot carry: NaN,
     infinity, integers beyond +-(2**53 - 1), lone surrogates, non-JSON types)."""
+    fast = _plain(obj)
+    if fast is not None:
+        try:
+            return _ENCODER_JCS.encode(fast).encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate
+            raise ValueError(f"not representable in RFC 8785 JSON: {e}") from None
     import rfc8785
 
     if _depth(obj) > MAX_DEPTH:
@@ -47,6 +54,67 @@ def dumps(obj: Any) -> bytes:
         return rfc8785.dumps(obj)
     except (rfc8785.CanonicalizationError, TypeError, UnicodeEncodeError) as e:
         raise ValueError(f"not representable in RFC 8785 JSON: {e}") from None
+
+
+# What the standard library's C encoder writes exactly as RFC 8785 does: its string escapes
+# (`\b \t \n \f \r`, other controls as lowercase `\u00xx`, `"` and `\\`, nothing else), integers
+# and, with sorted ASCII keys, the key order (UTF-16 order is code point order there). Floats agree
+# where both print positional notation, once an integral float is written as an integer.
+_ENCODER_JCS = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+_MAX_INT = 2**53 - 1
+
+
+def _plain(obj: Any) -> Any:
+    """`obj` ready for the fast writer (integral floats as integers), or None when it holds
+    anything the fast writer might write differently from RFC 8785 (a non-ASCII or non-string
+    key, a float in exponent notation, an integer JCS refuses, a non-JSON type); ValueError when
+    it nests deeper than MAX_DEPTH. Walks without recursion."""
+    integral, level, depth = False, [obj], 0
+    while level:  # one level of nesting at a time; `depth` counts levels holding a container
+        below: list = []
+        containers = False
+        for item in level:
+            kind = type(item)
+            if kind is str or kind is bool or item is None:
+                continue
+            if kind is int:
+                if -_MAX_INT <= item <= _MAX_INT:
+                    continue
+                return None
+            if kind is float:
+                if item == 0 or 1e-4 <= abs(item) < 1e16:  # positional in both (not NaN, inf)
+                    integral = integral or item.is_integer()
+                    continue
+                return None
+            if kind is dict:
+                if not all(type(k) is str and k.isascii() for k in item):
+                    return None
+                below.extend(item.values())
+            elif kind is list or kind is tuple:
+                below.extend(item)
+            else:
+                return None
+            containers = True
+        if containers:
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+        level = below
+    return _integral_as_int(obj) if integral else obj
+
+
+def _integral_as_int(obj: Any) -> Any:
+    """A copy with every integral float as an integer (`30.0` -> `30`, `-0.0` -> `0`), as
+    ECMAScript writes numbers. Recursion is bounded: `_plain` checked the depth first."""
+    if type(obj) is float:
+        return int(obj) if obj.is_integer() else obj
+    if type(obj) is dict:
+        return {k: _integral_as_int(v) for k, v in obj.items()}
+    if type(obj) in (list, tuple):
+        return [_integral_as_int(v) for v in obj]
+    return obj
 
 
 def dumps_v1(obj: Any) -> bytes:
@@ -77,27 +145,22 @@ def _depth(obj: Any) -> int:
     return deepest
 
 
+# A JSON string (to the end of the text when it is never closed), as an unrolled loop.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
 def _text_depth(data: bytes) -> int:
     """Bracket nesting of JSON text outside strings, counted before `json` recurses into it."""
     depth = deepest = 0
-    in_string = escaped = False
-    for b in data:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif b == 0x5C:  # backslash
-                escaped = True
-            elif b == 0x22:  # closing quote
-                in_string = False
-        elif b == 0x22:
-            in_string = True
-        elif b in (0x5B, 0x7B):  # [ {
+    for b in _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS):
+        if b in (0x5B, 0x7B):  # [ {
             depth += 1
             if depth > deepest:
                 deepest = depth
                 if deepest > MAX_DEPTH:
                     return deepest
-        elif b in (0x5D, 0x7D):
+        else:
             depth -= 1
     return deepest
 
@@ -129,12 +192,14 @@ def parse(data: bytes) -> tuple[Any, frozenset[str]]:
     except ValueError as e:
         raise NotCanonical(f"not valid JSON ({e.args[0].split(':')[0]})") from e
     forms = set()
-    for form, writer in ((JCS, dumps), (V1, dumps_v1)):
-        try:
-            if writer(obj) == data:
-                forms.add(form)
-        except ValueError:
-            pass
+    try:
+        if dumps(obj) == data:
+            forms.add(JCS)
+    except ValueError:
+        pass
+    # the v1 form is ASCII; its depth is the text's, checked above
+    if data.isascii() and _ENCODER_V1.encode(obj).encode("ascii") == data:
+        forms.add(V1)
     if not forms:
         raise NotCanonical("not in canonical form (RFC 8785: sorted keys, no spaces, shortest "
                            "numbers)")

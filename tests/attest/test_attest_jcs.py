@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import rfc8785
 from attest_forge import fixed_signer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plimsoll_ci.attest import bundle, canonical, record
 
@@ -127,3 +129,80 @@ def test_verify_reads_a_gzip_bundle_and_refuses_a_broken_one(written: Path, tmp_
 
     with pytest.raises(BadInput, match="gzip file that does not decompress"):
         bundle.verify_bundle(cut, SIGNER.public)
+
+
+# --- the writer's fast road (the standard library's C encoder) gives RFC 8785's bytes ---------
+
+_FLOATS = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0.0, -0.0, 1e-4, 9.999e-5, 1e16, 9999999999999998.0, 1e21, 30.0, 0.1, -2.5]),
+    st.integers(-10**6, 10**6).map(float))
+_NUMBERS = st.one_of(st.integers(-(2**53 - 1), 2**53 - 1), _FLOATS)
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_KEYS = st.one_of(st.text(st.characters(max_codepoint=127), max_size=6), _TEXT)
+_JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), _NUMBERS, _TEXT),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(_KEYS, inner, max_size=4)),
+    max_leaves=24)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSON)
+def test_the_writer_gives_the_rfc8785_packages_bytes_for_any_json(obj):
+    assert canonical.dumps(obj) == rfc8785.dumps(obj)
+
+
+@pytest.mark.parametrize("bad", [
+    {"x": float("nan")}, [float("inf")], {"n": 2**53}, [-(2**53)], {1: "int key"}, ["\ud800"],
+    {"k": b"bytes"}, {"s": {1, 2}},
+], ids=["nan", "infinity", "2^53", "-2^53", "int key", "lone surrogate", "bytes", "set"])
+def test_the_writer_refuses_what_rfc8785_cannot_carry(bad):
+    with pytest.raises(ValueError, match="RFC 8785"):
+        canonical.dumps(bad)
+
+
+def _nested(levels: int) -> object:
+    obj: object = []
+    for _ in range(levels - 1):
+        obj = [obj]
+    return obj
+
+
+@pytest.mark.parametrize("nested", [{"a": _nested(canonical.MAX_DEPTH)}, _nested(5000)],
+                         ids=["one past the bound", "5000 deep"])
+def test_the_writer_refuses_nesting_past_the_bound_on_either_road(nested):
+    with pytest.raises(ValueError, match="nested deeper"):
+        canonical.dumps(nested)
+    with pytest.raises(ValueError, match="nested deeper"):
+        canonical.dumps({"\u20ac": nested})  # a non-ASCII key takes the package's road
+
+
+def _text_depth_bytewise(data: bytes) -> int:
+    depth = deepest = 0
+    in_string = escaped = False
+    for b in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif b == 0x5C:
+                escaped = True
+            elif b == 0x22:
+                in_string = False
+        elif b == 0x22:
+            in_string = True
+        elif b in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif b in b"]}":
+            depth -= 1
+    return deepest
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_JSON.map(lambda o: json.dumps(o).encode()),
+                 st.binary(max_size=40).map(lambda b: b.replace(b"\x00", b'"')),
+                 st.text('[]{}"\\ab', max_size=40).map(str.encode)))
+def test_the_readers_depth_count_skips_brackets_inside_strings_closed_or_not(data):
+    cap = canonical.MAX_DEPTH + 1  # both stop counting past the bound
+    assert min(canonical._text_depth(data), cap) == min(_text_depth_bytewise(data), cap)
