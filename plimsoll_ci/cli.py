@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "seeds": ("plimsoll_ci.commands.seeds", "draw, commit, reveal, check and lint seed sets"),
     "keygen": ("plimsoll_ci.commands.keygen", "make an Ed25519 signing key pair"),
     "verify": ("plimsoll_ci.commands.verify", "verify a signed bundle of run records"),
+    "bundle": ("plimsoll_ci.commands.bundle", "merge the shards of a squeeze plan into one bundle"),
     "sealed": ("plimsoll_ci.commands.sealed", "build a sealed set for the tripwire"),
     "tripwire": ("plimsoll_ci.commands.tripwire", "find sealed values in recorded requests"),
     "canary": ("plimsoll_ci.commands.canary", "make or check canary markers"),
