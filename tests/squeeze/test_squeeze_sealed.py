@@ -147,3 +147,16 @@ def test_a_plan_on_a_held_out_set_keeps_only_its_commitment_and_shards_need_the_
     assert json.loads((merged / "result.json").read_text())["held_out"]["committed"] == day
     v = cli("squeeze", "verify", str(merged), "--pub", str(merged / "harness.pub"))
     assert v.returncode == 0 and f"committed at {day}" in v.stdout, v.stdout
+
+
+def test_smoke_seeds_are_drawn_fresh_per_session_and_a_held_out_seed_among_them_is_caught():
+    import sim
+    from plimsoll_ci.squeeze import rebuild, wall
+
+    held = fresh.draw(4)
+    secrets = wall.seal(tuple(sim.PRACTICE_SEEDS), None, held_out=held)
+    assert set(held.seeds) <= set(secrets.seeds())  # what smoke seeds must avoid
+    one, two = rebuild._smoke(4, secrets), rebuild._smoke(4, secrets)
+    assert one != two and not set(one + two) & set(secrets.seeds())
+    assert wall.check_smoke(one, secrets.sealed) == []
+    assert wall.check_smoke((held.seeds[2], *one[1:]), secrets.sealed) == ["sealed:3"]
