@@ -43,7 +43,7 @@ class _Lazy:
 def _add_run_and_plan(parser: argparse.ArgumentParser, add_model_arguments: Any):
     """The `run` and `plan` subcommands (they take the same flags); the subparsers."""
     sub = parser.add_subparsers(dest="squeeze_command",
-                                metavar="run|plan|verify|recipe|canary")
+                                metavar="run|plan|k8s|verify|recipe|canary")
     run = sub.add_parser("run", help="grade a loop against its rebuilds; sign; write the reports",
                          description="Grade every controller of the job on the practice set and "
                          "a fresh set committed before any flight (or a held-out set committed "
@@ -118,6 +118,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from plimsoll_ci.commands._model import add_model_arguments
 
     sub = _add_run_and_plan(parser, add_model_arguments)
+    k8s = sub.add_parser("k8s", help="write Kubernetes manifests that run the job as N shards",
+                         description="Write base.yaml (results volume, a NetworkPolicy denying "
+                         "all egress), plan.yaml, shards.yaml (an Indexed Job of N pods) and "
+                         "merge.yaml into a new folder: every pod under the gVisor RuntimeClass, "
+                         "with no service account token and resource limits.")
+    k8s.add_argument("job", metavar="JOB", help="the job file (checked here; the image holds it)")
+    k8s.add_argument("--shards", type=int, required=True, metavar="N", help="pods grading at once")
+    k8s.add_argument("--image", required=True, metavar="IMAGE",
+                     help="an image holding plimsoll-ci and the job's folder")
+    k8s.add_argument("--out", required=True, metavar="DIR", help="a new or empty folder")
+    k8s.add_argument("--workdir", default="/job", metavar="PATH",
+                     help="where the job's folder is in the image (default /job)")
+    k8s.add_argument("--name", default="squeeze", help="the run's name (objects, labels)")
+    k8s.add_argument("--namespace", default="default")
+    k8s.add_argument("--runtime-class", default="gvisor", metavar="NAME",
+                     help="the cluster's gVisor RuntimeClass (GKE Sandbox: gvisor)")
+    k8s.add_argument("--cpu", default="2", help="CPU per pod, request = limit (default 2)")
+    k8s.add_argument("--memory", default="2Gi", help="memory per pod (default 2Gi)")
+    k8s.add_argument("--storage", default="1Gi", help="the results volume's size (default 1Gi)")
+    k8s.add_argument("--storage-class", metavar="NAME",
+                     help="a storage class offering ReadWriteMany (default: the cluster's)")
     verify = sub.add_parser("verify", help="recompute a squeeze from its signed records",
                             description="Check the bundle's signatures and chain, the committed "
                             "seed sets, and that every artifact is exactly what the records give. "
@@ -396,9 +417,33 @@ def _canary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _k8s(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.squeeze import job as job_mod
+    from plimsoll_ci.squeeze import k8s
+
+    job = job_mod.load(args.job)
+    if job.builds():
+        raise BadInput(f"{args.job}: it builds rebuilds through a model, which needs egress the "
+                       "manifests deny; make the plan outside the cluster, or import the "
+                       "rebuilds")
+    cluster = k8s.Cluster(args.name, args.shards, args.image,
+                          f"{args.workdir.rstrip('/')}/{Path(args.job).name}", args.namespace,
+                          args.runtime_class, args.cpu, args.memory, args.storage,
+                          args.storage_class)
+    for path in k8s.write(cluster, Path(args.out)):
+        print(f"wrote {path}")
+    print("run them in order:")
+    for line in k8s.steps(cluster, args.out):
+        print(f"  {line}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Dispatch to `run`, `plan`, `verify`, `recipe` or `canary`."""
-    commands = {"run": _run, "plan": _plan, "verify": _verify, "recipe": _recipe, "canary": _canary}
+    commands = {"run": _run, "plan": _plan, "k8s": _k8s, "verify": _verify, "recipe": _recipe, "canary": _canary}
     if args.squeeze_command in commands:
         return commands[args.squeeze_command](args)
     print("usage: plimsoll-ci squeeze run JOB --out DIR | plan JOB --out PLAN | verify DIR --pub KEY | recipe "
