@@ -4,7 +4,8 @@ Builds a throwaway repository (1,000 shipped files across a viewer and task fold
 withheld set of 1,000 entries), warms the hook once, then times, over several runs each:
   - `git status` (the baseline every commit already pays),
   - the warm hook as pre-commit runs it (`plimsoll-ci hook ship-scan FILE` after one staged edit),
-  - the cold hook (no clean-content cache), for scale.
+  - the cold hook (no clean-content cache), for scale,
+  - the hook on a commit that changes nothing shipped (a README edit: it exits before scanning).
 Prints medians and ratios. Target: warm hook <= 200 ms.
 
     python benchmarks/bench_hook.py [--files 1000] [--runs 7]
@@ -110,7 +111,9 @@ def main() -> int:
         cold = timed(repo, [*hook, "hook", "ship-scan", changed], env, max(3, args.runs // 2),
                      drop_cache)
         noop = timed(repo, [*hook, "--version"], env, args.runs)
+        readme = timed(repo, [*hook, "hook", "ship-scan", "README.md"], env, args.runs)
         rows = (("git status", status), ("plimsoll-ci --version", noop),
+                ("hook, README-only commit", readme),
                 ("hook, warm (1 file changed)", warm), ("hook, cold (no cache)", cold))
         base_wall = statistics.median(status[0])
         base_cpu = max(statistics.median(status[1]), 1e-4)
