@@ -38,7 +38,7 @@ import hashlib
 import re
 import struct
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from plimsoll_ci.attest import canonical
 from plimsoll_ci.errors import BadInput
@@ -109,25 +109,28 @@ def _timestamp(value: dt.datetime | str, what: str) -> str:
     return value
 
 
-def make_predicate(
-    *,
-    result_doc: Mapping[str, Any],
-    controller_files: Mapping[str, str],
-    course: str,
-    provider: str,
-    tier: str,
-    evidence: Mapping[str, Any],
-    cpu_budget: Mapping[str, Any],
-    started: dt.datetime | str,
-    finished: dt.datetime | str,
-    practice_set_digest: str | None = None,
-    fresh_commitment: str | None = None,
-    fresh_reveal: Mapping[str, Any] | None = None,
-    sealed_set: Mapping[str, Any] | None = None,
-    sealed_reveal: Mapping[str, Any] | None = None,
-    seed_check: Mapping[str, Any] | None = None,
-    tool_version: str | None = None,
-) -> dict[str, Any]:
+class RunFacts(NamedTuple):
+    """What a grading-run predicate records: `make_predicate` takes these fields by keyword."""
+
+    result_doc: Mapping[str, Any]
+    controller_files: Mapping[str, str]
+    course: str
+    provider: str
+    tier: str
+    evidence: Mapping[str, Any]
+    cpu_budget: Mapping[str, Any]
+    started: dt.datetime | str
+    finished: dt.datetime | str
+    practice_set_digest: str | None = None
+    fresh_commitment: str | None = None
+    fresh_reveal: Mapping[str, Any] | None = None
+    sealed_set: Mapping[str, Any] | None = None
+    sealed_reveal: Mapping[str, Any] | None = None
+    seed_check: Mapping[str, Any] | None = None
+    tool_version: str | None = None
+
+
+def make_predicate(**facts: Any) -> dict[str, Any]:
     """The grading-run predicate; checks what it can so a bad record is never signed.
 
     `controller_files` maps each controller file's path to the SHA-256 (hex) the trusted side
@@ -135,8 +138,12 @@ def make_predicate(
     `.reveal` and must match; `sealed_set` / `sealed_reveal` from a `grading.seedsets.SealedSet`
     (`.commitment.record()`, `fresh.reveal(.fresh)`) and must match, the commitment dated no later
     than `started`; `seed_check` from `grading.seedlint.SeedCheck.record()`; `started` /
-    `finished` are aware datetimes or `...Z` strings.
+    `finished` are aware datetimes or `...Z` strings. The keywords are `RunFacts`' fields (a
+    missing or unknown one is a TypeError).
     """
+    (result_doc, controller_files, course, provider, tier, evidence, cpu_budget, started,
+     finished, practice_set_digest, fresh_commitment, fresh_reveal, sealed_set, sealed_reveal,
+     seed_check, tool_version) = RunFacts(**facts)
     if tool_version is None:
         from plimsoll_ci import __version__ as tool_version
     files = []
@@ -295,12 +302,7 @@ def check_predicate(pred: Any, predicate_type: str = PREDICATE_TYPE) -> list[str
         _check_seed_check(pred["seedCheck"], p)
     if _keys(pred["result"], {"sha256"}, "result", p) and not is_sha256_hex(pred["result"]["sha256"]):
         p.append("result digest is not a SHA-256 in lowercase hex")
-    run = pred["run"]
-    if _keys(run, {"finishedOn", "startedOn"}, "run", p):
-        if not (is_utc_time(run["startedOn"]) and is_utc_time(run["finishedOn"])):
-            p.append("run times must be UTC times like 2026-01-31T12:00:00Z")
-        elif run["finishedOn"] < run["startedOn"]:
-            p.append("run finished before it started")
+    _check_run(pred["run"], p)
     sandbox = pred["sandbox"]
     if _keys(sandbox, {"evidence", "provider", "tier"}, "sandbox", p):
         if sandbox["tier"] not in TIERS:
@@ -440,6 +442,15 @@ def make_session_predicate(*, result_doc: Mapping[str, Any], started: dt.datetim
     return predicate
 
 
+def _check_run(run: Any, p: list[str]) -> None:
+    """A record's run: UTC start and finish times, the finish not before the start."""
+    if _keys(run, {"finishedOn", "startedOn"}, "run", p):
+        if not (is_utc_time(run["startedOn"]) and is_utc_time(run["finishedOn"])):
+            p.append("run times must be UTC times like 2026-01-31T12:00:00Z")
+        elif run["finishedOn"] < run["startedOn"]:
+            p.append("run finished before it started")
+
+
 def _digest_field(obj: Any, where: str, p: list[str], nullable: bool = False) -> None:
     if obj is None and nullable:
         return
@@ -484,12 +495,7 @@ def check_session_predicate(pred: Any) -> list[str]:
                 if not isinstance(call["name"], str):
                     p.append("tool call needs a name")
                 _digest_field(call["arguments"], "tool call arguments", p)
-    run = pred["run"]
-    if _keys(run, {"finishedOn", "startedOn"}, "run", p):
-        if not (is_utc_time(run["startedOn"]) and is_utc_time(run["finishedOn"])):
-            p.append("run times must be UTC times like 2026-01-31T12:00:00Z")
-        elif run["finishedOn"] < run["startedOn"]:
-            p.append("run finished before it started")
+    _check_run(pred["run"], p)
     tool = pred["tool"]
     if _keys(tool, {"name", "version"}, "tool", p) and (
             tool["name"] != "plimsoll-ci" or not isinstance(tool["version"], str)):
