@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "seeds": ("plimsoll_ci.commands.seeds", "draw, commit, reveal, check and lint seed sets"),
     "keygen": ("plimsoll_ci.commands.keygen", "make an Ed25519 signing key pair"),
     "verify": ("plimsoll_ci.commands.verify", "verify a signed bundle of run records"),
+    "bundle": ("plimsoll_ci.commands.bundle", "merge the shards of a squeeze plan into one bundle"),
     "sealed": ("plimsoll_ci.commands.sealed", "build a sealed set for the tripwire"),
     "tripwire": ("plimsoll_ci.commands.tripwire", "find sealed values in recorded requests"),
     "canary": ("plimsoll_ci.commands.canary", "make or check canary markers"),
@@ -53,8 +54,11 @@ EXIT_CODES: dict[str, str] = {
     "grade": "0 graded, 1 refused (the controller carries a sealed value), 2 bad input or no "
              "sandbox at the tier asked for, 130/143 stopped by SIGINT/SIGTERM",
     "squeeze": "run: 0 every grading signed and written (whatever the verdicts), 130/143 "
-               "stopped by SIGINT/SIGTERM; verify: 0 verified, 1 something disagrees; "
-               "2 bad input",
+               "stopped by SIGINT/SIGTERM; plan: 0 plan written; k8s: 0 manifests written; "
+               "verify: 0 verified, 1 something disagrees; 2 bad input",
+    "bundle": "merge: 0 merged (one bundle and every artifact written), 2 bad input (a shard "
+              "that does not verify or did not finish, a slice missing or twice, shards of two "
+              "plans; nothing written)",
     "seeds": "0 done (drawn, committed, revealed, matching, or a clean lint), 1 a reveal that "
              "does not match its commitment or a lint finding, 2 bad input",
     "eval": "0 the run finished (whatever the scores), 1 refused (the copy holds a withheld "

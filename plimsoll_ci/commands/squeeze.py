@@ -1,5 +1,7 @@
-"""`plimsoll-ci squeeze run|verify|recipe|canary`.
+"""`plimsoll-ci squeeze run|plan|verify|recipe|canary`.
 
+plan: 0 the plan folder was written (the unseen set settled and committed, a job that builds ran
+its sessions); 1 as run (breached, no rebuilds); 2 bad input.
 run: exit 0 when every grading was signed and the artifacts written (whatever the verdicts);
 1 when the tripwire found a sealed value sent to the rebuilds' model (the session and request
 named, never the value), or a loop's sessions left nothing to grade; 2 bad input (the job file, a
@@ -15,24 +17,41 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """`run`, `verify`, `recipe` and `canary`."""
+def _add_run_and_plan(parser: argparse.ArgumentParser, add_model_arguments: Any):
+    """The `run` and `plan` subcommands (they take the same flags); the subparsers."""
+    sub = parser.add_subparsers(dest="squeeze_command",
+                                metavar="run|plan|k8s|verify|recipe|canary")
+    run = sub.add_parser("run", help="grade a loop against its rebuilds; sign; write the reports",
+                         description="Grade every controller of the job on the practice set and "
+                         "a fresh set committed before any flight (or a held-out set committed "
+                         "earlier, or a plan's set), in parallel sandboxes; sign a record per "
+                         "grading; derive the verdicts and reports.")
+    _run_arguments(run, add_model_arguments)
+    run.add_argument("--plan", metavar="PLAN",
+                     help="the folder of `squeeze plan`: grade against its committed set")
+    run.add_argument("--shard", metavar="I/N",
+                     help="with --plan: grade only slice I of N (merge the N folders with "
+                          "`plimsoll-ci bundle merge`)")
+    plan = sub.add_parser("plan", help="settle a job's unseen set once, for shards",
+                          description="Draw the fresh set once (or take a held-out set with "
+                          "--sealed), commit to it, run a job's rebuild sessions, and write the "
+                          "plan folder that `squeeze run --plan PLAN --shard I/N` grades from.")
+    _run_arguments(plan, add_model_arguments)
+    return sub
+
+
+def _run_arguments(run: argparse.ArgumentParser, add_model: Any) -> None:
+    """The flags `run` and `plan` share."""
     from plimsoll_ci.commands._grading_flags import (
-        PROVIDER_CHOICES,
         add_limit_arguments,
         add_sandbox_arguments,
         add_signing_key_arguments,
         add_withheld_arguments,
     )
-    from plimsoll_ci.commands._model import add_model_arguments
 
-    sub = parser.add_subparsers(dest="squeeze_command", metavar="run|verify|recipe|canary")
-    run = sub.add_parser("run", help="grade a loop against its rebuilds; sign; write the reports",
-                         description="Grade every controller of the job on the practice set and "
-                         "a fresh set committed before any flight, in parallel sandboxes; sign a "
-                         "record per grading; derive the verdicts and reports.")
     run.add_argument("job", metavar="JOB", help="the job file (squeeze.yaml)")
     run.add_argument("--out", required=True, metavar="DIR",
                      help="a new or empty folder for the artifacts")
@@ -44,7 +63,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_signing_key_arguments(run.add_argument_group(
         "signing (default: an ephemeral key; only its public half, harness.pub, is written)"
     ).add_mutually_exclusive_group())
-    add_model_arguments(run)
+    held = run.add_argument_group("a held-out set committed earlier (`seeds draw`, `seeds commit`) "
+                                  "flown in place of a fresh set")
+    held.add_argument("--sealed", metavar="SET.commit",
+                      help="its commitment, published before the run; refused unless --reveal "
+                           "matches it")
+    held.add_argument("--reveal", metavar="SET.json",
+                      help="with --sealed: the set file (or its reveal) the commitment is to")
+    run.add_argument("--allow-weak-seeds", action="store_true",
+                     help="grade a fresh or held-out set the seed lint flags as guessable (every "
+                          "signed record says so)")
+    add_model(run)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`run`, `plan`, `k8s`, `verify`, `recipe` and `canary`."""
+    from plimsoll_ci.commands._grading_flags import PROVIDER_CHOICES
+    from plimsoll_ci.commands._model import add_model_arguments
+
+    sub = _add_run_and_plan(parser, add_model_arguments)
+    k8s = sub.add_parser("k8s", help="write Kubernetes manifests that run the job as N shards",
+                         description="Write base.yaml (results volume, a NetworkPolicy denying "
+                         "all egress), plan.yaml, shards.yaml (an Indexed Job of N pods) and "
+                         "merge.yaml into a new folder: every pod under the gVisor RuntimeClass, "
+                         "with no service account token and resource limits.")
+    k8s.add_argument("job", metavar="JOB", help="the job file (checked here; the image holds it)")
+    k8s.add_argument("--shards", type=int, required=True, metavar="N", help="pods grading at once")
+    k8s.add_argument("--image", required=True, metavar="IMAGE",
+                     help="an image holding plimsoll-ci and the job's folder")
+    k8s.add_argument("--out", required=True, metavar="DIR", help="a new or empty folder")
+    k8s.add_argument("--workdir", default="/job", metavar="PATH",
+                     help="where the job's folder is in the image (default /job)")
+    k8s.add_argument("--name", default="squeeze", help="the run's name (objects, labels)")
+    k8s.add_argument("--namespace", default="default")
+    k8s.add_argument("--runtime-class", default="gvisor", metavar="NAME",
+                     help="the cluster's gVisor RuntimeClass (GKE Sandbox: gvisor)")
+    k8s.add_argument("--cpu", default="2", help="CPU per pod, request = limit (default 2)")
+    k8s.add_argument("--memory", default="2Gi", help="memory per pod (default 2Gi)")
+    k8s.add_argument("--storage", default="1Gi", help="the results volume's size (default 1Gi)")
+    k8s.add_argument("--storage-class", metavar="NAME",
+                     help="a storage class offering ReadWriteMany (default: the cluster's)")
     verify = sub.add_parser("verify", help="recompute a squeeze from its signed records",
                             description="Check the bundle's signatures and chain, the committed "
                             "seed sets, and that every artifact is exactly what the records give. "
@@ -96,13 +154,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(canary)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _shard(text: str | None) -> tuple[int, int] | None:
+    """`--shard I/N` as (I, N); BadInput for anything else."""
+    from plimsoll_ci.errors import BadInput
+
+    if text is None:
+        return None
+    i, sep, n = text.partition("/")
+    if not (sep and i.isdigit() and n.isdigit() and 1 <= int(i) <= int(n)):
+        raise BadInput(f"--shard {text}: give I/N with 1 <= I <= N, e.g. --shard 2/4")
+    return int(i), int(n)
+
+
+def _options(args: argparse.Namespace):  # -> (Job, run.Options)
+    """The job and the options `run` and `plan` build from their shared flags."""
     from pathlib import Path
 
     from plimsoll_ci.commands import _grading_flags as flags
     from plimsoll_ci.errors import BadInput
     from plimsoll_ci.squeeze import job as job_mod
-    from plimsoll_ci.squeeze import progress
     from plimsoll_ci.squeeze import run as run_mod
     from plimsoll_ci.squeeze.grader import Setup
     from plimsoll_ci.withheld import key_from, load
@@ -119,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
     withheld = tuple(load(p, key=key) for p in args.withheld)
     setup = Setup(args.provider, args.min_tier, flags.budget(args), flags.limits(args), withheld)
     model = None
-    if job.builds():
+    if job.builds() and getattr(args, "plan", None) is None:
         from plimsoll_ci.commands._model import model_config_from
 
         if not (args.base_url or args.model or args.max_tokens):
@@ -128,9 +198,63 @@ def _run(args: argparse.Namespace) -> int:
     elif args.base_url:
         print(f"plimsoll-ci squeeze: {args.job} builds no rebuilds (no build: N); the model "
               "flags are not used", file=sys.stderr)
-    options = run_mod.Options(Path(args.out), args.jobs, setup, args.signing_key_file,
-                              args.signing_key_env, model=model)
+    if (args.sealed is None) != (args.reveal is None):
+        raise BadInput("--sealed SET.commit and --reveal SET.json go together: the commitment "
+                       "published before the run, and the set it commits to")
+    sealed = None
+    if args.sealed is not None:
+        from plimsoll_ci.grading import seedsets
+
+        sealed = seedsets.open_sealed(args.sealed, args.reveal)
+    plan = shard = None
+    if getattr(args, "plan", None) is not None:
+        from plimsoll_ci.squeeze import planfile
+
+        plan = planfile.load(args.plan)
+        if args.allow_weak_seeds:
+            raise BadInput("--allow-weak-seeds goes to `squeeze plan`: the plan decided it "
+                           f"({'allowed' if plan.allow_weak else 'not allowed'})")
+    shard = _shard(getattr(args, "shard", None))
+    return job, run_mod.Options(Path(args.out), args.jobs, setup, args.signing_key_file,
+                                args.signing_key_env, model=model, sealed=sealed,
+                                allow_weak_seeds=args.allow_weak_seeds, plan=plan, shard=shard)
+
+
+def _reap() -> None:
+    """Remove what killed runs left behind (their sandboxes and folders), and say so."""
+    from plimsoll_ci.sandbox import leftovers
+
+    reaped = leftovers.reap_once()
+    if reaped is not None and reaped.total:
+        print(f"plimsoll-ci squeeze: removed the leftovers of a killed run: {reaped.summary()}",
+              file=sys.stderr, flush=True)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from plimsoll_ci.squeeze import planfile, progress
+
+    job, options = _options(args)
+    _reap()
+    outcome = planfile.make(job, options, progress.make())
+    if outcome.status == "planned":
+        print(f"plan in {args.out}: {outcome.planned} gradings; grade them with `plimsoll-ci "
+              f"squeeze run {args.job} --plan {args.out} --shard I/N --out DIR`")
+    return outcome.exit_code
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from plimsoll_ci.squeeze import progress
+    from plimsoll_ci.squeeze import run as run_mod
+
+    job, options = _options(args)
+    _reap()
     outcome = run_mod.run(job, options, progress.make())
+    if options.shard is not None and outcome.status == "done":
+        i, n = options.shard
+        print(f"shard {i}/{n}: {outcome.signed} gradings signed into {Path(args.out)}; merge "
+              "the shards with `plimsoll-ci bundle merge SHARD_DIRS... --out DIR`")
     if outcome.status in ("breached", "no_rebuilds"):
         print(f"plimsoll-ci: squeeze run: {outcome.status.replace('_', ' ')}: no verdict "
               f"(see {Path(args.out) / 'run.json'}); the session records are signed in "
@@ -156,7 +280,8 @@ def _verify(args: argparse.Namespace) -> int:
     found = verify(args.folder, public)
     if args.format == "json":
         print(json.dumps({"folder": str(args.folder), "ok": found.ok, "problems": found.problems,
-                          "records": found.records, "result": found.result},
+                          "records": found.records, "result": found.result,
+                          "notes": list(found.notes)},
                          indent=2, sort_keys=True))
     elif found.ok:
         assert found.result is not None
@@ -165,6 +290,8 @@ def _verify(args: argparse.Namespace) -> int:
               f"gradings{made}; result, evidence and reports recomputed from them)")
         for line in verdict_lines(found.result):
             print(f"  {line}")
+        for note in found.notes:
+            print(f"  note: {note}")
     else:
         for problem in found.problems:
             print(problem)
@@ -234,11 +361,35 @@ def _canary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _k8s(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.squeeze import job as job_mod
+    from plimsoll_ci.squeeze import k8s
+
+    job = job_mod.load(args.job)
+    if job.builds():
+        raise BadInput(f"{args.job}: it builds rebuilds through a model, which needs egress the "
+                       "manifests deny; make the plan outside the cluster, or import the "
+                       "rebuilds")
+    cluster = k8s.Cluster(args.name, args.shards, args.image,
+                          f"{args.workdir.rstrip('/')}/{Path(args.job).name}", args.namespace,
+                          args.runtime_class, args.cpu, args.memory, args.storage,
+                          args.storage_class)
+    for path in k8s.write(cluster, Path(args.out)):
+        print(f"wrote {path}")
+    print("run them in order:")
+    for line in k8s.steps(cluster, args.out):
+        print(f"  {line}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    """Dispatch to `run`, `verify`, `recipe` or `canary`."""
-    commands = {"run": _run, "verify": _verify, "recipe": _recipe, "canary": _canary}
+    """Dispatch to `run`, `plan`, `verify`, `recipe` or `canary`."""
+    commands = {"run": _run, "plan": _plan, "k8s": _k8s, "verify": _verify, "recipe": _recipe, "canary": _canary}
     if args.squeeze_command in commands:
         return commands[args.squeeze_command](args)
-    print("usage: plimsoll-ci squeeze run JOB --out DIR | verify DIR --pub KEY | recipe "
+    print("usage: plimsoll-ci squeeze run JOB --out DIR | plan JOB --out PLAN | verify DIR --pub KEY | recipe "
           "--record DIR --out DIR | canary JOB [--echo]", file=sys.stderr)
     return 2

@@ -269,8 +269,23 @@ def _copy_distribution(dist, site: Path) -> list[Path]:
 
 
 def _write_tarball(root: Path, tarball: Path) -> None:
-    """A deterministic tarball (sorted, mtime 0, root-owned) so the same root gives the same image."""
-    tmp = tarball.with_suffix(".tar.part")
+    """A deterministic tarball (sorted, mtime 0, root-owned) so the same root gives the same image.
+
+    Written under a name of this call's own, then renamed: runs that build it at once (shards on
+    one machine, a first run's parallel workers) each write whole bytes, the same ones."""
+    fd, name = tempfile.mkstemp(prefix=f"{tarball.name}.", suffix=".part", dir=tarball.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        tmp.chmod(0o644)  # as a plain create would make it (mkstemp makes 0600)
+        _tar(root, tmp)
+        os.replace(tmp, tarball)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _tar(root: Path, tmp: Path) -> None:
     with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as tar:
         for dirpath, dirs, files in os.walk(root):
             dirs.sort()
@@ -290,7 +305,6 @@ def _write_tarball(root: Path, tarball: Path) -> None:
         data = (FORMAT + "\n").encode()
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
-    os.replace(tmp, tarball)
 
 
 def docker_import(rootfs: Rootfs, *, log=None) -> str:

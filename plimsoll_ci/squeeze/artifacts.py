@@ -11,12 +11,14 @@ from typing import NamedTuple
 from plimsoll_ci.attest.keys import PublicKey
 from plimsoll_ci.squeeze import records, report_html, report_md
 from plimsoll_ci.squeeze import result as result_mod
+from plimsoll_ci.squeeze.plan import unseen_section
 
 BUNDLE = "bundle.intoto.jsonl"
 BUNDLE_GZ = "bundle.intoto.jsonl.gz"
 PUBLIC_KEY = "harness.pub"
 RUN = "run.json"
-DERIVED = ("fresh.json", "result.json", "evidence.json", "report.md", "report.html")
+REVEALS = {"fresh": "fresh.json", "held_out": "held-out.json"}  # the unseen set's reveal
+DERIVED = ("result.json", "evidence.json", "report.md", "report.html")  # and one of REVEALS
 
 
 class Derived(NamedTuple):
@@ -32,8 +34,9 @@ def derive(bundle_bytes: bytes, public: PublicKey) -> Derived:
     if read.problems or read.job is None:
         return Derived(None, read)
     result, evidence = result_mod.compute(read)
+    kind, _section = unseen_section(read.job)
     return Derived({
-        "fresh.json": result_mod.dumps(read.reveal),
+        REVEALS[kind]: result_mod.dumps(read.reveal),
         "result.json": result_mod.dumps(result),
         "evidence.json": result_mod.dumps(evidence),
         "report.md": report_md.render(result, evidence),

@@ -1,4 +1,4 @@
-"""THE one place the squeeze meets the grader: grade one controller on the practice and fresh sets.
+"""THE one place the squeeze meets the grader: grade one controller on the practice and unseen sets.
 
     graded = grade(Task(...), Setup(...))      # -> Graded(result, predicate), ready to sign
 
@@ -10,8 +10,11 @@ the result with the squeeze's context added. What the squeeze needs of it:
 - the result document keeps `flights` (each with `id`, `landed`, `reason`, `detail`, and `seed`
   for a shown seed), `landed`, `total`, `provider`, `tier`;
 - the caller's `context` object is signed with the result (it lands in `result["squeeze"]`);
-- practice seeds are flown unshown (ids `practice:N`, no value in the record), fresh seeds shown
-  (their reveal is in the record anyway), practice flights first;
+- practice seeds are flown unshown (ids `practice:N`, no value in the record), then the unseen
+  set: fresh seeds shown (`fresh:N`: their reveal is in the record anyway), or a held-out set
+  committed earlier unshown (`sealed:N`: its commitment and reveal are in the record);
+- the seed lint ran before any flight (`run.py`); its record, the same in every grading of the
+  run, says whether weak seeds were allowed;
 - a refused controller (the ship scan found a sealed value) still yields a signed record, every
   flight not landed with reason `refused`, so the squeeze counts it and the job goes on;
 - the controller files the record names are the ones the code checks read (checked here).
@@ -24,9 +27,11 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.grading.fresh import FreshSet
 from plimsoll_ci.grading.lockstep import CpuBudget
 from plimsoll_ci.sandbox.session import Limits
+from plimsoll_ci.squeeze.plan import Unseen
+
+UNCOMMITTED_NOTE = "nothing was committed for the"  # grading.seedlint's note on held-out flights
 
 
 class Setup(NamedTuple):
@@ -45,8 +50,9 @@ class Task(NamedTuple):
     controller: str  # path of a .py file or a folder with controller.py
     course: str
     practice: tuple[int, ...]
-    fresh: FreshSet
+    unseen: Unseen
     context: dict[str, Any]
+    seed_check: dict[str, Any] | None = None  # seedlint.SeedCheck.record() of the run
 
 
 class Graded(NamedTuple):
@@ -60,23 +66,28 @@ def grade(task: Task, setup: Setup) -> Graded:
     """Grade `task` in a fresh sandbox; the record to sign (BadInput / SandboxError when the
     grading itself cannot happen: those stop the job, a failing controller does not)."""
     from plimsoll_ci.attest import record
-    from plimsoll_ci.grading import fresh as fresh_mod
     from plimsoll_ci.grading.request import GradeRequest
     from plimsoll_ci.grading.run import grade as run_grade
     from plimsoll_ci.grading.seeds import Seed
 
     seeds = [Seed(f"practice:{n}", s, False) for n, s in enumerate(task.practice, 1)]
-    seeds += [Seed(f"fresh:{n}", s, True) for n, s in enumerate(task.fresh.seeds, 1)]
+    seeds += task.unseen.flights()
+    allow_weak = bool((task.seed_check or {}).get("allowWeak"))  # the run's lint decided already
     # All flights in one sandbox (the grader caps a sandbox at its MAX_BATCH).
     graded = run_grade(GradeRequest(
         task.controller, task.course, seeds, setup.provider, setup.min_tier, "controller",
         tuple(setup.withheld), setup.budget, setup.limits, batch_size=len(seeds),
-        practice=task.practice))
+        practice=task.practice, allow_weak_seeds=allow_weak))
     files = dict(sorted(graded.controller_files.items()))
     if graded.refused:
         result = _refused(task, setup, seeds, graded)
     else:
         result = graded.document()
+    if task.seed_check is not None and "seed_check" in result:
+        # The run's lint knows what the grader is not told: a held-out set flown as `sealed:N`
+        # was committed earlier. Its record (and no note saying otherwise) is what is signed.
+        result["seed_check"] = task.seed_check
+        result["notes"] = [n for n in result["notes"] if not n.startswith(UNCOMMITTED_NOTE)]
     expected = task.context.get("code_checks", {}).get("files")
     if expected is not None and expected != files:
         raise BadInput(f"controller {task.controller}: its files changed between the code checks "
@@ -87,7 +98,7 @@ def grade(task: Task, setup: Setup) -> Graded:
         provider=result["provider"], tier=result["tier"], evidence=result["evidence"],
         cpu_budget=setup.budget.record(), started=graded.started, finished=graded.finished,
         practice_set_digest=record.practice_set_digest(task.practice),
-        fresh_commitment=fresh_mod.commit(task.fresh), fresh_reveal=fresh_mod.reveal(task.fresh))
+        seed_check=task.seed_check, **task.unseen.predicate_fields())
     return Graded(result, predicate)
 
 

@@ -7,6 +7,10 @@ the sandbox and remove its folder, and then waits for them. A worker that does n
 killed (and named). Results that arrive after the stop began are dropped: a half-flown grading is
 never signed.
 
+A worker is also told SIGTERM by the kernel when this process dies without stopping it
+(SIGKILL: `PR_SET_PDEATHSIG`), so it stops its sandbox itself; what a worker killed outright
+leaves (its sandbox, its folder, both named by its token) the next run reaps.
+
 The signing key stays in this process; workers return the result and predicate to sign.
 """
 
@@ -64,9 +68,29 @@ def _stop_me(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
-def _worker(conn: Connection, setup: Setup, grade_fn: Callable[[Task, Setup], Graded]) -> None:
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _follow_parent(parent: int) -> None:
+    """Have the kernel send this worker SIGTERM when the run's process dies (Linux), and stop
+    now if it is gone already."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the stop on SIGTERM / Ctrl-C still holds
+        pass
+    if os.getppid() != parent:
+        raise SystemExit(128 + signal.SIGTERM)
+
+
+def _worker(conn: Connection, setup: Setup, grade_fn: Callable[[Task, Setup], Graded],
+            parent: int = 0) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _stop_me)
+    if parent:
+        _follow_parent(parent)
     while True:
         try:
             msg = conn.recv()
@@ -115,7 +139,7 @@ def run(tasks: Sequence[Task], setup: Setup, jobs: int, on_start: Callable[[int]
     try:
         for _ in range(max(1, min(jobs, len(tasks)))):
             here, there = ctx.Pipe()
-            p = ctx.Process(target=_worker, args=(there, setup, grade_fn), daemon=True,
+            p = ctx.Process(target=_worker, args=(there, setup, grade_fn, os.getpid()), daemon=True,
                             name="plimsoll-squeeze-worker")
             p.start()
             there.close()

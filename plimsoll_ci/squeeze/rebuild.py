@@ -59,7 +59,7 @@ def _no_kit(secrets: wall.Secrets) -> dict[str, bytes]:
 
 
 def _smoke(count: int, secrets: wall.Secrets) -> tuple[int, ...]:
-    return wall.draw_smoke(count)
+    return wall.draw_smoke(count, avoid=secrets.seeds())
 
 
 class Harness(NamedTuple):

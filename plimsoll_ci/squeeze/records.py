@@ -5,9 +5,12 @@ its commitment: `plimsoll_ci.attest.bundle`), then checks what the squeeze adds 
 problem at once, each at its bundle line:
 
 - every record carries a squeeze context, all of them the same job section;
-- its predicate names the practice set and the fresh commitment that job section names;
-- it flew exactly the practice flights (`practice:1..n`, values unshown) then exactly the fresh
-  flights (`fresh:1..m`, the revealed seeds in order), and its totals add up;
+- its predicate names the practice set and the unseen set that job section names: the fresh
+  commitment, or the held-out set's earlier commitment (`held_out`), with the same reveal and the
+  same seed check (`seedCheck`: whether weak seeds were allowed) as every other record;
+- it flew exactly the practice flights (`practice:1..n`, values unshown) then exactly the unseen
+  flights (`fresh:1..m`, the revealed seeds in order; or `sealed:1..m`, values unshown), and its
+  totals add up;
 - the controller files it names are the files its code checks read;
 - its grading is one of the plan's, and no grading is there twice; none is missing;
 - a job that builds: every session of its plan has one rebuild-session record carrying the same
@@ -25,7 +28,7 @@ from typing import Any, NamedTuple
 from plimsoll_ci.attest import bundle, canonical
 from plimsoll_ci.attest.keys import PublicKey
 from plimsoll_ci.attest.record import SESSION_PREDICATE_TYPE
-from plimsoll_ci.squeeze.plan import FORMAT, ROLES, Grading, built_id
+from plimsoll_ci.squeeze.plan import FORMAT, ROLES, Grading, built_id, unseen_section
 
 
 class Score(NamedTuple):
@@ -47,6 +50,7 @@ class GradingRecord(NamedTuple):
     code_checks: dict[str, Any]
     provider: str
     tier: str
+    started: str = ""  # run.startedOn: when its grading started (after any commitment)
 
 
 class SessionRecord(NamedTuple):
@@ -69,16 +73,39 @@ class Read(NamedTuple):
 
     records: list[GradingRecord]
     job: dict[str, Any] | None  # the job section all records share
-    reveal: dict[str, Any] | None  # the fresh set's reveal all records share
+    reveal: dict[str, Any] | None  # the unseen set's reveal all records share
     problems: list[str]  # "bundle line N: ..." or "bundle: ..."
     count: int  # records in the bundle
     sessions: list[SessionRecord] = []  # rebuild sessions, in plan order
+    seed_check: dict[str, Any] | None = None  # the seed lint's record all gradings share
 
 
 def _statement(raw: bytes) -> tuple[dict, dict]:
     doc = canonical.loads(raw)
     payload = canonical.b64decode(doc["envelope"]["payload"])
     return doc, canonical.loads(payload)
+
+
+class SignedRun(NamedTuple):
+    """One record line of a verified bundle, as a merge signs it again."""
+
+    line: int
+    predicate_type: str
+    result: Any  # the result document
+    predicate: dict[str, Any]
+    statement: bytes  # the signed payload: the in-toto statement's exact bytes
+
+
+def signed_runs(data: bytes) -> list[SignedRun]:
+    """The record lines of a bundle that verified (`bundle.verify_bytes`), checkpoint left out."""
+    out = []
+    for n, raw in enumerate(data.split(b"\n")[:-1][:-1], 1):
+        doc = canonical.loads(raw)
+        payload = canonical.b64decode(doc["envelope"]["payload"])
+        statement = canonical.loads(payload)
+        out.append(SignedRun(n, statement["predicateType"], doc["result"],
+                             statement["predicate"], payload))
+    return out
 
 
 def read(data: bytes, public: PublicKey) -> Read:
@@ -91,6 +118,7 @@ def read(data: bytes, public: PublicKey) -> Read:
     job: dict | None = None
     job_line = 0
     reveal: dict | None = None
+    seed_check: Any = False  # False: no grading read yet (None is a record without one)
     found: dict[Grading, GradingRecord] = {}
     made: dict[tuple[str, int], SessionRecord] = {}
     for n, raw in enumerate(lines, 1):
@@ -122,7 +150,12 @@ def read(data: bytes, public: PublicKey) -> Read:
                             "of two runs mixed?)")
             continue
         if reveal is None:
-            reveal = predicate["freshSetReveal"]
+            reveal = _revealed(predicate, job)
+        if seed_check is False:
+            seed_check = predicate.get("seedCheck")
+        elif predicate.get("seedCheck") != seed_check:
+            problems.append(f"{where}: its seed check differs from the other records' (records "
+                            "of two runs mixed?)")
         rec, why = _record(n, result, predicate, ctx, job, reveal)
         problems += [f"{where}: {w}" for w in why]
         if rec is None:
@@ -145,7 +178,14 @@ def read(data: bytes, public: PublicKey) -> Read:
                             "finish, or a record was removed)")
     problems += _graded_as_built(made, found)
     done = [made[k] for k in planned if k in made]
-    return Read(ordered, job, reveal, problems, report.count, done)
+    return Read(ordered, job, reveal, problems, report.count, done,
+                None if seed_check is False else seed_check)
+
+
+def _revealed(predicate: dict, job: dict) -> Any:
+    """The reveal of the job's unseen set that a grading predicate carries."""
+    kind, _section = unseen_section(job)
+    return predicate["freshSetReveal"] if kind == "fresh" else predicate["sealedSetReveal"]
 
 
 def _session(n: int, result: Any, predicate: dict, job: dict | None,
@@ -214,10 +254,15 @@ def _record(n: int, result: dict, predicate: dict, ctx: dict, job: dict,
     inputs = predicate["inputs"]
     if (inputs["practiceSet"] or {}).get("sha256") != job["practice"]["sha256"]:
         why.append("its practice set is not the one the job section names")
-    if (inputs["freshSet"] or {}).get("commitment") != job["fresh"]["commitment"]:
-        why.append("its fresh set is not the one the run committed to")
-    if predicate["freshSetReveal"] != reveal:
-        why.append("its fresh reveal differs from the other records'")
+    kind, section = unseen_section(job)
+    if kind == "fresh":
+        if (inputs["freshSet"] or {}).get("commitment") != section.get("commitment") \
+                or inputs["sealedSet"] is not None:
+            why.append("its fresh set is not the one the run committed to")
+    elif inputs["sealedSet"] != section or inputs["freshSet"] is not None:
+        why.append("its held-out set is not the one the job section names (committed earlier)")
+    if _revealed(predicate, job) != reveal:
+        why.append("its reveal differs from the other records'")
     if inputs["course"] != job["course"] or result.get("course") != job["course"]:
         why.append(f"its course is not the job's ({job['course']})")
     g = ctx.get("grading")
@@ -237,18 +282,21 @@ def _record(n: int, result: dict, predicate: dict, ctx: dict, job: dict,
     practice, fresh, not_landed = scores
     return GradingRecord(n, predicate["result"]["sha256"], grading, practice, fresh, not_landed,
                          checks if isinstance(checks, dict) else {}, predicate["sandbox"]["provider"],
-                         predicate["sandbox"]["tier"]), why
+                         predicate["sandbox"]["tier"], predicate["run"]["startedOn"]), why
 
 
 def _scores(result: dict, job: dict, reveal: dict | None,
             why: list[str]) -> tuple[Score, Score, dict[str, int]] | None:
     flights = result.get("flights")
-    n, m = job["practice"]["count"], job["fresh"]["count"]
+    kind, section = unseen_section(job)
+    n, m = job["practice"]["count"], section.get("count")
+    shown = kind == "fresh"
+    prefix, what = ("fresh", "fresh") if shown else ("sealed", "held-out")
     if not isinstance(flights, list) or len(flights) != n + m:
         why.append(f"it flew {len(flights) if isinstance(flights, list) else 'no'} flights, "
-                   f"not the {n} practice and {m} fresh flights of the job")
+                   f"not the {n} practice and {m} {what} flights of the job")
         return None
-    seeds = (reveal or {}).get("seeds") or []
+    seeds = ((reveal or {}).get("seeds") or []) if shown else []
     bad = []
     for i, f in enumerate(flights):
         if not isinstance(f, dict) or not isinstance(f.get("landed"), bool) \
@@ -258,14 +306,15 @@ def _scores(result: dict, job: dict, reveal: dict | None,
         if i < n:
             want_id, want_seed = f"practice:{i + 1}", None
         else:
-            want_id = f"fresh:{i - n + 1}"
-            want_seed = seeds[i - n] if i - n < len(seeds) else -1
+            want_id = f"{prefix}:{i - n + 1}"
+            want_seed = (seeds[i - n] if i - n < len(seeds) else -1) if shown else None
         if f.get("id") != want_id:
             bad.append(f"flight {i + 1} is {str(f.get('id'))[:40]!r}, not {want_id}")
         elif f.get("seed") != want_seed:  # never say which value it was
             bad.append(f"flight {i + 1} ({want_id}) " + (
-                "shows a seed value (practice seeds are flown unshown)" if i < n
-                else "flew a seed other than the revealed one"))
+                "flew a seed other than the revealed one" if i >= n and shown
+                else f"shows a seed value ({'practice' if i < n else what} seeds are flown "
+                "unshown)"))
     if bad:
         why.append("; ".join(bad[:3]) + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""))
         return None

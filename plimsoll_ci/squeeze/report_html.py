@@ -142,6 +142,15 @@ def _panel(which: str, result: dict[str, Any], groups: dict) -> str:
     return "\n".join(parts)
 
 
+def _unseen(result: dict) -> str:
+    if "held_out" in result:
+        h = result["held_out"]
+        return (f"held-out flights per controller (scored as fresh); held-out set committed at "
+                f"{_e(h['committed'])}, commitment <code>{_e(h['commitment'][:16])}</code>")
+    return (f"fresh flights per controller; fresh set commitment "
+            f"<code>{_e(result['fresh_commitment'][:16])}</code>")
+
+
 def render(result: dict[str, Any], evidence: dict[str, Any]) -> str:
     """The HTML report."""
     loops = result["loops"]
@@ -151,7 +160,7 @@ def render(result: dict[str, Any], evidence: dict[str, Any]) -> str:
             per_set[which].setdefault((r["group"], r["role"]), []).append(
                 (r["controller"], r[which][0]))
     n = evidence["practice"]["count"]
-    m = evidence["fresh"]["count"]
+    m = (evidence.get("fresh") or evidence["held_out"])["count"]
     data = {
         "lines": result["lines"], "practice_total": n, "fresh_total": m,
         "plot": WIDTH - LEFT - RIGHT,
@@ -181,8 +190,7 @@ def render(result: dict[str, Any], evidence: dict[str, Any]) -> str:
         f"<title>Squeeze: {_e(result['course'])} course</title>",
         f"<style>{STYLE}</style></head><body>",
         f"<h1>Squeeze: {_e(result['course'])} course</h1>",
-        f'<p class="muted">{n} practice flights and {m} fresh flights per controller; fresh set '
-        f"commitment <code>{_e(result['fresh_commitment'][:16])}</code>. Lines in the job: "
+        f'<p class="muted">{n} practice flights and {m} {_unseen(result)}. Lines in the job: '
         f"{_e(num(lines['flights']))} flights, {_e(num(lines['percent']))}%.</p>",
         '<div class="controls"><span>line in</span>'
         '<label><input type="radio" name="unit" id="unit-flights" checked> flights</label>'

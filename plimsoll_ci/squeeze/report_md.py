@@ -46,16 +46,15 @@ def render(result: dict[str, Any], evidence: dict[str, Any]) -> str:
     """The Markdown report."""
     lines_cfg = result["lines"]
     fl, pc = num(lines_cfg["flights"]), num(lines_cfg["percent"])
-    practice, fresh = evidence["practice"], evidence["fresh"]
+    practice = evidence["practice"]
     tok = result["tokenizer"]
     out = [
         f"# Squeeze: {md(result['course'])} course",
         "",
         f"Every controller flew the {practice['count']} practice flights (set "
-        f"`{practice['sha256'][:16]}`) and {fresh['count']} fresh flights drawn for this run "
-        f"and committed before any flight (commitment `{result['fresh_commitment'][:16]}`, "
-        "revealed in `fresh.json`). One signed record per controller in "
-        "`bundle.intoto.jsonl`; every figure below is traced to its records in `evidence.json`.",
+        f"`{practice['sha256'][:16]}`) and {unseen_text(result, evidence)}. One signed record "
+        "per controller in `bundle.intoto.jsonl`; every figure below is traced to its records "
+        "in `evidence.json`.",
         "",
         f"Lines: flag when the gap is more than **{fl} flights** (hackathon) or more than "
         f"**{pc}%** of the practice flights (paper).",
@@ -86,6 +85,24 @@ def render(result: dict[str, Any], evidence: dict[str, Any]) -> str:
     out += _sessions_section(result)
     out += _failures(evidence)
     return "\n".join(out) + "\n"
+
+
+def unseen_text(result: dict[str, Any], evidence: dict[str, Any]) -> str:
+    """What the flights after the practice flights were: a fresh set or a held-out set."""
+    if "held_out" in result:
+        h = result["held_out"]
+        text = (f"{h['count']} flights on a held-out set committed at {h['committed']}, before "
+                f"any grading (first graded {h['first_graded']}; commitment "
+                f"`{h['commitment'][:16]}`, revealed in `held-out.json`), scored in the "
+                "fresh columns")
+    else:
+        text = (f"{evidence['fresh']['count']} fresh flights drawn for this run and committed "
+                f"before any flight (commitment `{result['fresh_commitment'][:16]}`, revealed "
+                "in `fresh.json`)")
+    if result.get("weak_seeds_allowed"):
+        text += ("; **weak seeds allowed**: the seed lint flagged that set and the run was told "
+                 "to grade anyway (`--allow-weak-seeds`, in every signed record)")
+    return text
 
 
 def _scores(recs: list[dict[str, Any]], which: str) -> str:

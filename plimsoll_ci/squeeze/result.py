@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from plimsoll_ci.squeeze import verdicts as v
+from plimsoll_ci.squeeze.plan import unseen_section
 from plimsoll_ci.squeeze.records import GradingRecord, Read, SessionRecord
 
 EVIDENCE_FORMAT = "plimsoll-squeeze-evidence/1"
@@ -102,23 +103,36 @@ def compute(read: Read) -> tuple[dict[str, Any], dict[str, Any]]:
                      "tokenizer.practice_seed_tokens", job["tokenizer"]["practice_seed_tokens"],
                      "tokens of the practice seeds written one per line (job section)",
                      all_recs[:1])}
+    kind, section = unseen_section(job)
     result = {
         "course": job["course"],
         "lines": dict(job["lines"]),
-        "fresh_commitment": job["fresh"]["commitment"],
         "tokenizer": tokenizer,
         "loops": loops,
         "control": control_doc,
     }
+    if kind == "fresh":
+        result["fresh_commitment"] = section["commitment"]
+    else:  # a held-out set committed earlier flew where a fresh set would have
+        result["held_out"] = {"commitment": section["commitment"],
+                              "committed": section["committedOn"], "count": section["count"],
+                              "first_graded": min((r.started for r in all_recs), default="")}
+    check = read.seed_check or {}
+    if check.get("allowWeak"):
+        result["weak_seeds_allowed"] = figure(
+            "weak_seeds_allowed", True, "the seed lint flagged the unseen set and the run was "
+            "told to grade anyway (--allow-weak-seeds; seedCheck of every record)", all_recs)
     evidence = {
         "format": EVIDENCE_FORMAT,
         "job_sha256": job["job_sha256"],
         "practice": dict(job["practice"]),
-        "fresh": dict(job["fresh"]),
+        kind: dict(section),
         "recipes": dict(job["recipes"]),
         "records": [_record(r) for r in all_recs],
         "figures": figures,
     }
+    if read.seed_check is not None:
+        evidence["seed_check"] = dict(read.seed_check)
     if read.sessions:
         evidence["sessions"] = [{"line": s.line, "result_sha256": s.result_sha256,
                                  "group": s.group, "index": s.index, "ended": s.ended,

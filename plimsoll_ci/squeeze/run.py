@@ -1,4 +1,4 @@
-"""`squeeze run`: prepare, commit the fresh set, grade everything in parallel, sign, derive.
+"""`squeeze run`: prepare, commit the unseen set, grade everything in parallel, sign, derive.
 
     outcome = run(job, Options(out=Path("out"), jobs=2, setup=Setup(provider="gvisor")))
 
@@ -6,30 +6,36 @@ Order of events (the order is the guarantee):
 
 1. recipes are counted (one over budget stops the job before anything is written) and every
    controller's code checks run (the ship-scan engine over an in-memory set);
-2. the out folder is claimed (it must be new or empty) and the signing key loaded;
-3. the fresh set is drawn and its commitment printed and written to `run.json`: before any flight;
+2. the unseen set is settled: a fresh set drawn now, a held-out set committed earlier
+   (`Options.sealed`: its reveal was checked against its commitment), or the set of a plan made
+   earlier (`Options.plan`, `squeeze plan`: the job and every controller must be what the plan
+   recorded). The seed lint runs over it and the practice set (`seedlint.check_flights`): a
+   guessable fresh or held-out set stops the job unless weak seeds are allowed, and every signed
+   record says which;
+3. the out folder is claimed (it must be new or empty) and the signing key loaded; the unseen
+   set's commitment is printed and written to `run.json`: before any flight;
 4. a job that builds runs its rebuild sessions (`sessions.py`), every request through the
    recording proxy into `requests/`; then the tripwire checks every session's requests against
-   the sealed practice seeds, fresh seeds and generator: a hit signs the session records, grades
+   the sealed practice seeds, unseen seeds and generator: a hit signs the session records, grades
    nothing and ends the run (exit 1). Sessions that were stopped (budget, rate limit, endpoint
    error), refused (their workspace carries a sealed value) or wrote no controller are counted
-   in their records and graded never; the others' workspaces go to `built/GROUP/N/`;
-5. every controller is graded on the practice and fresh sets in its own sandbox, `jobs` at a time;
+   in their records and graded never; the others' workspaces go to `built/GROUP/N/`. With a plan
+   the sessions ran when it was made: their records come from it;
+5. every controller is graded on the practice and unseen sets in its own sandbox, `jobs` at a
+   time (a shard, `Options.shard`, grades only its slice of the plan);
 6. the records are signed into the bundle in plan order (sessions first, then gradings; so
-   `--jobs` changes no byte of the derived artifacts), once every grading is over: the fresh
-   reveal is written only after the last fresh flight. On Ctrl-C or SIGTERM every sandbox is
-   stopped first, then the finished gradings are signed, so the bundle verifies up to its last
-   complete record (an interrupted session phase signs nothing);
-7. `fresh.json`, `result.json`, `evidence.json`, `report.md`, `report.html` are derived from the
+   `--jobs` changes no byte of the derived artifacts), once every grading is over: the reveal is
+   written only after the last flight. On Ctrl-C, SIGTERM or SIGHUP every sandbox is stopped
+   first, then the finished gradings are signed, so the bundle verifies up to its last complete
+   record (an interrupted session phase signs nothing);
+7. the reveal, `result.json`, `evidence.json`, `report.md`, `report.html` are derived from the
    bundle's bytes (`artifacts.derive`, the same road `squeeze verify` takes) and `run.json`,
-   the unsigned account (times, load, versions, failures), is finished.
+   the unsigned account (times, load, versions, failures), is finished. A shard derives nothing:
+   `bundle merge` does, once every shard is in.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import os
-import platform
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -37,14 +43,16 @@ from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import fresh as fresh_mod
+from plimsoll_ci.squeeze import account as acct
 from plimsoll_ci.squeeze import artifacts, checks, pool, recipes, sessions
 from plimsoll_ci.squeeze import plan as plan_mod
 from plimsoll_ci.squeeze.grader import Graded, Setup, Task
 from plimsoll_ci.squeeze.job import Job
+from plimsoll_ci.squeeze.plan import Unseen
 from plimsoll_ci.squeeze.progress import Progress
 from plimsoll_ci.squeeze.rebuild import Harness
 
-RUN_FORMAT = "plimsoll-squeeze-run/1"
+RUN_FORMAT = acct.RUN_FORMAT
 REQUESTS = "requests"  # in the out folder: every model request, one folder per session
 # How a flight itself ends; any other reason is the controller's or the sandbox's failure.
 FLIGHT_OUTCOMES = ("landed", "wall", "gate_frame", "floor", "tilt", "timeout")
@@ -69,21 +77,25 @@ class Options(NamedTuple):
     grade_fn: Callable[[Task, Setup], Graded] | None = None
     model: Model | None = None  # needed when the job builds rebuilds
     harness: Harness = Harness()  # what the sessions are given (a canary run plants mistakes)
+    sealed: Any = None  # grading.seedsets.SealedSet: a held-out set flown instead of a fresh one
+    allow_weak_seeds: bool = False  # grade a fresh or held-out set the seed lint flags
+    plan: Any = None  # planfile.Plan: a plan made earlier (`squeeze plan`)
+    shard: tuple[int, int] | None = None  # (I, N): grade slice I of N of the plan
 
 
 class Outcome(NamedTuple):
     """How a run ended."""
 
     status: str  # "done" | "interrupted" | "breached" (a sealed value reached the model) |
-    # "no_rebuilds" (a loop's sessions left nothing to grade)
+    # "no_rebuilds" (a loop's sessions left nothing to grade) | "planned" (`squeeze plan`)
     exit_code: int
-    result: dict[str, Any] | None
+    result: dict[str, Any] | None  # None for a shard: `bundle merge` derives the verdicts
     signed: int
     planned: int
 
 
 class Prepared(NamedTuple):
-    """Everything known before the fresh set is drawn."""
+    """Everything known before the unseen set is settled."""
 
     scan: Any  # the code checks' Scanner (also keeps practice seeds out of run.json)
     gradings: list[plan_mod.Grading]
@@ -93,28 +105,26 @@ class Prepared(NamedTuple):
     counted: dict[str, recipes.Recipe]  # loops' recipes as counted (their text goes to sessions)
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+class Work(NamedTuple):
+    """What a run grades and signs: every grading of the job in plan order, with its code checks
+    and its controller's path, the job section all records carry, and the session records to
+    sign before the gradings."""
 
-
-def _load() -> list[float]:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return []
+    gradings: list[plan_mod.Grading]
+    code: list[dict[str, Any]]
+    paths: list[str]
+    job_ctx: dict[str, Any]
+    sessions: list[tuple[dict[str, Any], dict[str, Any]]]
 
 
 def claim_out(out: Path) -> None:
     """Create the out folder, or accept an empty one; refuse one holding anything."""
-    if out.exists() and not out.is_dir():
-        raise BadInput(f"--out {out}: not a folder; give a new or empty folder")
-    if out.is_dir() and any(out.iterdir()):
-        raise BadInput(f"--out {out}: not empty; a run never overwrites another's artifacts, "
-                       "give a new folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise BadInput(f"--out {out}: cannot create ({e.strerror})") from None
+    acct.claim_out(out)
+
+
+def artifacts_json(doc: dict[str, Any]) -> str:
+    """run.json's text (the same JSON style as the derived artifacts)."""
+    return acct.dumps(doc)
 
 
 def model_needed(job: Job) -> str:
@@ -129,7 +139,9 @@ def model_needed(job: Job) -> str:
 def prepare(job: Job, options: Options | None = None) -> Prepared:
     """Count the recipes (refusing one over budget, and one a model would be sent that carries a
     practice seed or the generator constant) and run every imported controller's code checks."""
-    if job.builds() and (options is None or options.model is None):
+    if job.builds() and options is not None and options.plan is None and options.model is None:
+        raise BadInput(model_needed(job))
+    if job.builds() and options is None:
         raise BadInput(model_needed(job))
     scan = checks.scanner(job.practice)
     found: dict[str, dict[str, Any]] = {}
@@ -152,24 +164,29 @@ def prepare(job: Job, options: Options | None = None) -> Prepared:
     return Prepared(scan, gradings, code, found, recipes.seed_list_tokens(job.practice), counted)
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+def unseen_of(job: Job, options: Options, fresh_set: fresh_mod.FreshSet | None = None) -> Unseen:
+    """The unseen set of a run without a plan: the held-out set it was given, else `fresh_set`
+    (a set drawn earlier: tests, benchmarks), else a fresh set drawn now."""
+    if options.sealed is not None:
+        if fresh_set is not None:
+            raise BadInput("a run flies a held-out set or a fresh set, not both")
+        return Unseen(options.sealed.fresh, options.sealed.commitment)
+    fresh = fresh_set or fresh_mod.draw(job.fresh_count)
+    if len(fresh.seeds) != job.fresh_count:
+        raise BadInput(f"fresh set: {len(fresh.seeds)} seeds, the job asks for {job.fresh_count}")
+    return Unseen(fresh)
 
 
-def _signer(options: Options):  # -> attest.keys.Signer
-    from plimsoll_ci.attest import keys
+def lint(job: Job, unseen: Unseen, allow_weak: bool, progress: Progress):  # -> SeedCheck
+    """The seed lint over the practice set and the unseen set, before any flight: BadInput for
+    a guessable fresh or held-out set unless `allow_weak`; a note for a flagged practice set."""
+    from plimsoll_ci.grading import seedlint, seeds
 
-    pub = options.out / artifacts.PUBLIC_KEY
-    if options.key_file is None and options.key_env is None:
-        return keys.load_signer(ephemeral_pub_out=pub)
-    signer = keys.load_signer(key_file=options.key_file, key_env=options.key_env)
-    _write(pub, signer.public.pem().decode("ascii"))
-    return signer
+    flights = seeds.named("practice", job.practice, shown=False) + unseen.flights()
+    check = seedlint.check_flights(flights, job.practice, allow_weak, committed=unseen.seeds.seeds)
+    for note in check.notes():
+        progress.note(note)
+    return check
 
 
 def _summary(graded: Graded, scan: Any) -> tuple[str, dict[str, Any]]:
@@ -189,55 +206,109 @@ def _summary(graded: Graded, scan: Any) -> tuple[str, dict[str, Any]]:
                     detail = f"(not shown: it carries {', '.join(carried)})"
                 if detail not in details:
                     details.append(detail)
-    text = f"practice {p}/{n}, fresh {f}/{len(flights) - n}"
+    kind = "fresh" if "fresh" in graded.result["squeeze"]["job"] else "held-out"
+    text = f"practice {p}/{n}, {kind} {f}/{len(flights) - n}"
     if reasons:
         text += " (not landed: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) + ")"
     return text, {"landed": [p, f], "not_landed": dict(sorted(reasons.items())),
                   "details": details, "tier": graded.result["tier"]}
 
 
-def run(job: Job, options: Options, progress: Progress,
-        fresh_set: fresh_mod.FreshSet | None = None) -> Outcome:
-    """Run the job into `options.out` (see the module doc); `fresh_set` only for a plan made
-    earlier (tests, shards): by default a new one is drawn here."""
-    from plimsoll_ci import __version__
+class _Running(NamedTuple):
+    """What the steps of one run share."""
 
+    job: Job
+    options: Options
+    prepared: Prepared
+    unseen: Unseen
+    signer: Any
+    account: dict[str, Any]  # run.json, as it grows
+    progress: Progress
+
+
+def start(job: Job, options: Options, progress: Progress, unseen: Unseen,
+          prepared: Prepared) -> _Running:
+    """Claim the out folder, load the key, write the first account and say the commitment."""
     out = Path(options.out)
-    if out.is_dir() and any(out.iterdir()):
-        claim_out(out)  # refuse a used folder before any work
-    prepared = prepare(job, options)  # a recipe over budget stops here, before anything is written
-    claim_out(out)
-    signer = _signer(options)
+    acct.claim_out(out)
+    signer = acct.signer(out, options.key_file, options.key_env)
     jobs = options.jobs or pool.usable_cores()
     progress.note(f"the {len(job.practice)} practice seeds take {prepared.practice_seed_tokens} "
                   f"tokens ({recipes.ENCODING}); recipes: " +
                   (", ".join(f"{k} {v['tokens']}" for k, v in prepared.recipes.items()) or "none")
                   + f" of {job.recipe_tokens}")
-    fresh = fresh_set or fresh_mod.draw(job.fresh_count)
-    if len(fresh.seeds) != job.fresh_count:
-        raise BadInput(f"fresh set: {len(fresh.seeds)} seeds, the job asks for {job.fresh_count}")
-    commitment = fresh_mod.commit(fresh)
     account: dict[str, Any] = {
         "format": RUN_FORMAT, "status": "running",
         "job": {"path": str(job.path), "sha256": job.sha256},
-        "fresh_commitment": commitment, "committed_at": _now(), "started": _now(),
+        "committed_at": acct.now(), "started": acct.now(),
         "gradings": {"planned": len(prepared.gradings), "signed": 0},
         "jobs": jobs, "cores": pool.usable_cores(), "provider": options.setup.provider,
         "min_tier": options.setup.min_tier, "cpu_budget": options.setup.budget.record(),
-        "versions": {"plimsoll_ci": __version__, "python": platform.python_version(),
-                     "platform": platform.platform()},
-        "load": {"start": _load()}, "key": {"id": signer.keyid, "ephemeral": signer.ephemeral},
+        "versions": acct.versions(), "load": {"start": acct.load()},
+        "key": {"id": signer.keyid, "ephemeral": signer.ephemeral},
     }
-    _write(out / artifacts.RUN, artifacts_json(account))
-    progress.note(f"fresh set of {job.fresh_count} drawn and committed before any flight: "
-                  f"{commitment}")
-    built: list = []
-    if job.builds():
-        built_or_stop = _build(_Running(job, options, prepared, fresh, signer, account,
-                                        progress))
-        if isinstance(built_or_stop, Outcome):
-            return built_or_stop
-        built = built_or_stop
+    if unseen.sealed is None:
+        account["fresh_commitment"] = unseen.commitment
+        said = (f"fresh set of {len(unseen.seeds.seeds)} drawn and committed before any flight: "
+                f"{unseen.commitment}")
+    else:
+        c = unseen.sealed
+        account["held_out_commitment"] = c.digest
+        account["committed_at"] = c.committed
+        said = (f"held-out set of {c.count} seeds, committed at {c.committed}: its reveal "
+                f"matches the commitment {c.digest}")
+    if options.plan is not None:
+        account["plan"] = {"sha256": options.plan.sha256}
+        said += f" (from the plan {options.plan.folder})"
+    acct.write(out / artifacts.RUN, acct.dumps(account))
+    progress.note(said)
+    return _Running(job, options, prepared, unseen, signer, account, progress)
+
+
+def run(job: Job, options: Options, progress: Progress,
+        fresh_set: fresh_mod.FreshSet | None = None) -> Outcome:
+    """Run the job into `options.out` (see the module doc); `fresh_set` only for a set drawn
+    earlier (tests, benchmarks): by default a new one is drawn here."""
+    out = Path(options.out)
+    acct.refuse_used(out)  # before any work
+    if options.shard is not None and options.plan is None:
+        raise BadInput("--shard I/N grades a slice of a plan: make one with `squeeze plan JOB "
+                       "--out PLAN` and pass --plan PLAN")
+    prepared = prepare(job, options)  # a recipe over budget stops here, before anything is written
+    planned = None
+    if options.plan is not None:
+        from plimsoll_ci.squeeze import planfile
+
+        if fresh_set is not None:
+            raise BadInput("a run with a plan flies the plan's set, not another")
+        planned = planfile.follow(options.plan, job, prepared, options.sealed)
+        unseen, allow_weak = planned.unseen, options.plan.allow_weak
+    else:
+        unseen, allow_weak = unseen_of(job, options, fresh_set), options.allow_weak_seeds
+    check = lint(job, unseen, allow_weak, progress)  # weak seeds stop here: nothing written
+    ctx = start(job, options, progress, unseen, prepared)
+    if planned is not None:
+        work = planned.work
+        if options.shard is None:
+            from plimsoll_ci.squeeze import planfile
+
+            planfile.copy_outputs(options.plan, Path(options.out))
+    else:
+        built: list = []
+        if job.builds():
+            built_or_stop = _build(ctx)
+            if isinstance(built_or_stop, Outcome):
+                return built_or_stop
+            built = built_or_stop
+        work = local_work(ctx, built)
+    return _grade(ctx, work, check.record())
+
+
+def local_work(ctx: _Running, built: list) -> Work:
+    """The gradings of a run that settled its own sessions (`built`: their outcomes)."""
+    from plimsoll_ci.attest.record import practice_set_digest
+
+    job, prepared = ctx.job, ctx.prepared
     made = frozenset((d.spec.group, d.spec.index) for d in built if d.graded)
     paths = {d.doc["controller"]: d.workspace for d in built if d.graded}
     gradings = plan_mod.gradings(job, made)
@@ -245,16 +316,31 @@ def run(job: Job, options: Options, progress: Progress,
     code = [known[g] if g in known else
             checks.check(checks.controller_files(paths[g.controller]), prepared.scan)
             for g in gradings]
-    from plimsoll_ci.attest.record import practice_set_digest
-
-    job_ctx = plan_mod.job_context(job, practice_set_digest(job.practice), commitment,
+    job_ctx = plan_mod.job_context(job, practice_set_digest(job.practice), ctx.unseen,
                                    prepared.recipes, prepared.practice_seed_tokens,
                                    recipes.ENCODING, made)
-    tasks = [Task(str(paths.get(g.controller) or job.base / g.controller), job.course,
-                  job.practice, fresh, plan_mod.grading_context(job_ctx, g, c))
-             for g, c in zip(gradings, code, strict=True)]
+    where = [str(paths.get(g.controller) or job.base / g.controller) for g in gradings]
+    return Work(gradings, code, where, job_ctx, sessions.records(built, job_ctx))
+
+
+def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any]) -> Outcome:
+    """Grade this run's gradings (a shard: its slice), sign, and (unless a shard) derive."""
+    job, options, prepared, unseen, signer, account, progress = ctx
+    out = Path(options.out)
+    picked = list(range(len(work.gradings)))
+    if options.shard is not None:
+        index, count = options.shard
+        picked = picked[index - 1::count] if 1 <= index <= count else []
+        plan_mod.shard(work.gradings, index, count)  # BadInput for a bad I/N
+    tasks = [Task(work.paths[i], job.course, job.practice, unseen,
+                  plan_mod.grading_context(work.job_ctx, work.gradings[i], work.code[i]),
+                  seed_check) for i in picked]
+    gradings = [work.gradings[i] for i in picked]
     account["gradings"]["planned"] = len(tasks)
-    _write(out / artifacts.RUN, artifacts_json(account))
+    if options.shard is not None:
+        account["shard"] = {"index": options.shard[0], "count": options.shard[1],
+                            "gradings": [list(g) for g in gradings]}
+    acct.write(out / artifacts.RUN, acct.dumps(account))
     done: dict[int, Graded] = {}
     per: dict[int, dict[str, Any]] = {}
     t0 = time.monotonic()
@@ -270,9 +356,12 @@ def run(job: Job, options: Options, progress: Progress,
         progress.finished(gradings[d.index].label(), f"{text} [{d.wall_s:.1f} s]")
 
     status, code_, error = "done", 0, None
-    progress.start(len(tasks))
+    progress.start(len(tasks), f"grading {len(tasks)} controllers" + (
+        f" (shard {options.shard[0]}/{options.shard[1]} of {len(work.gradings)})"
+        if options.shard is not None else ""))
     try:
-        pool.run(tasks, options.setup, jobs, on_start, on_done, options.grade_fn)
+        pool.run(tasks, options.setup, options.jobs or pool.usable_cores(), on_start, on_done,
+                 options.grade_fn)
     except pool.Interrupted as e:
         status, code_ = "interrupted", 128 + e.signum
     except pool.GradingFailed as e:
@@ -280,28 +369,20 @@ def run(job: Job, options: Options, progress: Progress,
     finally:
         progress.close()
     finished = sorted(done)
-    _sign(out, signer, sessions.records(built, job_ctx),
+    _sign(out, signer, [] if options.shard is not None else work.sessions,
           [(done[i].result, done[i].predicate) for i in finished])
     account.update({
-        "status": status, "finished": _now(), "wall_s": round(time.monotonic() - t0, 3),
+        "status": status, "finished": acct.now(), "wall_s": round(time.monotonic() - t0, 3),
         "gradings": {"planned": len(tasks), "signed": len(finished)},
         "per_grading": [per[i] for i in finished],
-        "load": {"start": account["load"]["start"], "end": _load()},
+        "load": {"start": account["load"]["start"], "end": acct.load()},
     })
     if error is not None:
         account["error"] = str(error)
     result = None
-    if status == "done":
-        derived = artifacts.derive((out / artifacts.BUNDLE).read_bytes(), signer.public)
-        if derived.files is None:  # our own bundle must read back; anything else is a bug
-            raise BadInput("the bundle this run wrote does not read back: "
-                           + "; ".join(derived.read.problems[:3]))
-        for name, text in derived.files.items():
-            _write(out / name, text)
-        import json
-
-        result = json.loads(derived.files["result.json"])
-    _write(out / artifacts.RUN, artifacts_json(account))
+    if status == "done" and options.shard is None:
+        result = write_derived(out, signer.public)
+    acct.write(out / artifacts.RUN, acct.dumps(account))
     if error is not None:
         raise error
     if status == "interrupted":
@@ -309,6 +390,19 @@ def run(job: Job, options: Options, progress: Progress,
                       f"gradings signed into {out / artifacts.BUNDLE}" if finished else
                       "interrupted before any grading finished: nothing was signed")
     return Outcome(status, code_, result, len(finished), len(tasks))
+
+
+def write_derived(out: Path, public: Any) -> dict[str, Any]:
+    """Derive every artifact from the bundle in `out` and write it; the result."""
+    import json
+
+    derived = artifacts.derive((out / artifacts.BUNDLE).read_bytes(), public)
+    if derived.files is None:  # our own bundle must read back; anything else is a bug
+        raise BadInput("the bundle this run wrote does not read back: "
+                       + "; ".join(derived.read.problems[:3]))
+    for name, text in derived.files.items():
+        acct.write(out / name, text)
+    return json.loads(derived.files["result.json"])
 
 
 def _sign(out: Path, signer: Any, session_records: list, grading_records: list) -> None:
@@ -324,51 +418,46 @@ def _sign(out: Path, signer: Any, session_records: list, grading_records: list) 
     bundle.lock_path(path).unlink(missing_ok=True)  # only we append here
 
 
-class _Running(NamedTuple):
-    """What the steps of one run share."""
-
-    job: Job
-    options: Options
-    prepared: Prepared
-    fresh: fresh_mod.FreshSet
-    signer: Any
-    account: dict[str, Any]  # run.json, as it grows
-    progress: Progress
-
-
 def _build(ctx: _Running) -> list | Outcome:
     """Run the job's rebuild sessions and check the wall; the finished sessions, or the Outcome
     that ends the run (interrupted, or the tripwire found a sealed value sent)."""
-    import tempfile
+    import shutil
 
     from plimsoll_ci.model.session import Budget
+    from plimsoll_ci.sandbox import owner
     from plimsoll_ci.squeeze import rebuild, wall
 
-    job, options, prepared, fresh, _signer, account, progress = ctx
+    job, options, prepared, unseen, _signer, account, progress = ctx
     assert options.model is not None
     out = Path(options.out)
     config = options.model.config
-    secrets = wall.seal(job.practice, fresh, withheld=options.setup.withheld)
+    if unseen.sealed is None:
+        secrets = wall.seal(job.practice, unseen.seeds, withheld=options.setup.withheld)
+    else:
+        secrets = wall.seal(job.practice, None, withheld=options.setup.withheld,
+                            held_out=unseen.seeds)
     planned = sessions.specs(job, prepared.counted)
     account["model"] = {"base_url": config.base_url, "model": config.model,
                         "max_tokens": config.max_tokens}
     account["sessions"] = {"planned": len(planned)}
-    _write(out / artifacts.RUN, artifacts_json(account))
+    acct.write(out / artifacts.RUN, acct.dumps(account))
     budget = Budget(config.max_tokens)
-    with tempfile.TemporaryDirectory(prefix="plimsoll-rebuilds-") as work:
+    work = owner.tempdir("rebuilds")  # a killed run's is reaped by the next (it has our token)
+    try:
         setting = rebuild.Setting(config, options.model.environ, budget, secrets, job.course,
-                                  out / REQUESTS, Path(work), options.setup.provider,
+                                  out / REQUESTS, work, options.setup.provider,
                                   job.max_turns, job.smoke, options.harness)
         progress.start(len(planned), f"building {len(planned)} rebuilds through "
                        f"{config.model} (at most {config.max_tokens} tokens)")
         try:
             built = sessions.run_all(
-                planned, setting, options.jobs or pool.usable_cores(), lambda s: progress.began(f"session {s.name}"),
+                planned, setting, options.jobs or pool.usable_cores(),
+                lambda s: progress.began(f"session {s.name}"),
                 lambda d: progress.finished(f"session {d.spec.name}", sessions.summary(d)))
         except pool.Interrupted as e:
             progress.close()
-            account.update({"status": "interrupted", "finished": _now()})
-            _write(out / artifacts.RUN, artifacts_json(account))
+            account.update({"status": "interrupted", "finished": acct.now()})
+            acct.write(out / artifacts.RUN, acct.dumps(account))
             progress.note("interrupted during the rebuild sessions: every sandbox stopped, "
                           "nothing was signed")
             return Outcome("interrupted", 128 + e.signum, None, 0, 0)
@@ -390,6 +479,8 @@ def _build(ctx: _Running) -> list | Outcome:
         paths = sessions.keep_workspaces(built, out)  # before the private folder goes
         return [d._replace(workspace=paths[d.doc["controller"]]) if d.graded else d
                 for d in built]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _ungraded_loops(job: Job, built: list) -> list[str]:
@@ -416,22 +507,15 @@ def _ended(ctx: _Running, built: list, status: str, why: list[str]) -> Outcome:
     `no_rebuilds`): sign the session records, grade nothing, exit 1."""
     from plimsoll_ci.attest.record import practice_set_digest
 
-    job, options, prepared, fresh, signer, account, progress = ctx
+    job, options, prepared, unseen, signer, account, progress = ctx
     made = frozenset((d.spec.group, d.spec.index) for d in built if d.graded)
-    job_ctx = plan_mod.job_context(job, practice_set_digest(job.practice),
-                                   fresh_mod.commit(fresh), prepared.recipes,
-                                   prepared.practice_seed_tokens, recipes.ENCODING, made)
+    job_ctx = plan_mod.job_context(job, practice_set_digest(job.practice), unseen,
+                                   prepared.recipes, prepared.practice_seed_tokens,
+                                   recipes.ENCODING, made)
     out = Path(options.out)
     _sign(out, signer, sessions.records(built, job_ctx), [])
-    account.update({"status": status, "finished": _now(), "why": why})
-    _write(out / artifacts.RUN, artifacts_json(account))
+    account.update({"status": status, "finished": acct.now(), "why": why})
+    acct.write(out / artifacts.RUN, acct.dumps(account))
     for line in why:
         progress.note(line)
     return Outcome(status, 1, None, len(built), 0)
-
-
-def artifacts_json(doc: dict[str, Any]) -> str:
-    """run.json's text (the same JSON style as the derived artifacts)."""
-    from plimsoll_ci.squeeze.result import dumps
-
-    return dumps(doc)

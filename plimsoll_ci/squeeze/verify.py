@@ -3,12 +3,16 @@
 Checks, every problem at once, each naming the file and what disagrees:
 
 - `bundle.intoto.jsonl` (or `bundle.intoto.jsonl.gz`): signatures, chain and checkpoint under the
-  given key, each fresh reveal against its commitment, and the squeeze's own checks on the records
-  (`records.read`): one job, the committed practice and fresh sets flown by every grading, the
-  graded files are the checked files, every grading of the plan there once;
+  given key, each reveal against its commitment (a held-out set's commitment dated before every
+  grading started), and the squeeze's own checks on the records (`records.read`): one job, the
+  committed practice and unseen sets flown by every grading, the graded files are the checked
+  files, every grading of the plan there once;
 - `harness.pub`: the key given with `--pub`;
-- `fresh.json`, `result.json`, `evidence.json`, `report.md`, `report.html`: exactly the bytes the
-  records give (`artifacts.derive`); a JSON file that differs is named down to the field;
+- `fresh.json` (or `held-out.json`), `result.json`, `evidence.json`, `report.md`, `report.html`:
+  exactly the bytes the records give (`artifacts.derive`); a JSON file that differs is named down
+  to the field;
+- a merged folder (`bundle merge`): every shard's original bundle under its own key, and the
+  merged records exactly theirs (`merge.check_provenance`);
 - `run.json` (the unsigned account): what it states that the records also state (status, job,
   commitment, number of signed gradings) agrees. Its times and load are not signed.
 
@@ -25,6 +29,7 @@ from typing import Any, NamedTuple
 from plimsoll_ci.attest.keys import PublicKey
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.squeeze import artifacts
+from plimsoll_ci.squeeze.plan import unseen_section
 
 MAX_BUNDLE = 1 << 30
 _SHOW = 60
@@ -37,6 +42,7 @@ class Verified(NamedTuple):
     result: dict[str, Any] | None
     records: int
     sessions: int = 0  # of the records, rebuild sessions (the others are gradings)
+    notes: tuple[str, ...] = ()  # what a reader should know of a verified run (sealed set, shards)
 
     @property
     def ok(self) -> bool:
@@ -151,10 +157,12 @@ def _check_run_json(folder: Path, read: Any, problems: list[str]) -> None:
         problems.append(f"{artifacts.RUN}: not valid JSON")
         return
     job = read.job or {}
+    kind, section = unseen_section(job) if job else ("fresh", {})
     expect = {
         ("status",): "done",
         ("job", "sha256"): job.get("job_sha256"),
-        ("fresh_commitment",): (job.get("fresh") or {}).get("commitment"),
+        ((f"{kind}_commitment",) if kind == "fresh" else ("held_out_commitment",)):
+            section.get("commitment"),
         ("gradings", "signed"): len(read.records),
         ("gradings", "planned"): len(job.get("plan") or []),
     }
@@ -202,6 +210,28 @@ def verify(folder: str | Path, public: PublicKey) -> Verified:
             continue
         problems += _compare(name, path.read_bytes(), text)
     _check_run_json(folder, derived.read, problems)
+    notes = _held_out_note(derived.read)
+    from plimsoll_ci.squeeze import merge
+
+    if (folder / merge.SHARDS).is_dir():
+        found, said = merge.check_provenance(folder, data)
+        problems += found
+        notes += said
     result = json.loads(derived.files["result.json"])
     return Verified(problems, None if problems else result, derived.read.count,
-                    len(derived.read.sessions))
+                    len(derived.read.sessions), tuple(notes))
+
+
+def _held_out_note(read: Any) -> list[str]:
+    """`held-out set ...: committed at T, graded at T2 > T` for a run on a held-out set."""
+    kind, section = unseen_section(read.job)
+    out = []
+    if kind == "held_out":
+        first, when = min(r.started for r in read.records), section["committedOn"]
+        out.append(f"held-out set {section['commitment'][:16]}... ({section['count']} seeds): "
+                   f"committed at {when}, graded at {first} {'>' if first > when else '>='} "
+                   f"{when} (no grading started before the commitment; its reveal matches it)")
+    if (read.seed_check or {}).get("allowWeak"):
+        out.append("weak seeds allowed: the seed lint flagged the unseen set and the run graded "
+                   "it anyway (--allow-weak-seeds, in every signed record)")
+    return out

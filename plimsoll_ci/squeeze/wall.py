@@ -1,7 +1,8 @@
 """The wall between what a squeeze keeps back and the rebuilds' models, and the checks of it.
 
-What is kept back (`Secrets`): the practice seeds, the fresh seeds, the simulator's generator (its
-source and its magic constant), and any withheld set the run was given. They are sealed here, in
+What is kept back (`Secrets`): the practice seeds, the fresh seeds (or the held-out seeds flown in
+their place), the simulator's generator (its source and its magic constant), and any withheld set
+the run was given. They are sealed here, in
 memory, under a key drawn for the run and never written (`Secrets.sealed`: digests only).
 
 What crosses the wall, and how each crossing is checked:
@@ -39,8 +40,14 @@ class Secrets(NamedTuple):
     practice: tuple[int, ...]
     fresh: FreshSet
     generator: bytes  # the generator's source
-    # WithheldSets: practice:N, fresh:N, generator-magic, generator-source; then any withheld set
+    # WithheldSets: practice:N, fresh:N (or sealed:N), generator-magic, generator-source; then
+    # any withheld set
     sealed: tuple[Any, ...]
+    held_out: tuple[int, ...] = ()  # a held-out set flown instead of a fresh one
+
+    def seeds(self) -> tuple[int, ...]:
+        """Every seed kept back: practice, fresh and held-out (smoke seeds avoid them all)."""
+        return self.practice + self.fresh.seeds + self.held_out
 
 
 def generator_path() -> Path:
@@ -51,21 +58,25 @@ def generator_path() -> Path:
 
 
 def seal(practice: tuple[int, ...], fresh: FreshSet | None, generator: bytes | None = None,
-         withheld: Iterable[Any] = ()) -> Secrets:
+         withheld: Iterable[Any] = (), held_out: FreshSet | None = None) -> Secrets:
     """Seal the run's secrets under a key drawn now (never written, never shown); `fresh` None
-    before a run has drawn one (a recipe is squeezed before)."""
+    before a run has drawn one (a recipe is squeezed before), or when a held-out set committed
+    earlier (`held_out`, entries `sealed:N`) is flown in its place."""
     import sim.generator
     from plimsoll_ci.withheld import build_set, parse
 
     source = generator_path().read_bytes() if generator is None else generator
     values = [(f"practice:{n}", str(s)) for n, s in enumerate(practice, 1)]
     values += [(f"fresh:{n}", str(s)) for n, s in enumerate(fresh.seeds if fresh else (), 1)]
+    values += [(f"sealed:{n}", str(s))
+               for n, s in enumerate(held_out.seeds if held_out else (), 1)]
     values.append((GENERATOR_MAGIC, str(sim.generator.MAGIC)))
     key = secrets.token_bytes(32)
     doc, _warnings = build_set(values=values, sources=[(GENERATOR_SOURCE, source)], key=key,
                                tag="plimsoll-sealed/1")
     sealed = parse(doc, key=key, origin="<the squeeze's sealed set>")
-    return Secrets(tuple(practice), fresh or FreshSet((), b""), source, (sealed, *withheld))
+    return Secrets(tuple(practice), fresh or FreshSet((), b""), source, (sealed, *withheld),
+                   held_out.seeds if held_out else ())
 
 
 def _sets(sealed: Any) -> tuple[Any, ...]:
@@ -75,11 +86,12 @@ def _sets(sealed: Any) -> tuple[Any, ...]:
 # ---- smoke seeds ---------------------------------------------------------------------------------
 
 
-def draw_smoke(count: int) -> tuple[int, ...]:
-    """Throwaway seeds for one session's `fly`, from the operating system's CSPRNG."""
-    from plimsoll_ci.grading import fresh
+def draw_smoke(count: int, avoid: Iterable[int] = ()) -> tuple[int, ...]:
+    """Throwaway seeds for one session's `fly`, from the operating system's CSPRNG, none of them
+    in `avoid` (the practice, fresh and held-out seeds: `Secrets.seeds()`)."""
+    from plimsoll_ci.grading import seedsets
 
-    return fresh.draw(count).seeds
+    return seedsets.draw_smoke(count, avoid=avoid)
 
 
 def check_smoke(seeds: tuple[int, ...], sealed: Any) -> list[str]:

@@ -170,3 +170,112 @@ def _remove_images_built_under(cache: Path) -> None:
             client.images.remove(f"plimsoll-python:{tar.stem}")
         except Exception:  # noqa: BLE001 - not imported, or in use: leave it
             pass
+
+
+TINY_JOB = """\
+course: easy
+fresh: {count: 4}
+loops:
+  solo:
+    controller: loop.py
+    rebuilds: [rebuilds/*.py]
+"""
+
+UPLOAD_STUB = """\
+name: upload-artifact (offline stand-in)
+inputs:
+  name: {required: true}
+  path: {required: true}
+  include-hidden-files: {required: false, default: "false"}
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      env: {NAME: "${{ inputs.name }}", FROM: "${{ inputs.path }}"}
+      run: mkdir -p "EXPORT/$NAME" && cp -a "$FROM/." "EXPORT/$NAME/"
+"""
+
+DOWNLOAD_STUB = """\
+name: download-artifact (offline stand-in)
+inputs:
+  name: {required: false, default: ""}
+  pattern: {required: false, default: ""}
+  path: {required: true}
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      env: {NAME: "${{ inputs.name }}", PATTERN: "${{ inputs.pattern }}", TO: "${{ inputs.path }}"}
+      run: |
+        mkdir -p "$TO"
+        if [ -n "$NAME" ]; then cp -a "EXPORT/$NAME/." "$TO/"; fi
+        if [ -n "$PATTERN" ]; then for d in EXPORT/$PATTERN; do cp -a "$d" "$TO/"; done; fi
+"""
+
+
+def _stub(folder: Path, text: str, export: Path) -> Path:
+    """An action standing in for one fetched from GitHub (act cannot fetch it here): the
+    artifacts go to, and come from, `export`."""
+    folder.mkdir(parents=True)
+    (folder / "action.yml").write_text(text.replace("EXPORT", str(export)))
+    return folder
+
+
+@pytest.mark.slow
+def test_the_squeeze_workflow_plans_shards_merges_and_verifies_with_act(
+        docker_runsc: str, tmp_path: Path) -> None:
+    """plan -> 2 shard jobs -> merge -> verify, each job through actions/squeeze; the merged
+    result.json is byte for byte what one runner grading the same plan writes."""
+    act = _act()
+    repo = tmp_path / "repo"
+    job_dir = repo / "squeeze"
+    (job_dir / "rebuilds").mkdir(parents=True)
+    (job_dir / "loop.py").write_text((REPO / "sim/controllers/honest.py").read_text())
+    (job_dir / "rebuilds" / "hover.py").write_text((REPO / "sim/controllers/hover.py").read_text())
+    (job_dir / "rebuilds" / "twin.py").write_text((REPO / "sim/controllers/honest.py").read_text())
+    (job_dir / "squeeze.yaml").write_text(TINY_JOB)
+    _checkout_copy(repo)
+    export = tmp_path / "artifacts"
+    export.mkdir()
+    upload = _stub(tmp_path / "stubs" / "upload", UPLOAD_STUB, export)
+    download = _stub(tmp_path / "stubs" / "download", DOWNLOAD_STUB, export)
+    workflow = repo / ".github" / "workflows" / "squeeze.yml"
+    workflow.parent.mkdir(parents=True)
+    shutil.copy(REPO / "examples/workflows/squeeze.yml", workflow)
+    cache = tmp_path / "plimsoll-cache"
+    env = {**os.environ, "PLIMSOLL_CACHE": str(cache)}
+    env.pop("GITHUB_ACTIONS", None)
+    try:
+        proc = subprocess.run(
+            [act, "workflow_dispatch", "-W", str(workflow), "-P", "ubuntu-latest=-self-hosted",
+             "--action-cache-path", str(tmp_path / "act"),
+             "--local-repository", f"{ACTION_REF}={repo}",
+             "--local-repository", f"actions/upload-artifact@v4={upload}",
+             "--local-repository", f"actions/download-artifact@v4={download}",
+             "--input", "job=squeeze/squeeze.yaml", "--no-cache-server"],
+            cwd=repo, env=env, capture_output=True, text=True, timeout=1200)
+    finally:
+        _remove_images_built_under(cache)
+    log = proc.stdout + proc.stderr
+    (tmp_path / "act.log").write_text(log)  # the whole log, for a failure's reader
+    failed = [line for line in log.splitlines() if "❌" in line or "::error::" in line]
+    assert proc.returncode == 0, "\n".join(failed[:20]) + "\n" + log[-6000:]
+    assert "squeeze plan: planned" in log
+    assert re.search(r"squeeze run 1/2: done", log) and re.search(r"squeeze run 2/2: done", log)
+    assert "squeeze merge: done" in log
+    assert "merged from 2 shards" in log
+    assert sorted(p.name for p in export.iterdir()) == [
+        "plimsoll-squeeze", "squeeze-plan", "squeeze-shard-1", "squeeze-shard-2"]
+    merged = export / "plimsoll-squeeze"
+    check = subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", "verify",
+                            str(merged), "--pub", str(merged / "harness.pub")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    # One runner grading the same plan writes the same result.json.
+    whole = tmp_path / "whole"
+    one = subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", "run",
+                          str(job_dir / "squeeze.yaml"), "--plan", str(export / "squeeze-plan"),
+                          "--out", str(whole), "--provider", "docker"],
+                         capture_output=True, text=True, timeout=600)
+    assert one.returncode == 0, one.stderr
+    assert (whole / "result.json").read_bytes() == (merged / "result.json").read_bytes()

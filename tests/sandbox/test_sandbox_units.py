@@ -147,6 +147,35 @@ def test_cpu_meters_count_a_busy_child_and_its_own_children():
             group.remove()
 
 
+def test_two_runs_writing_the_rootfs_tarball_at_once_both_finish_with_whole_bytes(
+        tmp_path, monkeypatch):
+    """Shards on one machine build the cache at the same moment: the second writer's rename must
+    not find its file taken by the first (it did when both wrote the same `.tar.part`)."""
+    from plimsoll_ci.sandbox import rootfs
+
+    root = tmp_path / "root"
+    (root / "bin").mkdir(parents=True)
+    (root / "bin" / "python3").write_text("#!/bin/sh\n")
+    tarball = tmp_path / "abc.tar"
+    real_replace = rootfs.os.replace
+    nested = []
+
+    def replace_after_another_writer(src, dst):
+        if not nested:  # a second run writes and renames its tarball in between
+            nested.append(True)
+            rootfs._write_tarball(root, tarball)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(rootfs.os, "replace", replace_after_another_writer)
+    rootfs._write_tarball(root, tarball)
+    monkeypatch.setattr(rootfs.os, "replace", real_replace)
+    alone = tmp_path / "alone.tar"
+    rootfs._write_tarball(root, alone)
+    assert tarball.read_bytes() == alone.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["abc.tar", "alone.tar", "root"]
+    assert tarball.stat().st_mode & 0o777 == 0o644
+
+
 _IMPORTER = r'''
 import resource, sys
 from pathlib import Path

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The squeeze action's step: canary, then plan, run (whole or one shard) or merge; verify; write
+# outputs and a job summary. Inputs arrive only as environment variables (never interpolated into
+# the script). Runs as the runner's own user: no root is needed here (provider docker grades in
+# gVisor through Docker's runsc runtime; the install step, with sudo, registered it).
+set -euo pipefail
+: "${RUNNER_TEMP:=${TMPDIR:-/tmp}}"
+: "${GITHUB_OUTPUT:=/dev/null}"
+: "${GITHUB_STEP_SUMMARY:=/dev/null}"
+PLIMSOLL="${PLIMSOLL:-plimsoll-ci}"
+PY="${PLIMSOLL_PYTHON:-python3}"
+MODE="${MODE:-run}"
+
+# This step's own folder: two squeeze steps in one job never share artifacts.
+OUT="$(mktemp -d "$RUNNER_TEMP/plimsoll-squeeze-XXXXXXXX")"
+chmod 755 "$OUT"
+common=(--provider "${PROVIDER:-docker}" --jobs "${JOBS:-0}")
+if [ -n "${MIN_TIER:-}" ]; then common+=(--min-tier "$MIN_TIER"); fi
+keyed=()
+if [ -n "${PLIMSOLL_SIGNING_KEY:-}" ]; then keyed=(--signing-key-env PLIMSOLL_SIGNING_KEY); fi
+
+fail() { echo "::error::$1"; exit "${2:-2}"; }
+
+canary() {
+  if [ "${CANARY:-true}" = "true" ]; then
+    "$PLIMSOLL" squeeze canary "$JOB" --echo --provider "${PROVIDER:-docker}" \
+      || fail "squeeze canary: the rebuild harness leaks (or could not run): nothing was graded" 1
+  fi
+}
+
+name="${ARTIFACT_NAME:-}"
+case "$MODE" in
+  plan)
+    canary
+    "$PLIMSOLL" squeeze plan "$JOB" --out "$OUT" "${common[@]}" "${keyed[@]}" \
+      || fail "squeeze plan exited $? (the log above says why)" 2
+    status=planned
+    name="${name:-plimsoll-squeeze-plan}"
+    ;;
+  run)
+    args=(squeeze run "$JOB" --out "$OUT" "${common[@]}" "${keyed[@]}")
+    if [ -n "${PLAN:-}" ]; then
+      args+=(--plan "$PLAN")
+      if [ -n "${SHARD:-}" ]; then args+=(--shard "$SHARD"); fi
+    else
+      [ -z "${SHARD:-}" ] || fail "shard needs plan: the folder of a mode plan step"
+      canary
+    fi
+    set +e
+    "$PLIMSOLL" "${args[@]}"
+    code=$?
+    set -e
+    [ "$code" -eq 0 ] || fail "plimsoll-ci squeeze run exited $code (1: the wall was breached or no rebuild to grade, 2: bad input or tier too weak, 143: cancelled; the log above says why)" "$code"
+    status=done
+    if [ -n "${SHARD:-}" ]; then
+      name="${name:-plimsoll-squeeze-shard-${SHARD/\//-of-}}"
+    else
+      name="${name:-plimsoll-squeeze}"
+    fi
+    ;;
+  merge)
+    read -r -a patterns <<< "${SHARDS:-}"
+    dirs=()
+    for p in "${patterns[@]}"; do
+      for d in $p; do dirs+=("$d"); done  # (word splitting here expands the globs)
+    done
+    [ "${#dirs[@]}" -gt 0 ] || fail "mode merge: shards names no folder"
+    args=(bundle merge "${dirs[@]}" --out "$OUT" "${keyed[@]}")
+    if [ -n "${PLAN:-}" ]; then args+=(--plan "$PLAN"); fi
+    rmdir "$OUT"  # the merge writes the whole folder at once
+    "$PLIMSOLL" "${args[@]}" || fail "bundle merge refused the shards (the log above says why)" 2
+    status=done
+    name="${name:-plimsoll-squeeze}"
+    ;;
+  *) fail "mode $MODE: give run, plan or merge" ;;
+esac
+unset PLIMSOLL_SIGNING_KEY
+
+PUB="$OUT/harness.pub"
+BUNDLE="$OUT/bundle.intoto.jsonl"
+if [ "$status" = done ] && [ -n "${SHARD:-}" ]; then
+  # A shard's bundle: every record of its slice, under its own key (the merge checks the rest).
+  signed="$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["gradings"]["signed"])' "$OUT/run.json")"
+  "$PLIMSOLL" verify --pub "$PUB" --expect-count "$signed" "$BUNDLE"
+elif [ "$status" = done ]; then
+  "$PLIMSOLL" squeeze verify "$OUT" --pub "$PUB"
+fi
+
+"$PY" - "$OUT" "$status" "$name" "${SHARD:-}" <<'PY' >> "$GITHUB_OUTPUT"
+import json, sys
+from pathlib import Path
+out, status, name, shard = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+verdicts = gaps = ""
+if (out / "result.json").is_file():
+    r = json.loads((out / "result.json").read_text())
+    verdicts = json.dumps({loop["name"]: loop["verdict"] for loop in r["loops"]}, sort_keys=True)
+    gaps = json.dumps({loop["name"]: loop["gap"] for loop in r["loops"]}, sort_keys=True)
+bundle = out / "bundle.intoto.jsonl"
+pub = out / "harness.pub"
+print(f"status={status}\nverdicts={verdicts}\ngaps={gaps}\nfolder={out}\nartifact-name={name}")
+print(f"bundle={bundle if bundle.is_file() else ''}\npublic-key={pub if pub.is_file() else ''}")
+PY
+if [ -f "$OUT/report.md" ]; then
+  { cat "$OUT/report.md"; echo; echo "The out folder verified with \`plimsoll-ci squeeze verify\`."; } >> "$GITHUB_STEP_SUMMARY"
+elif [ "$status" = planned ]; then
+  echo "## plimsoll-ci squeeze plan: the fresh set is drawn and committed; the shards grade against it" >> "$GITHUB_STEP_SUMMARY"
+else
+  echo "## plimsoll-ci squeeze shard ${SHARD}: its records verified; the merge derives the verdicts" >> "$GITHUB_STEP_SUMMARY"
+fi
+echo "squeeze $MODE${SHARD:+ $SHARD}: $status; out folder $OUT (artifact $name)"

@@ -1,0 +1,160 @@
+"""`squeeze k8s`: the Kubernetes manifests that run a squeeze job as N shards on a cluster.
+
+    plimsoll-ci squeeze k8s squeeze.yaml --shards 8 --image REGISTRY/plimsoll-job:TAG --out k8s/
+
+Four files, applied in order (Kubernetes orders no Jobs; `kubectl wait` does):
+
+- `base.yaml`: the results volume (a ReadWriteMany PersistentVolumeClaim every pod mounts at
+  /results) and a NetworkPolicy selecting every pod of the run with no egress rule at all: no
+  pod of it reaches any address (graders need no network; the job builds no rebuilds here);
+- `plan.yaml`: one pod, `squeeze plan` into /results/plan (the fresh set drawn and committed once);
+- `shards.yaml`: an Indexed Job of N pods, pod I grading `--shard I/N` of the plan into
+  /results/shard-I;
+- `merge.yaml`: one pod, `bundle merge` of every shard into /results/merged, then `squeeze verify`.
+
+Every pod runs under the cluster's gVisor RuntimeClass (`runtimeClassName`, GKE Sandbox's or
+one registered for `runsc`), with no service account token, as a non-root user without privilege
+escalation, under CPU and memory limits. Inside, gradings use the `process` provider: the pod's
+gVisor kernel is the boundary around them. The image must hold plimsoll-ci and the job's folder
+(`--workdir`, default /job): the controllers graded are what the image was built with.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from plimsoll_ci.errors import BadInput
+
+NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?")
+RESULTS = "/results"
+LABEL = "plimsoll-ci/squeeze"
+FILES = ("base.yaml", "plan.yaml", "shards.yaml", "merge.yaml")
+
+
+class Cluster(NamedTuple):
+    """What the manifests need to know of the cluster and the run."""
+
+    name: str  # the run's name: every object is NAME-something, every pod labelled with it
+    shards: int
+    image: str
+    job: str  # the job file's path inside the image
+    namespace: str = "default"
+    runtime_class: str = "gvisor"
+    cpu: str = "2"  # per pod (limit = request)
+    memory: str = "2Gi"
+    storage: str = "1Gi"
+    storage_class: str | None = None
+    jobs_per_pod: int = 0  # squeeze run --jobs (0: the pod's cores)
+
+
+def check(cluster: Cluster) -> None:
+    """BadInput naming the flag that cannot make a valid manifest."""
+    if not NAME_RE.fullmatch(cluster.name):
+        raise BadInput(f"--name {cluster.name!r}: lower-case letters, digits and '-', at most 40, "
+                       "starting and ending with a letter or digit")
+    if not 1 <= cluster.shards <= 1000:
+        raise BadInput(f"--shards {cluster.shards}: give 1 to 1000")
+    if not cluster.image or any(c.isspace() for c in cluster.image):
+        raise BadInput("--image: give the image holding plimsoll-ci and the job, e.g. "
+                       "registry.example.org/squeeze-job:1")
+
+
+def _meta(cluster: Cluster, suffix: str) -> dict[str, Any]:
+    return {"name": f"{cluster.name}-{suffix}", "namespace": cluster.namespace,
+            "labels": {LABEL: cluster.name}}
+
+
+def _pod(cluster: Cluster, role: str, script: str) -> dict[str, Any]:
+    """The pod template every step shares: gVisor, no token, no root, limits, the volume."""
+    resources = {"cpu": cluster.cpu, "memory": cluster.memory}
+    container = {
+        "name": role,
+        "image": cluster.image,
+        "command": ["/bin/sh", "-ec", script],
+        "resources": {"requests": dict(resources), "limits": dict(resources)},
+        "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
+                            "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [{"name": "results", "mountPath": RESULTS}],
+    }
+    return {
+        "metadata": {"labels": {LABEL: cluster.name, f"{LABEL}-role": role}},
+        "spec": {
+            "runtimeClassName": cluster.runtime_class,
+            "automountServiceAccountToken": False,
+            "enableServiceLinks": False,
+            "restartPolicy": "Never",
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "fsGroup": 1000,
+                                "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [container],
+            "volumes": [{"name": "results",
+                         "persistentVolumeClaim": {"claimName": f"{cluster.name}-results"}}],
+        },
+    }
+
+
+def _job(cluster: Cluster, role: str, script: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(cluster, role),
+            "spec": {"backoffLimit": 0, **spec, "template": _pod(cluster, role, script)}}
+
+
+def manifests(cluster: Cluster) -> dict[str, list[dict[str, Any]]]:
+    """Each file's documents (see the module doc)."""
+    check(cluster)
+    n, job = cluster.shards, cluster.job
+    grading = f"--provider process --jobs {cluster.jobs_per_pod}"
+    pvc: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(cluster, "results"),
+        "spec": {"accessModes": ["ReadWriteMany"],
+                 "resources": {"requests": {"storage": cluster.storage}}}}
+    if cluster.storage_class:
+        pvc["spec"]["storageClassName"] = cluster.storage_class
+    policy = {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": _meta(cluster, "no-egress"),
+        "spec": {"podSelector": {"matchLabels": {LABEL: cluster.name}},
+                 "policyTypes": ["Ingress", "Egress"], "ingress": [], "egress": []}}
+    plan = _job(cluster, "plan", f"plimsoll-ci squeeze plan {job} --out {RESULTS}/plan {grading}")
+    shards = _job(
+        cluster, "shards",
+        'i=$((JOB_COMPLETION_INDEX + 1)); '
+        f"plimsoll-ci squeeze run {job} --plan {RESULTS}/plan --shard \"$i/{n}\" "
+        f"--out \"{RESULTS}/shard-$i\" {grading}",
+        completionMode="Indexed", completions=n, parallelism=n)
+    merge = _job(cluster, "merge",
+                 f"plimsoll-ci bundle merge {RESULTS}/shard-* --out {RESULTS}/merged && "
+                 f"plimsoll-ci squeeze verify {RESULTS}/merged --pub {RESULTS}/merged/harness.pub")
+    return {"base.yaml": [pvc, policy], "plan.yaml": [plan], "shards.yaml": [shards],
+            "merge.yaml": [merge]}
+
+
+def steps(cluster: Cluster, folder: str) -> list[str]:
+    """The kubectl commands that run the manifests in order."""
+    ns = f"-n {cluster.namespace}"
+    wait = "kubectl wait {ns} --for=condition=complete --timeout=6h job/{name}"
+    return [
+        f"kubectl apply {ns} -f {folder}/base.yaml",
+        f"kubectl apply {ns} -f {folder}/plan.yaml",
+        wait.format(ns=ns, name=f"{cluster.name}-plan"),
+        f"kubectl apply {ns} -f {folder}/shards.yaml",
+        wait.format(ns=ns, name=f"{cluster.name}-shards"),
+        f"kubectl apply {ns} -f {folder}/merge.yaml",
+        wait.format(ns=ns, name=f"{cluster.name}-merge"),
+    ]
+
+
+def write(cluster: Cluster, out: Path) -> list[Path]:
+    """Write the four files into the new or empty folder `out`; their paths."""
+    import yaml
+
+    from plimsoll_ci.squeeze import account
+
+    docs = manifests(cluster)
+    account.claim_out(out)
+    written = []
+    for name in FILES:
+        path = out / name
+        path.write_text(yaml.safe_dump_all(docs[name], sort_keys=False), encoding="utf-8")
+        written.append(path)
+    return written

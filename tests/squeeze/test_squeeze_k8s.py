@@ -1,0 +1,121 @@
+"""`squeeze k8s JOB --shards N`: manifests that validate against Kubernetes' own schemas (strict:
+an unknown field fails), every pod under the gVisor RuntimeClass with no service account token,
+no egress, resource limits and the results volume; the Indexed Job's N pods grade slices 1..N of
+the plan once each, and the merge step takes them all."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import kubernetes_validate
+import pytest
+import yaml
+from squeezekit import EXAMPLE
+
+K8S_VERSION = "1.33.0"  # the oldest release the manifests are checked against here
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> dict[str, list[dict]]:
+    out = tmp_path_factory.mktemp("k8s") / "manifests"
+    r = cli("k8s", str(EXAMPLE / "squeeze.yaml"), "--shards", "3", "--image",
+            "registry.example.org/squeeze-job:1", "--out", str(out), "--name", "argon")
+    assert r.returncode == 0, r.stderr
+    assert f"kubectl apply -n default -f {out}/shards.yaml" in r.stdout
+    return {p.name: list(yaml.safe_load_all(p.read_text())) for p in sorted(out.iterdir())}
+
+
+def _pods(written: dict[str, list[dict]]) -> list[dict]:
+    return [d["spec"]["template"] for docs in written.values() for d in docs if d["kind"] == "Job"]
+
+
+def test_every_manifest_validates_against_the_kubernetes_schemas(written):
+    assert sorted(written) == ["base.yaml", "merge.yaml", "plan.yaml", "shards.yaml"]
+    for docs in written.values():
+        for doc in docs:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+
+
+def test_the_validation_is_not_vacuous(written):
+    [shards] = written["shards.yaml"]
+    bad = yaml.safe_load(yaml.safe_dump(shards))
+    bad["spec"]["template"]["spec"]["automountServiceAccountToken"] = "no"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, K8S_VERSION, strict=True)
+    bad = yaml.safe_load(yaml.safe_dump(shards))
+    bad["spec"]["template"]["spec"]["runtimeClass"] = "gvisor"  # a misspelt field
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, K8S_VERSION, strict=True)
+
+
+def test_every_pod_runs_in_gvisor_without_a_token_or_root_under_limits(written):
+    pods = _pods(written)
+    assert len(pods) == 3
+    for pod in pods:
+        spec = pod["spec"]
+        assert spec["runtimeClassName"] == "gvisor"
+        assert spec["automountServiceAccountToken"] is False
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        [c] = spec["containers"]
+        assert c["securityContext"]["allowPrivilegeEscalation"] is False
+        assert c["resources"]["limits"] == {"cpu": "2", "memory": "2Gi"}
+        assert c["volumeMounts"] == [{"name": "results", "mountPath": "/results"}]
+        assert spec["volumes"][0]["persistentVolumeClaim"]["claimName"] == "argon-results"
+
+
+def test_a_network_policy_denies_every_pod_all_egress(written):
+    pvc, policy = written["base.yaml"]
+    assert pvc["kind"] == "PersistentVolumeClaim" and pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert policy["kind"] == "NetworkPolicy"
+    assert "Egress" in policy["spec"]["policyTypes"] and policy["spec"]["egress"] == []
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    for pod in _pods(written):
+        assert selector.items() <= pod["metadata"]["labels"].items()
+
+
+def test_the_indexed_pods_grade_every_slice_once_and_the_merge_takes_them_all(written, tmp_path):
+    [shards] = written["shards.yaml"]
+    spec = shards["spec"]
+    assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == ("Indexed", 3, 3)
+    fake = tmp_path / "bin" / "plimsoll-ci"  # the pod's command, run with plimsoll-ci echoing
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho \"$@\"\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"}
+    [script] = [c["command"] for c in spec["template"]["spec"]["containers"]]
+    said = [subprocess.run(script, env={**env, "JOB_COMPLETION_INDEX": str(i)}, text=True,
+                           capture_output=True, check=True).stdout.split() for i in range(3)]
+    assert [s[s.index("--shard") + 1] for s in said] == ["1/3", "2/3", "3/3"]
+    assert [s[s.index("--out") + 1] for s in said] == [f"/results/shard-{i}" for i in (1, 2, 3)]
+    assert all(s[s.index("--plan") + 1] == "/results/plan" for s in said)
+    [plan] = written["plan.yaml"]
+    assert "squeeze plan /job/squeeze.yaml --out /results/plan" in \
+        plan["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    [merge] = written["merge.yaml"]
+    command = merge["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert "bundle merge /results/shard-* --out /results/merged" in command
+    assert "squeeze verify /results/merged" in command
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--shards", "0"], "--shards 0"),
+    (["--shards", "2", "--name", "Not_A_Name"], "--name"),
+])
+def test_bad_input_exits_2_and_writes_nothing(tmp_path, args, said):
+    out = tmp_path / "k8s"
+    r = cli("k8s", str(EXAMPLE / "squeeze.yaml"), "--image", "img:1", "--out", str(out), *args)
+    assert r.returncode == 2 and said in r.stderr, r.stderr
+    assert not out.exists()
+
+
+def test_a_job_that_builds_through_a_model_is_refused(tmp_path):
+    r = cli("k8s", str(EXAMPLE / "build.yaml"), "--shards", "2", "--image", "img:1", "--out",
+            str(tmp_path / "k8s"))
+    assert r.returncode == 2 and "needs egress" in r.stderr, r.stderr
