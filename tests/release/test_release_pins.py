@@ -8,6 +8,8 @@ import subprocess
 from importlib.metadata import version
 from pathlib import Path
 
+import pytest
+
 from plimsoll_ci import __version__
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,3 +52,16 @@ def test_the_package_version_has_one_source_and_a_release_tag_names_it():
     for tag in _git("tag", "--points-at", "HEAD").split():
         if re.fullmatch(r"v\d+(\.\d+)*\S*", tag):
             assert tag == f"v{__version__}", f"tag {tag} at HEAD, package version {__version__}"
+
+
+USES = re.compile(r"uses:\s*plimsoll-ci/plimsoll-ci/(actions/[\w-]+)@([0-9a-f]{40})")
+
+
+def test_a_workflow_pins_a_commit_that_has_the_action_it_uses():
+    if _git("rev-parse", "--is-shallow-repository").strip() != "false":
+        pytest.skip("a shallow clone cannot see the pinned commits")
+    for p in sorted((REPO / "examples" / "workflows").glob("*.yml")):
+        for action, commit in USES.findall(p.read_text()):
+            found = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e",
+                                    f"{commit}:{action}/action.yml"], capture_output=True)
+            assert found.returncode == 0, f"{p.name}: {action}@{commit[:12]} has no action.yml"
