@@ -18,6 +18,7 @@ shown tree, cuts files at the file bound, de-duplicates, redacts (`Redactor`), c
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -26,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Protocol
 
+from plimsoll_ci import pool
 from plimsoll_ci.engine import Finding, Limits, Scanner, dedupe, memory_floor, windowing
 from plimsoll_ci.errors import BadInput, ConfigError
 from plimsoll_ci.git import blob_id
@@ -189,23 +191,74 @@ BATCH_BYTES = 4 * 1024 * 1024  # files are scanned in joined batches of about th
 _BATCH_FILES = 20_000
 _BATCH_UNREAD = 2_000  # blobs read from git per batch
 
+# --------------------------------------------------------------------------- one batch, anywhere
+# A batch is judged by `_judge` in this process, or in a forked worker (`pool.start`) that holds
+# the engine it inherited: every verdict is the same either way, and the session takes them in
+# the order it gave the batches (`pool.InOrder`), so findings and notes come out the same for any
+# number of workers.
+
+_WORKER: dict[str, Scanner] = {}
+
+Batch = list[tuple[str, bytes, int, str]]  # (label, data up to the file bound, size, cut note)
+Judged = tuple[list[Verdict], list[str], set[str]]  # verdicts, notes of no file, redact tokens
+
+
+def _worker_init(scanner: Scanner) -> None:
+    _WORKER["scanner"] = scanner
+
+
+def _judge(batch: Batch, scanner: Scanner | None = None) -> Judged:
+    """One verdict per file of `batch` (in order), the engine notes no file owns, and the texts
+    the engine learned to redact (member names carrying a value); `scanner` None: the worker's."""
+    scanner = scanner or _WORKER["scanner"]
+    known = set(scanner.redact_tokens)
+    found, notes = scanner.scan_contents([(label, data) for label, data, _, _ in batch])
+    by_label: dict[str, list[Finding]] = {}
+    for f in found:
+        by_label.setdefault(f.path, []).append(f._replace(path=""))
+    notes_of: dict[str, list[str]] = {}
+    stray: list[str] = []
+    for n in notes:  # every engine note starts with its file's label
+        owner = max((lb for lb, _, _, _ in batch if n.startswith(lb + ": ")), key=len,
+                    default="")
+        if owner:
+            notes_of.setdefault(owner, []).append(n[len(owner) + 2:])
+        else:
+            stray.append(n)
+    verdicts = []
+    for label, _data, size, cut in batch:
+        rel = by_label.get(label, [])
+        # an archive member's name that carries a value is shown redacted in its chain
+        tokens = tuple(sorted(t for t in scanner.redact_tokens
+                              if any(f.where == "name" and t in f.chain for f in rel)))
+        verdicts.append(Verdict(tuple(rel), tuple(([cut] if cut else [])
+                                                  + notes_of.get(label, [])), size, tokens))
+    return verdicts, stray, scanner.redact_tokens - known
+
 
 class ShipScan:
     """One ship scan: `add` shipped files (or `scan` them all), then `finish` -> `ScanResult`.
 
     `cache` (a `VerdictCache`) skips contents and names judged before; `read` reads blobs by id
     for items that come without data (`git.read_blobs` bound to a repository); `mode` is what
-    `decide_mode` decided (default: the withheld set's own mode).
+    `decide_mode` decided (default: the withheld set's own mode). `jobs` is how many worker
+    processes may scan (default: the cores this process may use); they are forked only once a
+    full batch is queued (smaller scans stay in this process), and any number gives the same
+    result. `finish` stops them; `close` does when a scan is abandoned.
     """
 
     def __init__(self, wset: WithheldSet, limits: Limits | None = None,
                  cache: VerdictCache | None = None, mode: str | None = None,
-                 read: Callable[[list[str]], Mapping[str, bytes]] | None = None) -> None:
+                 read: Callable[[list[str]], Mapping[str, bytes]] | None = None,
+                 jobs: int | None = None) -> None:
         self.wset = wset
         self.limits = limits or Limits()
         self.cache = cache
         self.mode = mode if mode is not None else decide_mode(wset.mode)
         self.read = read
+        self.jobs = pool.default_jobs() if jobs is None else max(1, jobs)
+        self._work = pool.InOrder()  # batches judged here or in workers, taken in order
+        self._forked = False
         self._scanner: Scanner | None = None
         self._order: dict[str, int] = {}  # shown label -> position (sorting, file count)
         self._sizes: dict[str, int] = {}  # shown label -> bytes scanned
@@ -235,9 +288,18 @@ class ShipScan:
 
     def scan(self, items: Iterable[Item]) -> ScanResult:
         """`add` every item, then `finish`."""
-        for item in items:
-            self.add(item)
-        return self.finish()
+        try:
+            for item in items:
+                self.add(item)
+            return self.finish()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes, if any were started (work not yet taken is dropped)."""
+        workers, self._work.pool = self._work.pool, None
+        if workers is not None:
+            workers.shutdown(wait=True, cancel_futures=True)
 
     def add(self, item: Item) -> None:
         """Queue one shipped file; a label already added is skipped (each shown file once)."""
@@ -256,8 +318,9 @@ class ShipScan:
         key = content_key(item) if (self.cache is not None or item.blob) else ""
         if key:
             cached = self.cache.get(key) if self.cache is not None else None
-            if cached is not None:
-                self._place(label, cached)
+            if cached is not None:  # (taken after any batch still being judged)
+                self._work.put(lambda v: v, (cached,), functools.partial(self._place, label),
+                               here=True)
                 self._flush_if_full()
                 return
             if key in self._same:  # the same content under another label: one scan
@@ -274,13 +337,14 @@ class ShipScan:
     def _flush_if_full(self) -> None:
         if (self._pending_bytes >= BATCH_BYTES or self._unread >= _BATCH_UNREAD
                 or len(self._pending) + len(self._names) >= _BATCH_FILES):
-            self._flush()
+            self._flush(full=True)
 
-    def _flush(self) -> None:
+    def _flush(self, full: bool = False) -> None:
         self._check_names()
         streams, self._streams = self._streams, []
         for label, item in streams:
-            self._place(label, self._scan_stream(label, item))
+            self._work.put(self._scan_stream, (label, item), functools.partial(self._place, label),
+                           here=True)
         pending, self._pending = self._pending, []
         self._pending_bytes = self._unread = 0
         if not pending:
@@ -288,40 +352,33 @@ class ShipScan:
         need = [it.blob for _, _, it in pending if it.data is None]
         blobs = self.read(need) if need and self.read is not None else {}
         bound = self.limits.max_file_bytes
-        batch: list[tuple[str, bytes]] = []
-        sizes: dict[str, int] = {}
-        cut: dict[str, str] = {}
-        for label, _key, it in pending:
+        batch: Batch = []
+        placed: list[tuple[str, list[str]]] = []  # (content key, labels sharing the verdict)
+        for label, key, it in pending:
             data = it.data if it.data is not None else blobs[it.blob]  # type: ignore[index]
-            sizes[label] = max(len(data), it.size or 0)  # (a reader may stop one byte past)
-            if len(data) > bound:
-                cut[label] = _over_bound(sizes[label], bound)
-                data = data[:bound]
-            batch.append((label, data))
-        scanner = self.scanner
-        found, notes = scanner.scan_contents(batch)
-        by_label: dict[str, list[Finding]] = {}
-        for f in found:
-            by_label.setdefault(f.path, []).append(f._replace(path=""))
-        notes_of: dict[str, list[str]] = {}
-        for n in notes:  # every engine note starts with its file's label
-            owner = max((lb for lb, _ in batch if n.startswith(lb + ": ")), key=len,
-                        default="")
-            if owner:
-                notes_of.setdefault(owner, []).append(n[len(owner) + 2:])
-            else:
-                self.notes.append(n)
-        for label, key, _it in pending:
-            rel = by_label.get(label, [])
-            # an archive member's name that carries a value is shown redacted in its chain
-            tokens = tuple(sorted(t for t in scanner.redact_tokens
-                                  if any(f.where == "name" and t in f.chain for f in rel)))
-            verdict = Verdict(tuple(rel), tuple(([cut[label]] if label in cut else [])
-                                                + notes_of.get(label, [])), sizes[label], tokens)
+            size = max(len(data), it.size or 0)  # (a reader may stop one byte past)
+            cut = _over_bound(size, bound) if len(data) > bound else ""
+            batch.append((label, data[:bound] if cut else data, size, cut))
+            placed.append((key, self._same.pop(key, [label]) if key else [label]))
+        if full and not self._forked and self.jobs > 1:
+            self._forked = True  # more than a batch to scan: workers pay for themselves
+            self._work.pool = pool.start(self.jobs, _worker_init, (self.scanner,))
+            self._work.ahead = 2 * self.jobs
+        take = functools.partial(self._take_batch, placed)
+        if self._work.pool is not None:
+            self._work.put(_judge, (batch,), take)
+        else:
+            self._work.put(_judge, (batch, self.scanner), take)
+
+    def _take_batch(self, placed: list[tuple[str, list[str]]], judged: Judged) -> None:
+        verdicts, stray, tokens = judged
+        self.notes += stray
+        self._tokens.update(tokens)
+        for (key, labels), verdict in zip(placed, verdicts, strict=True):
             if key and self.cache is not None:
                 self.cache.put(key, verdict)
-            for same in self._same.pop(key, [label]) if key else [label]:
-                self._place(same, verdict)
+            for label in labels:
+                self._place(label, verdict)
 
     def _scan_stream(self, label: str, item: Item) -> Verdict:
         """A long file, read a piece at a time up to the file bound as the engine scans it."""
@@ -390,7 +447,11 @@ class ShipScan:
 
     def finish(self) -> ScanResult:
         """Scan what is queued and return the result: de-duplicated, sorted, redacted."""
-        self._flush()
+        try:
+            self._flush()
+            self._work.drain()
+        finally:
+            self.close()
         order = self._order
 
         def rank(f: Finding) -> tuple:
@@ -430,7 +491,7 @@ def scan_verdicts(scanner: Scanner, items: Iterable[Item],
     calls) and hand each distinct content's and shipped name's verdict to `sink(key, verdict)`
     (keys as a `VerdictCache` gets them). Labels must be distinct; nothing is placed or reported.
     """
-    session = ShipScan(scanner.wset, scanner.limits, cache=_Sink(sink))
+    session = ShipScan(scanner.wset, scanner.limits, cache=_Sink(sink), jobs=1)
     session._scanner = scanner
     for item in items:
         session.add(item)
@@ -593,24 +654,28 @@ def _read_shown(shown: str, full: str, regular: bool, whole: int, notes: list[st
 
 
 def scan_paths(paths: list[str], wset: WithheldSet, limits: Limits | None = None,
-               mode: str | None = None) -> ScanResult:
+               mode: str | None = None, jobs: int | None = None) -> ScanResult:
     """Scan folders and files on disk. Missing paths are bad input (exit 2) before any scan.
 
     A file is read whole when it is small (up to the engine's window size); a longer one is
-    read a piece at a time as it is scanned, so no file is ever held whole in memory."""
+    read a piece at a time as it is scanned, so no file is ever held whole in memory. `jobs`:
+    worker processes (`ShipScan`)."""
     missing = [p for p in paths if not os.path.lexists(p)]
     if missing:
         raise BadInput("; ".join(f"path {p}: no such file or folder" for p in missing))
-    session = ShipScan(wset, limits, mode=mode)
+    session = ShipScan(wset, limits, mode=mode, jobs=jobs)
     whole = min(windowing(session.limits).size, session.limits.max_file_bytes)
     notes: list[str] = []
-    for p in paths:
-        if os.path.isdir(p):  # (a link to a folder named on the command line is followed)
-            entries = _walk(p, p.rstrip("/") or "/", notes)
-        else:
-            entries = iter([(p, p, False)])
-        for shown, full, regular in entries:
-            session.add(_read_shown(shown, full, regular, whole, notes))
-    for n in notes:
-        session.note(n)
-    return session.finish()
+    try:
+        for p in paths:
+            if os.path.isdir(p):  # (a link to a folder named on the command line is followed)
+                entries = _walk(p, p.rstrip("/") or "/", notes)
+            else:
+                entries = iter([(p, p, False)])
+            for shown, full, regular in entries:
+                session.add(_read_shown(shown, full, regular, whole, notes))
+        for n in notes:
+            session.note(n)
+        return session.finish()
+    finally:
+        session.close()
