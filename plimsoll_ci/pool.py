@@ -21,8 +21,10 @@ import signal
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 T = TypeVar("T")
 MAX_JOBS = 8
@@ -103,6 +105,9 @@ class InOrder:
     def put(self, fn: Callable[..., T], args: tuple, take: Callable[[T], None],
             here: bool = False) -> None:
         """Run `fn(*args)` (in the pool or here) and `take` its result in turn."""
+        if not self._queue and (self.pool is None or here):  # nothing waits: take it now
+            take(fn(*args))
+            return
         if self.pool is None or here:
             self._queue.append((None, fn(*args), take))
         else:

@@ -207,6 +207,14 @@ def _worker_init(scanner: Scanner) -> None:
     _WORKER["scanner"] = scanner
 
 
+def _warm_up(scanner: Scanner) -> None:
+    """Load the engine's large-buffer path (numpy, its tables) here, before workers are forked:
+    they share it, rather than each paying the import."""
+    from plimsoll_ci.match.extract import SMALL
+
+    scanner.scan_contents([("", b"\n" * SMALL)])
+
+
 def _judge(batch: Batch, scanner: Scanner | None = None) -> Judged:
     """One verdict per file of `batch` (in order), the engine notes no file owns, and the texts
     the engine learned to redact (member names carrying a value); `scanner` None: the worker's."""
@@ -362,6 +370,7 @@ class ShipScan:
             placed.append((key, self._same.pop(key, [label]) if key else [label]))
         if full and not self._forked and self.jobs > 1:
             self._forked = True  # more than a batch to scan: workers pay for themselves
+            _warm_up(self.scanner)
             self._work.pool = pool.start(self.jobs, _worker_init, (self.scanner,))
             self._work.ahead = 2 * self.jobs
         take = functools.partial(self._take_batch, placed)
