@@ -13,9 +13,9 @@ one file in a hundred. Every tool runs as a user runs it (a process of its own, 
 Target (issue 19): `--jobs 2` >= 2.5x gitleaks' wall speed on 2 cores, i.e. a wall-time ratio
 gitleaks / plimsoll >= 2.5.
 
-Cold start: `plimsoll-ci scan` on small inputs (ten task-folder files, 1 MB, 3 MB, 6 MB) with
+Cold start: `plimsoll-ci scan` on small inputs (ten task-folder files, 1 to 24 MB) with
 `--jobs 1` and with the default: the default must never be slower than one process, since
-workers start only once more than a batch (4 MiB) is queued; and beside `python3 -c pass`.
+workers start only once two batches (8 MiB) are queued; and beside `python3 -c pass`.
 """
 
 from __future__ import annotations
@@ -240,7 +240,7 @@ def cold_start(args: argparse.Namespace, values: list[str], work: Path) -> None:
     for k in range(10):  # ten files the size of a task folder's
         (ten / f"f{k}.txt").write_text(_source(random.Random(k))[: 1000 + 400 * k])
     inputs.append(("10 files, 23 KB", ten))
-    for mb in (1, 3, 6):
+    for mb in (1, 3, 6, 12, 24):
         folder = work / f"mb{mb}"
         folder.mkdir()
         total, i = 0, 0

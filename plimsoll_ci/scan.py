@@ -190,6 +190,9 @@ def _over_bound(size: int, bound: int) -> str:
 BATCH_BYTES = 4 * 1024 * 1024  # files are scanned in joined batches of about this size
 _BATCH_FILES = 20_000
 _BATCH_UNREAD = 2_000  # blobs read from git per batch
+# Workers are forked when the second full batch is flushed (the scan holds more than two batches,
+# 8 MiB): below that, starting them costs more than they save (benchmarks/bench_scan.py).
+PARALLEL_FROM = 2
 
 # --------------------------------------------------------------------------- one batch, anywhere
 # A batch is judged by `_judge` in this process, or in a forked worker (`pool.start`) that holds
@@ -205,14 +208,6 @@ Judged = tuple[list[Verdict], list[str], set[str]]  # verdicts, notes of no file
 
 def _worker_init(scanner: Scanner) -> None:
     _WORKER["scanner"] = scanner
-
-
-def _warm_up(scanner: Scanner) -> None:
-    """Load the engine's large-buffer path (numpy, its tables) here, before workers are forked:
-    they share it, rather than each paying the import."""
-    from plimsoll_ci.match.extract import SMALL
-
-    scanner.scan_contents([("", b"\n" * SMALL)])
 
 
 def _judge(batch: Batch, scanner: Scanner | None = None) -> Judged:
@@ -250,9 +245,9 @@ class ShipScan:
     `cache` (a `VerdictCache`) skips contents and names judged before; `read` reads blobs by id
     for items that come without data (`git.read_blobs` bound to a repository); `mode` is what
     `decide_mode` decided (default: the withheld set's own mode). `jobs` is how many worker
-    processes may scan (default: the cores this process may use); they are forked only once a
-    full batch is queued (smaller scans stay in this process), and any number gives the same
-    result. `finish` stops them; `close` does when a scan is abandoned.
+    processes may scan (default: the cores this process may use); they are forked only once two
+    full batches have been queued (smaller scans stay in this process), and any number gives the
+    same result. `finish` stops them; `close` does when a scan is abandoned.
     """
 
     def __init__(self, wset: WithheldSet, limits: Limits | None = None,
@@ -266,7 +261,7 @@ class ShipScan:
         self.read = read
         self.jobs = pool.default_jobs() if jobs is None else max(1, jobs)
         self._work = pool.InOrder()  # batches judged here or in workers, taken in order
-        self._forked = False
+        self._full = 0  # batches flushed full
         self._scanner: Scanner | None = None
         self._order: dict[str, int] = {}  # shown label -> position (sorting, file count)
         self._sizes: dict[str, int] = {}  # shown label -> bytes scanned
@@ -368,9 +363,10 @@ class ShipScan:
             cut = _over_bound(size, bound) if len(data) > bound else ""
             batch.append((label, data[:bound] if cut else data, size, cut))
             placed.append((key, self._same.pop(key, [label]) if key else [label]))
-        if full and not self._forked and self.jobs > 1:
-            self._forked = True  # more than a batch to scan: workers pay for themselves
-            _warm_up(self.scanner)
+        self._full += full
+        if self._full == PARALLEL_FROM and self.jobs > 1:
+            # the first batch was judged here (the engine's large-buffer path, numpy among it,
+            # is loaded before the fork and shared); from this one on, workers pay for themselves
             self._work.pool = pool.start(self.jobs, _worker_init, (self.scanner,))
             self._work.ahead = 2 * self.jobs
         take = functools.partial(self._take_batch, placed)
