@@ -15,7 +15,7 @@ gitleaks / plimsoll >= 2.5.
 
 Cold start: `plimsoll-ci scan` on small inputs (ten task-folder files, 1 to 24 MB) with
 `--jobs 1` and with the default: the default must never be slower than one process, since
-workers start only once two batches (8 MiB) are queued; and beside `python3 -c pass`.
+workers start only once three batches (12 MiB) are queued; and beside `python3 -c pass`.
 """
 
 from __future__ import annotations
@@ -262,7 +262,7 @@ def cold_start(args: argparse.Namespace, values: list[str], work: Path) -> None:
             dflt.append(timed(plimsoll("--set", str(setfile), str(folder)), 1).wall)
         ratio = min(dflt) / min(one)
         size = sum(p.stat().st_size for p in folder.iterdir())
-        same = size < 2 * 4 * 1024 * 1024  # under two batches: the default is one process too
+        same = size < 3 * 4 * 1024 * 1024  # under three batches: the default is one process too
         worst = max(worst, ratio) if not same else worst
         print(f"  {name:<22} {min(one) * 1000:7.0f}ms {min(dflt) * 1000:7.0f}ms "
               f"{ratio:18.2f}x{'  (one process either way: noise)' if same else ''}")

@@ -190,9 +190,10 @@ def _over_bound(size: int, bound: int) -> str:
 BATCH_BYTES = 4 * 1024 * 1024  # files are scanned in joined batches of about this size
 _BATCH_FILES = 20_000
 _BATCH_UNREAD = 2_000  # blobs read from git per batch
-# Workers are forked when the second full batch is flushed (the scan holds more than two batches,
-# 8 MiB): below that, starting them costs more than they save (benchmarks/bench_scan.py).
-PARALLEL_FROM = 2
+# Workers are forked when the third full batch is flushed (the scan holds over 12 MiB): starting
+# two costs about 100 ms (the pool's imports, the fork, the shutdown) and a batch takes about as
+# long on one core, so they pay from the fourth batch on (benchmarks/bench_scan.py).
+PARALLEL_FROM = 3
 
 # --------------------------------------------------------------------------- one batch, anywhere
 # A batch is judged by `_judge` in this process, or in a forked worker (`pool.start`) that holds
@@ -245,9 +246,9 @@ class ShipScan:
     `cache` (a `VerdictCache`) skips contents and names judged before; `read` reads blobs by id
     for items that come without data (`git.read_blobs` bound to a repository); `mode` is what
     `decide_mode` decided (default: the withheld set's own mode). `jobs` is how many worker
-    processes may scan (default: the cores this process may use); they are forked only once two
-    full batches have been queued (smaller scans stay in this process), and any number gives the
-    same result. `finish` stops them; `close` does when a scan is abandoned.
+    processes may scan (default: the cores this process may use); they are forked only once
+    `PARALLEL_FROM` full batches have been queued (smaller scans stay in this process), and any
+    number gives the same result. `finish` stops them; `close` does when a scan is abandoned.
     """
 
     def __init__(self, wset: WithheldSet, limits: Limits | None = None,
@@ -365,8 +366,8 @@ class ShipScan:
             placed.append((key, self._same.pop(key, [label]) if key else [label]))
         self._full += full
         if self._full == PARALLEL_FROM and self.jobs > 1:
-            # the first batch was judged here (the engine's large-buffer path, numpy among it,
-            # is loaded before the fork and shared); from this one on, workers pay for themselves
+            # the first batches were judged here (the engine's large-buffer path, numpy among
+            # it, is loaded before the fork and shared); from this one on, workers judge them
             self._work.pool = pool.start(self.jobs, _worker_init, (self.scanner,))
             self._work.ahead = 2 * self.jobs
         take = functools.partial(self._take_batch, placed)

@@ -1,5 +1,5 @@
 """The ship scan on every core: `--jobs N` gives the same findings and notes, in the same order,
-as one process; workers start only when there are more than two batches to scan."""
+as one process; workers start only when there are several batches to scan."""
 
 from __future__ import annotations
 
@@ -116,14 +116,13 @@ def test_a_cache_sees_the_same_verdicts_whatever_the_number_of_workers(monkeypat
     assert caches[0].store == caches[1].store
 
 
-def test_a_scan_smaller_than_two_batches_starts_no_worker(tmp_path, monkeypatch,
-                                                          spy_start) -> None:
+def test_a_scan_of_a_few_batches_starts_no_worker(tmp_path, monkeypatch, spy_start) -> None:
     tree = make_tree(tmp_path / "tree", files=20, size=2000)
     size = sum(p.stat().st_size for p in tree.rglob("*") if p.is_file())
-    monkeypatch.setattr(scan, "BATCH_BYTES", size // 2 + 1)  # one full batch at most
+    monkeypatch.setattr(scan, "BATCH_BYTES", size // scan.PARALLEL_FROM + 1)  # too few full
     result = scan_paths([str(tree)], make_set(), jobs=2)
     assert spy_start == [] and result.findings
-    monkeypatch.setattr(scan, "BATCH_BYTES", size // 4)
+    monkeypatch.setattr(scan, "BATCH_BYTES", size // (scan.PARALLEL_FROM + 2))
     assert scan_paths([str(tree)], make_set(), jobs=2) == result
     assert spy_start == [2]
 
@@ -134,8 +133,8 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_scan_json_output_is_byte_for_byte_the_same_for_jobs_1_and_2(tmp_path, leak) -> None:
-    # over two batches (8 MiB), so two workers really split it
-    tree = make_tree(tmp_path / "tree", files=420, size=40_000)
+    # more batches than are judged before workers start, so two workers really split them
+    tree = make_tree(tmp_path / "tree", files=600, size=40_000)
     scanned = sum(min(p.stat().st_size, 50_000) for p in tree.rglob("*") if p.is_file())
     assert scanned > (scan.PARALLEL_FROM + 1) * scan.BATCH_BYTES
     doc, _ = build_set(values=[("seeds.txt:1", SEED), ("times.txt:1", DECIMAL),
