@@ -5,6 +5,7 @@ withheld set of 1,000 entries), warms the hook once, then times, over several ru
   - `git status` and `python3 -c pass` (what every commit and every Python hook already pay),
   - the warm hook as pre-commit runs it (`plimsoll-ci hook ship-scan FILE` after one staged edit),
   - the hook when every content is known clean (nothing to scan: the engine is never loaded),
+  - the hook on a commit that changes nothing shipped (a README edit: it exits before scanning),
   - the cold hook (no clean-content cache: the first run on a fresh clone).
 Prints medians and ratios, and the import time of the hook's entry point (`-X importtime`).
 Targets (issue 19): warm <= 150 ms, cold <= 300 ms.
@@ -116,7 +117,8 @@ def measure(repo: Path, hook: list[str], envs: dict[str, dict], runs: int
         edit(i)
         shutil.rmtree(repo / ".git" / "plimsoll", ignore_errors=True)
 
-    kinds = (("hook, warm (1 file changed)", [changed], edit, runs),
+    kinds = (("hook, README-only commit", ["README.md"], None, runs),
+             ("hook, warm (1 file changed)", [changed], edit, runs),
              ("hook, nothing to scan", [changed], None, runs),
              ("hook, cold (no cache)", [changed], drop_cache, max(3, runs // 2)))
     out: dict[str, dict[str, tuple[list[float], list[float]]]] = {n: {} for n in envs}

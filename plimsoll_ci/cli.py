@@ -37,6 +37,60 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# name -> what each exit code means, shown at the end of the command's (and its actions') --help.
+EXIT_CODES: dict[str, str] = {
+    "demo": "0 the planted leak was found (and the gradings ran), 1 it was not found, 2 bad input",
+    "scan": "0 nothing withheld ships (or findings in warn mode), 1 findings in refuse mode, "
+            "2 bad input (a missing path, a bad or keyed set without its key, an unwritable "
+            "report), or a failing builder's own code",
+    "withheld": "0 set written or listed, 2 bad input (an unreadable values file, a bad set, "
+                "a wrong key)",
+    "ship": "0 listed, 2 bad input (no config, a config error), or a failing builder's own code",
+    "hook": "0 pass, 1 refused, 2 bad input (no config, a missing or wrong key, a set with no "
+            "entries, a ship set that ships nothing), or a failing builder's own code",
+    "history": "0 nothing withheld shipped in the range, 1 something did, 2 bad input",
+    "fly": "0 flown (whatever the flights' outcomes), 2 bad input",
+    "grade": "0 graded, 1 refused (the controller carries a sealed value), 2 bad input or no "
+             "sandbox at the tier asked for, 130/143 stopped by SIGINT/SIGTERM",
+    "squeeze": "run: 0 every grading signed and written (whatever the verdicts), 130/143 "
+               "stopped by SIGINT/SIGTERM; verify: 0 verified, 1 something disagrees; "
+               "2 bad input",
+    "seeds": "0 done (drawn, committed, revealed, matching, or a clean lint), 1 a reveal that "
+             "does not match its commitment or a lint finding, 2 bad input",
+    "eval": "0 the run finished (whatever the scores), 1 refused (the copy holds a withheld "
+            "entry) or the tripwire found a sealed value in a request, 2 bad input or no "
+            "sandbox at the tier asked for, 130/143 stopped by SIGINT/SIGTERM",
+    "keygen": "0 key pair written, 2 bad input (a file exists: a key is never overwritten)",
+    "verify": "0 verified, 1 does not verify (every problem listed), 2 bad input",
+    "sealed": "0 set written or listed, 2 bad input",
+    "tripwire": "0 no sealed value in the requests (or hits in warn mode), 1 sealed values "
+                "found, 2 bad input",
+    "canary": "make: 0 written; check: 0 every marker planted and none sent, 1 otherwise; "
+              "2 bad input",
+    "record": "0 stopped (Ctrl-C), 2 bad input (a bad port, an address in use)",
+}
+
+
+class _Paragraphs(argparse.HelpFormatter):
+    """argparse's wrapping, paragraph by paragraph (a blank line in a description or epilog
+    stays a blank line)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n\n".join(super(_Paragraphs, self)._fill_text(p, width, indent)
+                             for p in text.split("\n\n"))
+
+
+def _epilog(parser: argparse.ArgumentParser, codes: str) -> None:
+    """Add `exit codes: ...` to the help of `parser` and of every action under it."""
+    text = f"exit codes: {codes}"
+    parser.epilog = f"{parser.epilog}\n\n{text}" if parser.epilog else text
+    parser.formatter_class = _Paragraphs
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _epilog(child, codes)
+
+
 def _available() -> dict[str, tuple[str, str]]:
     found = {}
     for name, (module, help_text) in COMMANDS.items():
@@ -74,7 +128,36 @@ def build_parser(argv: Sequence[str], prog: str = "plimsoll-ci") -> argparse.Arg
             mod = importlib.import_module(module)
             mod.add_arguments(p)
             p.set_defaults(_run=mod.run)
+            if name in EXIT_CODES:
+                _epilog(p, EXIT_CODES[name])
     return parser
+
+
+def unknown_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> tuple[
+        argparse.ArgumentParser, list[str]]:
+    """Option-like words of `argv` that no parser on the chosen path knows (argparse itself
+    would report missing required arguments first and never name them), and the deepest parser
+    reached. A unique prefix of a long option counts as known, as argparse takes it."""
+    p, unknown = parser, []
+    for tok in argv:
+        if tok == "--":
+            break
+        subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        if not tok.startswith("-") or tok == "-":
+            if subs and tok in subs[0].choices:
+                p = subs[0].choices[tok]
+            continue
+        if p._negative_number_matcher.match(tok):
+            continue
+        name = tok.split("=", 1)[0]
+        known = p._option_string_actions
+        if name in known or (name.startswith("--")
+                             and any(o.startswith(name) for o in known if o.startswith("--"))):
+            continue
+        if not name.startswith("--") and name[:2] in known:
+            continue  # -oFILE: a short option with its value attached
+        unknown.append(tok)
+    return p, unknown
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,6 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
+    where, unknown = unknown_options(parser, argv)
+    if unknown:
+        where.error(f"unrecognized arguments: {' '.join(unknown)}")
     args = parser.parse_args(argv)
     run = getattr(args, "_run", None)
     if run is None:
@@ -99,7 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _single_dash(argv: Sequence[str], long_flags: Sequence[str]) -> list[str]:
-    """Turn Go-style `-flag` into `--flag` for the compatible fronts."""
+    """Turn Go-style `-flag` into `--flag` for the compatible fronts (`-o` stays the short
+    option it already is)."""
     out = []
     for arg in argv:
         head, eq, tail = arg.partition("=")
@@ -112,12 +199,13 @@ def _single_dash(argv: Sequence[str], long_flags: Sequence[str]) -> list[str]:
 def withheld_main(argv: Sequence[str] | None = None) -> int:
     """`plimsoll-withheld build|scan` with single-dash flags, as the hackathon's tool had them."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    flags = ["mode", "values", "file", "source", "set", "format", "output", "key-env", "key-file", "o"]
+    flags = ["mode", "values", "file", "source", "set", "format", "output", "key-env", "key-file"]
     argv = _single_dash(argv, flags)
     if argv and argv[0] == "build":
         return main(["withheld", *argv])
-    if argv and argv[0] == "scan":
-        return main(argv)
+    if argv and argv[0] == "scan":  # the tool's `-set FILE` is the withheld set's file
+        return main([("--withheld" + a[len("--set"):]) if a == "--set" or a.startswith("--set=")
+                     else a for a in argv])
     print("usage: plimsoll-withheld build|scan [flags]", file=sys.stderr)
     return 2
 
@@ -125,7 +213,7 @@ def withheld_main(argv: Sequence[str] | None = None) -> int:
 def eval_integrity_main(argv: Sequence[str] | None = None) -> int:
     """`plimsoll-eval-integrity canary make|check`, the same flags as `plimsoll-ci canary`."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    flags = ["sealed", "planted", "requests", "kind", "o", "format"]
+    flags = ["sealed", "planted", "requests", "kind", "format"]
     return main(_single_dash(argv, flags))
 
 

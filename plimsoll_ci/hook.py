@@ -38,6 +38,8 @@ from typing import IO, Any
 
 from plimsoll_ci import __version__, git, report, scan, ship, withheld
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.match.canonical import classify
+from plimsoll_ci.match.canonical import digest as value_digest
 from plimsoll_ci.scan import Limits, ScanResult, ShipScan, Verdict, decide_mode, make_limits
 from plimsoll_ci.withheld import GUESSABLE_BITS, shape_bits
 
@@ -191,7 +193,20 @@ def scan_files(repo: Path, files: Sequence[ship.ShippedFile], config: ship.Confi
     session = ShipScan(wset, make_limits(config.limits, str(config.path)), cache,
                        decide_mode(config.mode, wset.mode),
                        read=functools.partial(git.read_blobs, repo))
+    for n in wset.notes:  # a key given for an unkeyed set: said in the report
+        session.note(n)
     return session.scan(ship.items(files))
+
+
+def load_set(config: ship.Config, key: bytes | None = None) -> Any:
+    """The config's withheld set; BadInput when it has no entries (a set that withholds nothing
+    passes every scan, and the hook never passes by scanning against nothing)."""
+    wset = ship.load_withheld(config, key=key)
+    if not wset.entries:
+        raise BadInput(f"withheld set {wset.origin} has no entries: it withholds nothing, so "
+                       "the scan would pass whatever ships; rebuild it from your values "
+                       "(plimsoll-ci withheld build, see docs/withheld-sets.md)")
+    return wset
 
 
 # --------------------------------------------------------------------------- ship-scan hook
@@ -266,7 +281,7 @@ def scan_commits(repo: Path, commits: Sequence[str], config_path: str | None,
         which = (config.withheld, config.key_env, config.key_file,
                  tuple(sorted(config.limits.items())))
         if which not in wsets:
-            wset = ship.load_withheld(config, key=key)
+            wset = load_set(config, key=key)
             limits = make_limits(config.limits, str(config.path))
             wsets[which] = (wset, open_cache(repo, wset, limits))
         wset, cache = wsets[which]
@@ -292,17 +307,21 @@ def ship_scan(filenames: Sequence[str], cwd: Path, config_path: str | None = Non
         return 0
     files = ship.from_index(repo, config, read=False)
     _check_not_empty(config, files, "the index")
-    wset = ship.load_withheld(config)
+    wset = load_set(config)
     cache = open_cache(repo, wset, make_limits(config.limits, str(config.path)))
     result = scan_files(repo, files, config, wset, cache)
     cache.save()
-    return _report(result, "staged", out)
+    code = _report(result, "staged", out)
+    if result.refused:
+        out.write(report.STAGE_ADVICE["commit"] + "\n")
+    return code
 
 
 def _report(result: ScanResult, where: str, out: IO[str]) -> int:
-    """Print a hook run's report and verdict; the exit code (1 refused, else 0)."""
+    """Print a hook run's report and verdict; the exit code (1 refused, else 0). What to do
+    next is the caller's to say, once, for its stage."""
     if result.findings or result.notes:
-        out.write(report.render(result, "text").rstrip("\n") + "\n")
+        out.write(report.render(result, "text", stage=None).rstrip("\n") + "\n")
     if result.findings:
         verdict = "refused" if result.refused else "allowed: mode is warn in the config"
         out.write(f"plimsoll ship scan ({where}): {verdict}.\n")
@@ -325,8 +344,10 @@ def _push(repo: Path, commits: Sequence[str], config_path: str | None, out: IO[s
     code = 0
     for commit, result in scan_commits(repo, commits, config_path):
         if result.findings or result.notes:
-            out.write(f"commit {commit[:12]} {git.subject(repo, commit)}\n")
+            out.write(f"commit {commit[:12]} {report.shown(git.subject(repo, commit))}\n")
         code = max(code, _report(result, f"commit {commit[:12]}", out))
+    if code:
+        out.write(report.STAGE_ADVICE["push"] + "\n")
     return code
 
 
@@ -355,7 +376,7 @@ def _as_withheld_doc(data: bytes) -> dict | None:
         return None
     try:
         doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nested past the parser: not a set
         return None
     if not isinstance(doc, dict):
         return None
@@ -382,21 +403,43 @@ def _guessable_unkeyed(doc: dict) -> list[str]:
     return ids
 
 
+def _value_digests(wset: Any) -> set[str]:
+    """The digests of a set's value entries (what a line that *is* a value hashes to)."""
+    return {e.digest for e in wset.entries if e.kind == "value"}
+
+
+def _line_is_value(line: str, digests: set[str], key: bytes | None) -> str | None:
+    """The digest of `line` when the whole line is one value of the set (surrounding quotes and
+    a trailing comma allowed, as in a list), else None. A line that merely *contains* a value (a
+    link in an HTML file) is the ship scan's business, not the guard's."""
+    text = line.strip().rstrip(",;").strip("\"'")
+    if not text or len(text) > 256:
+        return None
+    vtype, canon = classify(text)
+    if not canon:
+        return None
+    d = value_digest(vtype, canon, key).hex()
+    return d if d in digests else None
+
+
 def guard_findings(contents: dict[str, bytes], wsets: Iterable[tuple[str, Any]]) -> list[str]:
     """Problems the guard refuses among `contents` (name -> staged bytes), one message per file,
     never a value.
     """
     problems = []
-    scanners = [(origin, scan.Scanner(w)) for origin, w in wsets]
+    sets = [(origin, _value_digests(w), w.key) for origin, w in wsets
+            if w.key is not None or not w.keyed]
     for name, data in contents.items():
+        shown_name = report.shown(name)
         doc = _as_withheld_doc(data)
         if doc is not None:
             weak = _guessable_unkeyed(doc)
             if weak:
-                shown = ", ".join(weak[:5]) + (f" and {len(weak) - 5} more" if len(weak) > 5 else "")
+                listed = ", ".join(report.shown(w) for w in weak[:5]) + \
+                    (f" and {len(weak) - 5} more" if len(weak) > 5 else "")
                 problems.append(
-                    f"{name}: an unkeyed withheld set with {len(weak)} guessable value(s) "
-                    f"({shown}); plain SHA-256 of a seed is brute-forced in minutes. Rebuild it "
+                    f"{shown_name}: an unkeyed withheld set with {len(weak)} guessable value(s) "
+                    f"({listed}); plain SHA-256 of a seed is brute-forced in minutes. Rebuild it "
                     "keyed: plimsoll-ci withheld build --key-env VAR ... (see docs/pre-commit.md)")
             continue
         if len(data) > 4 * 1024 * 1024 or b"\0" in data[:8192]:
@@ -405,22 +448,24 @@ def guard_findings(contents: dict[str, bytes], wsets: Iterable[tuple[str, Any]])
         lines = [ln for ln in lines if ln and not ln.startswith("#")]
         if not lines:
             continue
-        for origin, scanner in scanners:
+        for origin, digests, key in sets:
+            if not digests:
+                continue
             hits = set()
             n = 0
             for i, ln in enumerate(lines):
-                found = [f for f in scanner.scan_text(ln, name) if f.kind == "value"]
-                if found:
+                d = _line_is_value(ln, digests, key)
+                if d is not None:
                     n += 1
-                    hits.update(f.entry for f in found)
+                    hits.add(d)
                 if i > 200 and n == 0:
                     break
             if n and (n == len(lines) or (n >= 2 and n * 2 >= len(lines))):
                 problems.append(
-                    f"{name}: {n} of its {len(lines)} lines are values of the withheld set "
-                    f"{origin} ({len(hits)} entries); this looks like the file the set was built "
-                    "from. Keep it outside the repository (or in a private store) and commit only "
-                    "the keyed withheld set")
+                    f"{shown_name}: {n} of its {len(lines)} lines are values of the withheld set "
+                    f"{report.shown(origin)} ({len(hits)} entries); this looks like the file the "
+                    "set was built from. Keep it outside the repository (or in a private store) "
+                    "and commit only the keyed withheld set")
                 break
     return problems
 

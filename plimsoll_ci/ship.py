@@ -207,8 +207,8 @@ def _str_list(value: Any, origin: str, line: int, what: str, kind: str = "globs"
             raise ConfigError(f"{origin} line {where}: {what}: negated pattern {v!r} is not "
                               "supported; put it in exclude")
         try:
-            _glob_regex(v)
-        except re.error:
+            _spec([v])
+        except ValueError:
             raise ConfigError(f"{origin} line {where}: {what}: {v!r} is not a valid glob") from None
     return tuple(value)
 
@@ -401,69 +401,22 @@ def load_withheld(config: Config, key: bytes | None = None) -> withheld.Withheld
 # --------------------------------------------------------------------------- globs
 
 
-def _glob_regex(pattern: str) -> tuple[re.Pattern[str], bool]:
-    """Compile a gitignore-style glob; returns (regex, folders_only)."""
-    dir_only = pattern.endswith("/")
-    p = pattern.strip("/") if pattern.startswith("/") else pattern.rstrip("/")
-    anchored = pattern.startswith("/") or "/" in p
-    out = []
-    i = 0
-    n = len(p)
-    while i < n:
-        if p.startswith("**/", i) and (i == 0 or p[i - 1] == "/"):
-            out.append("(?:.*/)?")
-            i += 3
-        elif p.startswith("**", i) and (i == 0 or p[i - 1] == "/") and i + 2 == n:
-            out.append(".*")
-            i += 2
-        elif p[i] == "*":
-            out.append("[^/]*")
-            i += 1
-            while i < n and p[i] == "*":
-                i += 1
-        elif p[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif p[i] == "[":
-            j = p.find("]", i + 2 if i + 1 < n and p[i + 1] in "!^" else i + 1)
-            if j < 0:
-                out.append(re.escape(p[i]))
-                i += 1
-                continue
-            body = p[i + 1:j]
-            if body[:1] in ("!", "^"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = j + 1
-        elif p[i] == "\\" and i + 1 < n:
-            out.append(re.escape(p[i + 1]))
-            i += 2
-        else:
-            out.append(re.escape(p[i]))
-            i += 1
-    body = "".join(out)
-    if not anchored:
-        body = "(?:.*/)?" + body
-    return re.compile(body + r"\Z", re.DOTALL), dir_only
+def _spec(patterns: Sequence[str]) -> Any:
+    """Compiled gitignore globs (pathspec's `GitIgnoreSpec`: git's wildmatch rules, tested
+    against git's own cases); ValueError for one git would not take (a trailing `\\`)."""
+    from pathspec import GitIgnoreSpec  # imported when globs are first matched
+
+    return GitIgnoreSpec.from_lines(patterns)
 
 
 class _Matcher:
     """Compiled include/exclude lists; a path matches when it or one of its folders does."""
 
     def __init__(self, patterns: Sequence[str]) -> None:
-        self.compiled = [_glob_regex(p) for p in patterns]
+        self.spec = _spec(patterns) if patterns else None
 
     def __call__(self, path: str) -> bool:
-        if not self.compiled:
-            return False
-        parts = path.split("/")
-        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-        for rx, dir_only in self.compiled:
-            candidates = prefixes[:-1] if dir_only else prefixes
-            for c in candidates:
-                if rx.match(c):
-                    return True
-        return False
+        return self.spec is not None and self.spec.match_file(path)
 
 
 def select(paths: Iterable[str], ship_set: ShipSet) -> list[str]:

@@ -20,6 +20,7 @@ import hashlib
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -55,6 +56,8 @@ class WithheldSet(NamedTuple):
     entries: list[Entry]
     digest: str  # SHA-256 of the set file's canonical bytes
     key: bytes | None
+    # What a command should tell its user (a key given for an unkeyed set, a set with no entry).
+    notes: tuple[str, ...] = ()
 
     @property
     def keyed(self) -> bool:
@@ -82,6 +85,7 @@ def key_from(env: str | None = None, file: str | None = None) -> bytes | None:
     return None
 
 
+_SAID = 5  # warnings said one entry a line before they are counted
 GUESSABLE_BITS = 64  # below this, a plain SHA-256 digest of a value is worth brute-forcing
 
 
@@ -113,19 +117,33 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} seconds"
 
 
-def read_values(path: str) -> list[tuple[str, str]]:
-    """(entry id `FILE:LINE`, value) for every non-empty, non-comment line of a values file."""
+def entry_name(path: str) -> str:
+    """How entry ids name a file given on the command line: the path as given when it stays
+    inside the current folder (`sub/seeds.txt`), else its base name (`seeds.txt`); never an
+    absolute path, which would publish the machine's folders in the set and every report."""
+    p = Path(path)
+    try:
+        inside = Path(os.path.abspath(p)).relative_to(Path.cwd().resolve())
+    except ValueError:
+        return p.name
+    return inside.as_posix()
+
+
+def read_values(path: str, id_prefix: str | None = None) -> list[tuple[str, str]]:
+    """(entry id `PREFIX:LINE`, value) for every non-empty, non-comment line of a values file;
+    the prefix is `id_prefix`, else `entry_name(path)`."""
     try:
         text = Path(path).read_bytes().decode("utf-8")
     except OSError as e:
         raise BadInput(f"values file {path}: cannot read ({e.strerror})") from None
     except UnicodeDecodeError as e:
         raise BadInput(f"values file {path}: not UTF-8 at byte {e.start}") from None
+    prefix = id_prefix if id_prefix is not None else entry_name(path)
     out = []
     for n, line in enumerate(text.splitlines(), 1):
         v = line.strip()
         if v and not v.startswith("#"):
-            out.append((f"{path}:{n}", v))
+            out.append((f"{prefix}:{n}", v))
     return out
 
 
@@ -144,24 +162,41 @@ def build_set(
     entries: list[dict] = []
     warnings: list[str] = []
     seen: set[str] = set()
+    same: list[str] = []
+    weak: list[tuple[str, float]] = []
     for eid, value in values:
         vtype, canon = classify(value)
         if not canon:
             raise BadInput(f"{eid}: the value has no letters or digits to match")
         d = digest(vtype, canon, key).hex()
         if d in seen:
-            warnings.append(f"{eid}: same value as an earlier entry (kept; both ids will be named)")
+            same.append(eid)
         seen.add(d)
-        shape = number_shape(canon) if vtype == "number" else text_shape_dict(canon, key)
+        if vtype == "number":
+            shape = number_shape(canon)
+            bits = shape_bits(vtype, shape)
+        else:
+            shape = text_shape_dict(canon, key)
+            bits = shape_bits(vtype, {"len": len(canon)})
         entries.append({"id": eid, "kind": "value", "type": vtype, "digest": d, "shape": shape})
-        if key is None:
-            bits = entropy_bits(value)
-            if bits < GUESSABLE_BITS:
-                secs = 2**bits / HASH_RATE
-                warnings.append(
-                    f"{eid}: about {bits:.0f} bits of guessable entropy; plain SHA-256 of it "
-                    f"is brute-forced in about {_duration(secs)} at {HASH_RATE:.0e} hashes/s. "
-                    "Key the set: --key-env VAR or --key-file FILE (outside the repository)")
+        if key is None and bits < GUESSABLE_BITS:
+            weak.append((eid, bits))
+    # One line per entry for the first few, then a count: a million guessable seeds are said in
+    # six lines, not a million.
+    warnings += [f"{eid}: same value as an earlier entry (kept; both ids will be named)"
+                 for eid in same[:_SAID]]
+    if len(same) > _SAID:
+        warnings.append(f"and {len(same) - _SAID} more entries with the same value as an earlier "
+                        "entry (kept)")
+    for eid, bits in weak[:_SAID]:
+        warnings.append(
+            f"{eid}: about {bits:.0f} bits of guessable entropy; plain SHA-256 of it "
+            f"is brute-forced in about {_duration(2**bits / HASH_RATE)} at {HASH_RATE:.0e} "
+            "hashes/s. Key the set: --key-env VAR or --key-file FILE (outside the repository)")
+    if len(weak) > _SAID:
+        least = min(b for _, b in weak)
+        warnings.append(f"and {len(weak) - _SAID} more values under {GUESSABLE_BITS} bits of "
+                        f"guessable entropy (the weakest about {least:.0f} bits): key the set")
     for eid, data in files:
         entries.append({"id": eid, "kind": "file", "digest": file_digest(data, key).hex(),
                         "size": len(data)})
@@ -171,11 +206,12 @@ def build_set(
             warnings.append(f"{eid}: source too short to fingerprint reliably ({len(fps)} prints)")
         entries.append({"id": eid, "kind": "source", "fingerprints": [f"{x:016x}" for x in fps],
                         "threshold": threshold})
-    ids = [e["id"] for e in entries]
-    dup = {i for i in ids if ids.count(i) > 1}
+    dup = [i for i, n in Counter(e["id"] for e in entries).items() if n > 1]
     if dup:
-        raise BadInput(f"duplicate entry ids: {', '.join(sorted(dup))}; give each path once "
-                       "(a --source entry also finds exact copies, so --file beside it adds nothing)")
+        shown = ", ".join(sorted(dup)[:5]) + (f" and {len(dup) - 5} more" if len(dup) > 5 else "")
+        raise BadInput(f"duplicate entry ids: {shown}; give each path once (a --source entry "
+                       "also finds exact copies, so --file beside it adds nothing), and name "
+                       "values files that share a name apart with --id-prefix")
     doc = {
         "format": tag,
         "scheme": "hmac-sha256" if key is not None else "sha256",
@@ -187,13 +223,97 @@ def build_set(
 
 
 def dumps(doc: dict) -> str:
-    """The canonical text of a set document."""
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    """The canonical text of a set document: exactly `json.dumps(doc, indent=2, sort_keys=True)`
+    and a newline, written without the standard library's pure-Python indenting encoder (17 s
+    for a million entries; this takes a few)."""
+    out: list[str] = []
+    _dump(doc, "\n", out)
+    out.append("\n")
+    return "".join(out)
+
+
+_STRING = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_FLOAT = json.JSONEncoder().iterencode  # NaN, Infinity and repr, as json.dumps writes them
+
+
+def _leaf(o: object) -> str | None:
+    """The JSON text of a scalar as json.dumps writes it, or None for a list or an object."""
+    t = type(o)
+    if t is str:
+        return _STRING(o)
+    if t is int:
+        return int.__repr__(o)  # type: ignore[arg-type]
+    if o is None:
+        return "null"
+    if o is True:
+        return "true"
+    if o is False:
+        return "false"
+    if isinstance(o, float):
+        return "".join(_FLOAT(o))
+    if isinstance(o, int):  # an int subclass
+        return int.__repr__(o)
+    if isinstance(o, str):
+        return _STRING(o)
+    if isinstance(o, dict | list | tuple):
+        return None
+    raise TypeError(f"not JSON: {type(o).__name__}")
+
+
+# (an object's keys in their order, its indent) -> (key, its sorted place's text before the value)
+_OBJECT_PARTS: dict[tuple, list[tuple[str, str]]] = {}
+
+
+def _dump(o: object, newline: str, out: list[str]) -> None:
+    """Append `o` as json.dumps(indent=2, sort_keys=True) writes it at the indent `newline`."""
+    leaf = _leaf(o)
+    if leaf is not None:
+        out.append(leaf)
+        return
+    inner = newline + "  "
+    if isinstance(o, dict):
+        if not o:
+            out.append("{}")
+            return
+        shape = (tuple(o), newline)  # a set's entries share a few shapes: their text is kept
+        parts = _OBJECT_PARTS.get(shape)
+        if parts is None:
+            parts = [(k, ("{" if n == 0 else ",") + inner + _STRING(k) + ": ")
+                     for n, k in enumerate(sorted(o))]
+            if len(_OBJECT_PARTS) < 4096:
+                _OBJECT_PARTS[shape] = parts
+        for k, before in parts:
+            v = o[k]
+            t = type(v)
+            if t is str:
+                out.append(before + _STRING(v))
+                continue
+            leaf = int.__repr__(v) if t is int else _leaf(v)
+            if leaf is not None:
+                out.append(before + leaf)
+            else:
+                out.append(before)
+                _dump(v, inner, out)
+        out.append(newline + "}")
+        return
+    if not o:
+        out.append("[]")
+        return
+    sep = "[" + inner
+    for v in o:  # type: ignore[attr-defined]
+        leaf = _leaf(v)
+        if leaf is not None:
+            out.append(sep + leaf)
+        else:
+            out.append(sep)
+            _dump(v, inner, out)
+        sep = "," + inner
+    out.append(newline + "]")
 
 
 def load(path: str | os.PathLike[str], key: bytes | None = None,
          need_key: bool = True) -> WithheldSet:
-    """Read and validate a withheld (or sealed) set file (`need_key=False`: see `parse`)."""
+    """Read and validate a withheld (or sealed) set file (`parse`)."""
     p = Path(path)
     try:
         raw = p.read_bytes()
@@ -201,21 +321,32 @@ def load(path: str | os.PathLike[str], key: bytes | None = None,
         raise WithheldSetError(f"withheld set {p}: no such file") from None
     except OSError as e:
         raise WithheldSetError(f"withheld set {p}: cannot read ({e.strerror})") from None
+    return parse(parse_json(raw, str(p)), key=key, origin=str(p), raw=raw,
+                 need_key=need_key)
+
+
+def parse_json(raw: bytes, origin: str) -> object:
+    """A set file's JSON; WithheldSetError (exit 2) naming `origin` when it is not valid JSON or
+    nests deeper than the parser goes (never a RecursionError traceback)."""
     try:
-        doc = json.loads(raw)
+        return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         pos = f"line {e.lineno} column {e.colno}" if isinstance(e, json.JSONDecodeError) \
             else f"byte {e.start}"
-        raise WithheldSetError(f"withheld set {p}: not valid JSON at {pos}") from None
-    return parse(doc, key=key, origin=str(p), raw=raw, need_key=need_key)
+        raise WithheldSetError(f"withheld set {origin}: not valid JSON at {pos}") from None
+    except RecursionError:
+        raise WithheldSetError(f"withheld set {origin}: nested too deeply to be a set file "
+                               "(a set is an object holding a list of entries); rebuild it "
+                               "with `plimsoll-ci withheld build`") from None
 
 
 def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
           raw: bytes | None = None, need_key: bool = True) -> WithheldSet:
     """Validate a set document; every problem is reported at once.
 
-    A keyed set needs its key unless `need_key` is False (listing ids and kinds needs none; such
-    a set has `key` None and cannot be matched against).
+    A keyed set needs its key (a wrong key is always refused); with `need_key` False a keyed set
+    without one is read for its ids and kinds only (its `key` is None: it cannot scan). A key
+    given for an unkeyed set, and a set with no entries, are said in `notes`.
     """
     problems: list[str] = []
     if not isinstance(doc, dict):
@@ -230,6 +361,7 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
     if mode not in ("refuse", "warn"):
         problems.append(f"mode is {mode!r}, expected refuse or warn")
     kid = doc.get("key_id")
+    notes: list[str] = []
     noun = "sealed set" if fmt == SEALED_FORMAT else "withheld set"
     if scheme == "hmac-sha256":
         if key is None and need_key:
@@ -242,6 +374,10 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
                 f"{noun} {origin}: the key given has id {key_id(key)}, the set was built "
                 f"with key id {kid}: wrong key")
     elif scheme == "sha256":
+        if key is not None:
+            notes.append(f"{noun} {origin} is not keyed (scheme sha256): the key given is "
+                         "not used. Rebuild the set keyed (withheld build --key-env VAR) so its "
+                         "digests cannot be brute-forced, or stop passing a key")
         key = None
     raw_entries = doc.get("entries")
     entries: list[Entry] = []
@@ -291,10 +427,13 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
             problems.append(f"{where}: {msg}")
     if problems:
         raise WithheldSetError(f"{noun} {origin}: " + "; ".join(problems))
+    if not entries:
+        notes.append(f"{noun} {origin} has no entries: it withholds nothing, so every "
+                     "scan against it passes; rebuild it from your values")
     if raw is None:
         raw = dumps(doc).encode()
     return WithheldSet(origin, fmt, scheme, kid, mode, entries,
-                       hashlib.sha256(raw).hexdigest(), key)
+                       hashlib.sha256(raw).hexdigest(), key, tuple(notes))
 
 
 def guessable_values(wset: WithheldSet) -> Sequence[Entry]:

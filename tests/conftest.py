@@ -5,12 +5,18 @@
   skipping the tests that matter.
 - `leak`: the leak guard of `tests/scan/scankit.py`; at teardown it also checks everything the
   test printed for a withheld value.
+- `sarif_rules`: GitHub's and SARIF's own rules over SARIF files, by the real SARIF Multitool
+  (npm `@microsoft/sarif-multitool`, which `.ci/run` installs into `.ci/cache`); skips outside CI
+  when it is missing, fails in CI.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -53,3 +59,54 @@ def leak(capfd: pytest.CaptureFixture[str]):
     out, err = capfd.readouterr()
     guard.text(out, "captured stdout")
     guard.text(err, "captured stderr")
+
+
+REPO = Path(__file__).resolve().parents[1]
+# The npm package `@microsoft/sarif-multitool` runs its platform package's binary through a shell,
+# which splits `--rule-kind "Gh;Sarif"` at the `;`: the binary is called directly.
+MULTITOOL = (REPO / ".ci" / "cache" / "node_modules" / "@microsoft"
+             / f"sarif-multitool-{'darwin' if sys.platform == 'darwin' else 'linux'}"
+             / "Sarif.Multitool")
+
+
+@pytest.fixture(scope="session")
+def sarif_rules(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., list[str]]:
+    """`check(*sarif_files) -> problems`: every error and warning of the SARIF Multitool's
+    `validate --rule-kind "Gh;Sarif"` (GitHub's upload rules and SARIF's own), one
+    `RULE file: message` string each; [] when every file passes."""
+    if not os.access(MULTITOOL, os.X_OK):
+        why = (f"the SARIF Multitool is not installed at {MULTITOOL}: .ci/run installs it "
+               "(npm install --prefix .ci/cache @microsoft/sarif-multitool)")
+        if os.environ.get("CI") == "true":
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    out_dir = tmp_path_factory.mktemp("multitool")
+
+    def check(*files: Path) -> list[str]:
+        out = out_dir / f"validation-{len(list(out_dir.iterdir()))}.sarif"
+        proc = subprocess.run(
+            [str(MULTITOOL), "validate", *map(str, files), "--rule-kind", "Gh;Sarif",
+             "--level", "Error;Warning", "--output", str(out), "--log", "ForceOverwrite",
+             "--quiet"],
+            capture_output=True, text=True, timeout=300, check=False,
+            env={**os.environ, "DOTNET_SYSTEM_GLOBALIZATION_INVARIANT": "1",
+                 "DOTNET_CLI_TELEMETRY_OPTOUT": "1"})
+        assert out.is_file(), f"the Multitool wrote no log (exit {proc.returncode}):\n" \
+            f"{proc.stdout}{proc.stderr}"
+        problems = []
+        for run in json.loads(out.read_text(encoding="utf-8-sig"))["runs"]:
+            rules = {r["id"]: r for r in run.get("tool", {}).get("driver", {}).get("rules", [])}
+            for r in run.get("results", []):
+                if r.get("level", "warning") not in ("error", "warning"):
+                    continue
+                where = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                msg = r["message"]
+                args = msg.get("arguments", [])
+                template = rules.get(r["ruleId"], {}).get("messageStrings", {}).get(
+                    msg.get("id", ""), {}).get("text", msg.get("text", ""))
+                for i, a in enumerate(args):
+                    template = template.replace(f"{{{i}}}", str(a))
+                problems.append(f"{r['ruleId']} {Path(where).name}: {template}")
+        return problems
+
+    return check

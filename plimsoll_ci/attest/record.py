@@ -295,12 +295,7 @@ def check_predicate(pred: Any, predicate_type: str = PREDICATE_TYPE) -> list[str
         _check_seed_check(pred["seedCheck"], p)
     if _keys(pred["result"], {"sha256"}, "result", p) and not is_sha256_hex(pred["result"]["sha256"]):
         p.append("result digest is not a SHA-256 in lowercase hex")
-    run = pred["run"]
-    if _keys(run, {"finishedOn", "startedOn"}, "run", p):
-        if not (is_utc_time(run["startedOn"]) and is_utc_time(run["finishedOn"])):
-            p.append("run times must be UTC times like 2026-01-31T12:00:00Z")
-        elif run["finishedOn"] < run["startedOn"]:
-            p.append("run finished before it started")
+    _check_run(pred["run"], p)
     sandbox = pred["sandbox"]
     if _keys(sandbox, {"evidence", "provider", "tier"}, "sandbox", p):
         if sandbox["tier"] not in TIERS:
@@ -440,6 +435,15 @@ def make_session_predicate(*, result_doc: Mapping[str, Any], started: dt.datetim
     return predicate
 
 
+def _check_run(run: Any, p: list[str]) -> None:
+    """A record's run: UTC start and finish times, the finish not before the start."""
+    if _keys(run, {"finishedOn", "startedOn"}, "run", p):
+        if not (is_utc_time(run["startedOn"]) and is_utc_time(run["finishedOn"])):
+            p.append("run times must be UTC times like 2026-01-31T12:00:00Z")
+        elif run["finishedOn"] < run["startedOn"]:
+            p.append("run finished before it started")
+
+
 def _digest_field(obj: Any, where: str, p: list[str], nullable: bool = False) -> None:
     if obj is None and nullable:
         return
@@ -484,12 +488,7 @@ def check_session_predicate(pred: Any) -> list[str]:
                 if not isinstance(call["name"], str):
                     p.append("tool call needs a name")
                 _digest_field(call["arguments"], "tool call arguments", p)
-    run = pred["run"]
-    if _keys(run, {"finishedOn", "startedOn"}, "run", p):
-        if not (is_utc_time(run["startedOn"]) and is_utc_time(run["finishedOn"])):
-            p.append("run times must be UTC times like 2026-01-31T12:00:00Z")
-        elif run["finishedOn"] < run["startedOn"]:
-            p.append("run finished before it started")
+    _check_run(pred["run"], p)
     tool = pred["tool"]
     if _keys(tool, {"name", "version"}, "tool", p) and (
             tool["name"] != "plimsoll-ci" or not isinstance(tool["version"], str)):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -58,12 +60,25 @@ def limit_overrides(args: argparse.Namespace) -> dict[str, int | None]:
     return {k: getattr(args, k, None) for k in LIMIT_FLAGS}
 
 
+def warn_set_notes(wset: object) -> None:
+    """Print what loading a withheld or sealed set noted (a key given for an unkeyed set, a set
+    with no entries) as warnings on stderr."""
+    from plimsoll_ci.report.names import shown
+
+    for n in getattr(wset, "notes", ()):
+        print(f"plimsoll-ci: warning: {shown(n)}", file=sys.stderr)
+
+
 def write_output(text: str, output: str | None) -> None:
-    """Print, or write `output` atomically (a temp file renamed over it: never half-written)."""
+    """Print, or write `output` atomically (a temp file renamed over it: never half-written).
+
+    An `output` that exists and is not a regular file (a pipe, a device such as /dev/stdout) is
+    written into, never replaced: renaming a file over /dev/null would break the machine.
+    """
     if not output:
         try:
             sys.stdout.write(text)
-        except UnicodeEncodeError:  # a shipped name that is not UTF-8: its bytes as on disk
+        except UnicodeEncodeError:  # a surrogate a report let through: its bytes
             sys.stdout.flush()
             sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
         sys.stdout.flush()
@@ -71,11 +86,29 @@ def write_output(text: str, output: str | None) -> None:
     from plimsoll_ci.errors import BadInput
 
     target = Path(output)
+    try:
+        special = not stat.S_ISREG(os.stat(target).st_mode)
+    except OSError:
+        special = False  # missing (a new file) or unreadable: the atomic write says why
+    if special:
+        try:
+            with open(target, "w", encoding="utf-8", errors="surrogateescape") as fh:
+                fh.write(text)
+        except OSError as e:
+            raise BadInput(f"output {output}: cannot write ({e.strerror})") from None
+        return
     folder = target.parent if str(target.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as e:
-        raise BadInput(f"output {output}: cannot write in {folder} ({e.strerror})") from None
+        if folder.is_dir() and e.errno in (errno.ENOENT, errno.EPERM, errno.EACCES, errno.EROFS):
+            # the folder is there: ENOENT means a file system that takes no new files (/proc)
+            why = {errno.ENOENT: "a special file system that takes no new files",
+                   errno.EROFS: "a read-only file system"}.get(e.errno, e.strerror)
+            raise BadInput(f"output {output}: cannot create a file in {folder} ({why}); give "
+                           "a file path in a writable folder") from None
+        raise BadInput(f"output {output}: cannot write in {folder} ({e.strerror}); give a file "
+                       "path in a writable folder") from None
     try:
         umask = os.umask(0)
         os.umask(umask)

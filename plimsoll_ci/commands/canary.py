@@ -21,10 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="word|number|time|filename for a place (default: guessed from its "
                          "name: *time*/*step* time, *seed*/*id* number, *clip*/*file*/*name* "
                          "filename, else word); repeatable")
-    # `--o` is what the plimsoll-eval-integrity front turns `-o` into
-    mk.add_argument("-o", "--output", "--o", dest="output", required=True, metavar="FILE",
+    mk.add_argument("-o", "--output", dest="output", required=True, metavar="FILE",
                     help="canary file to write (refuses to overwrite one)")
     mk.add_argument("--force", action="store_true", help="overwrite an existing canary file")
+    mk.add_argument("--format", choices=("text", "json"), default="text",
+                    help="text (default: one line per marker on stderr) or json on stdout: the "
+                         "file and each place's kind, never a marker")
     ck = sub.add_parser("check", help="check markers were planted and never sent",
                         description="Pass only when every marker is in the planted tree and "
                                     "none is in any recorded request.")
@@ -52,6 +54,12 @@ def _make(args: argparse.Namespace) -> int:
             fh.write(canary.dumps(doc))
     except OSError as e:
         raise BadInput(f"-o {args.output}: cannot write ({e.strerror})") from None
+    if args.format == "json":
+        import json
+
+        print(json.dumps({"file": args.output, "markers": [
+            {"place": m.place, "kind": m.kind} for m in markers]}, indent=2))
+        return 0
     for m in markers:
         print(f"{m.place}: {m.kind} marker", file=sys.stderr)
     print(f"wrote {len(markers)} canary marker(s) to {args.output}", file=sys.stderr)

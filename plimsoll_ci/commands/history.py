@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from plimsoll_ci import history, withheld
+    from plimsoll_ci.commands._common import warn_set_notes
     from plimsoll_ci.errors import BadInput
 
     if args.jobs < 0:
@@ -61,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
         key = ship.load_key(ship.load_config(args.config))
     wset = withheld.load(args.set_path, key=key)
+    warn_set_notes(wset)
     options = history.Options(
         revs=tuple(args.revs), all_refs=args.all_refs,
         config=os.path.abspath(args.config) if args.config else None,

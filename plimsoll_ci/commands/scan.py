@@ -16,11 +16,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from plimsoll_ci.commands._common import add_key_arguments, add_limit_arguments
 
     parser.add_argument("paths", nargs="*", metavar="PATH", help="folders and files to scan")
+    parser.add_argument("--withheld", metavar="FILE",
+                        help="the withheld set file (default with --config: the config's)")
+    parser.add_argument("--ship-set", metavar="NAME",
+                        help="scan only this ship set of the config (default: every set)")
     parser.add_argument("--set", dest="set", metavar="SET",
-                        help="the withheld set file (with PATHs), or the ship set name (with "
-                        "--config or plimsoll.yaml)")
-    parser.add_argument("--withheld", metavar="FILE", help="the withheld set file (explicit)")
-    parser.add_argument("--ship-set", metavar="NAME", help="the ship set name (explicit)")
+                        help="deprecated: a withheld set file or a ship set name, told apart by "
+                             "its suffix; use --withheld FILE or --ship-set NAME")
     parser.add_argument("--config", metavar="FILE",
                         help="plimsoll.yaml (default: at the repository root when no PATH)")
     src = parser.add_mutually_exclusive_group()
@@ -44,7 +46,7 @@ def _looks_like_set_file(value: str | None) -> bool:
 def run(args: argparse.Namespace) -> int:
     """Scan what ships; print or write the report; 1 when the scan refuses, else 0."""
     from plimsoll_ci import report
-    from plimsoll_ci.commands._common import limit_overrides, write_output
+    from plimsoll_ci.commands._common import limit_overrides, warn_set_notes, write_output
     from plimsoll_ci.errors import BadInput
     from plimsoll_ci.scan import ShipScan, decide_mode, make_limits, scan_paths
     from plimsoll_ci.withheld import key_from, load
@@ -54,6 +56,11 @@ def run(args: argparse.Namespace) -> int:
                        "per core")
     jobs = args.jobs or None
     key = key_from(args.key_env, args.key_file)
+    if args.set:
+        meant = "--withheld" if _looks_like_set_file(args.set) or (args.paths and not args.config) \
+            else "--ship-set"
+        print(f"plimsoll-ci: warning: --set is deprecated (it means a set file or a ship set "
+              f"name by its suffix); say {meant} {args.set}", file=sys.stderr)
     config_mode = bool(args.config or args.staged or args.rev or not args.paths)
     if config_mode and args.paths:
         raise BadInput("give PATHs or --config/--staged/--rev, not both")
@@ -65,12 +72,13 @@ def run(args: argparse.Namespace) -> int:
         set_file = args.withheld or (args.set if _looks_like_set_file(args.set) else None)
         ship_set = args.ship_set or (None if set_file == args.set else args.set)
         if set_file and not (args.config or args.staged or args.rev):
-            raise BadInput(f"no PATH to scan: give folders or files after --set {set_file}, "
+            raise BadInput(f"no PATH to scan: give folders or files after --withheld {set_file}, "
                            "or use --config plimsoll.yaml")
         config, files = ship.collect(args.config, ship_set, args.staged, args.rev, Path.cwd())
         if key is None:
             key = ship.load_key(config)
         wset = load(set_file, key=key) if set_file else ship.load_withheld(config, key=key)
+        warn_set_notes(wset)
         session = ShipScan(wset, make_limits(config.limits, str(config.path),
                                              limit_overrides(args)),
                            mode=decide_mode(config.mode, wset.mode, override=args.mode),
@@ -82,8 +90,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         set_file = args.withheld or args.set
         if not set_file:
-            raise BadInput("which withheld set? give --set withheld.json")
+            raise BadInput("which withheld set? give --withheld withheld.json")
         wset = load(set_file, key=key)
+        warn_set_notes(wset)
         result = scan_paths(args.paths, wset, make_limits(overrides=limit_overrides(args)),
                             decide_mode(wset.mode, override=args.mode), jobs)
     write_output(report.render(result, args.format), args.output)

@@ -13,7 +13,7 @@ import sys
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Subcommands `build` and `info`."""
     from plimsoll_ci.commands._common import add_key_arguments
-    from plimsoll_ci.commands.withheld import add_build_arguments
+    from plimsoll_ci.commands.withheld import add_build_arguments, add_info_arguments
 
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     b = sub.add_parser("build", help="build a sealed set (digests only, never values)",
@@ -24,19 +24,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_key_arguments(b)
     b.add_argument("-o", "--output", metavar="OUT", help="write here (default: stdout)")
     i = sub.add_parser("info", help="summarize a sealed set (ids and kinds, never values)")
-    i.add_argument("set", metavar="SEALED")
-    add_key_arguments(i)
+    add_info_arguments(i)
 
 
 def run(args: argparse.Namespace) -> int:
     """Build or summarize a sealed set."""
     from plimsoll_ci.commands._common import write_output
-    from plimsoll_ci.commands.withheld import build_document
-    from plimsoll_ci.commands.withheld import run as withheld_run
+    from plimsoll_ci.commands.withheld import build_document, info
     from plimsoll_ci.withheld import SEALED_FORMAT
 
     if args.action == "info":
-        return withheld_run(args)
+        return info(args)
     doc, warnings = build_document(args, SEALED_FORMAT)
     for w in warnings:
         print(f"plimsoll-ci: warning: {w}", file=sys.stderr)

@@ -30,18 +30,20 @@ def run(args: argparse.Namespace) -> int:
 
     from plimsoll_ci import ship
     from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.report.names import path_fields, shown
 
     if getattr(args, "ship_command", None) != "list":
         raise BadInput("ship: say what to do: `plimsoll-ci ship list [--set NAME]`")
     config, files = ship.collect(args.config, args.set_name, args.staged, args.rev, Path.cwd())
     if args.format == "json":
-        doc = [{"set": f.set_name, "path": f.path, "source": f.source, "size": len(f.data),
+        doc = [{"set": f.set_name, **path_fields(f.path),
+                "source": shown(f.source) if f.source else f.source, "size": len(f.data),
                 "sha256": hashlib.sha256(f.data).hexdigest()} for f in files]
         print(json.dumps({"config": str(config.path), "files": doc}, indent=2))
     else:
         out = sys.stdout
-        for f in files:
-            out.write(f"{f.set_name}\t{f.path}\t{f.source or '(built)'}\n")
+        for f in files:  # a name is escaped: one file, one line, nothing for the terminal
+            out.write(f"{f.set_name}\t{shown(f.path)}\t{shown(f.source or '(built)')}\n")
     sets = sorted({f.set_name for f in files})
     empty = [s for s in (args.set_name and [args.set_name] or list(config.ship)) if s not in sets]
     total = sum(len(f.data) for f in files)

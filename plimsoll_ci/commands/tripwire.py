@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Exit 1 when any sealed value is found in a request, 0 when none, 2 on bad input."""
-    from plimsoll_ci.commands._common import write_output
+    from plimsoll_ci.commands._common import warn_set_notes, write_output
     from plimsoll_ci.scan import decide_mode
     from plimsoll_ci.tripwire.report import render
     from plimsoll_ci.tripwire.requests import scan_requests
@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     key = key_from(env=args.key_env, file=args.key_file)
     wset = load_sealed(args.sealed, key=key)
+    warn_set_notes(wset)
     if args.jobs is not None and args.jobs < 1:
         from plimsoll_ci.errors import BadInput
 

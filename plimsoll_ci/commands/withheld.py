@@ -17,14 +17,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_key_arguments(b)
     b.add_argument("-o", "--output", metavar="OUT", help="write here (default: stdout)")
     i = sub.add_parser("info", help="summarize a withheld set (ids and kinds, never values)")
+    add_info_arguments(i)
+
+
+def add_info_arguments(i: argparse.ArgumentParser) -> None:
+    """The arguments of `info`, shared by `withheld info` and `sealed info`."""
+    from plimsoll_ci.commands._common import add_key_arguments
+
     i.add_argument("set", metavar="SET")
+    i.add_argument("--format", choices=("text", "json"), default="text",
+                   help="text (default) or json")
     add_key_arguments(i)
+    i.epilog = ("Ids and kinds need no key: a keyed set is listed without it. A key given is "
+                "checked against the set's key id (wrong key: exit 2).")
 
 
 def add_build_arguments(b: argparse.ArgumentParser) -> None:
     """The inputs of a set build, shared by `withheld build` and `sealed build`."""
     b.add_argument("--values", action="append", default=[], metavar="FILE",
-                   help="one value per line; entry id FILE:LINE (repeatable)")
+                   help="one value per line; entry id FILE:LINE, FILE as given when it is "
+                        "inside the current folder, else its base name (repeatable)")
+    b.add_argument("--id-prefix", action="append", default=[], metavar="NAME",
+                   help="name the entries of the matching --values file NAME:LINE instead "
+                        "(give it once per --values, in the same order)")
     b.add_argument("--file", action="append", default=[], metavar="PATH",
                    help="a whole file, matched by SHA-256; entry id PATH (repeatable)")
     b.add_argument("--source", action="append", default=[], metavar="PATH",
@@ -41,14 +56,19 @@ def build_document(args: argparse.Namespace, tag: str) -> tuple[dict, list[str]]
 
     from plimsoll_ci.errors import BadInput
     from plimsoll_ci.grading.seedlint import value_warnings
-    from plimsoll_ci.withheld import build_set, key_from, read_values
+    from plimsoll_ci.withheld import build_set, entry_name, key_from, read_values
 
     if not (args.values or args.file or args.source):
         raise BadInput("nothing to build from: give --values FILE, --file PATH or --source PATH")
+    if args.id_prefix and len(args.id_prefix) != len(args.values):
+        raise BadInput(f"--id-prefix given {len(args.id_prefix)} time(s) for "
+                       f"{len(args.values)} --values file(s): give it once per --values, in "
+                       "the same order, or not at all")
+    prefixes = args.id_prefix or [None] * len(args.values)
     values = []
     empty = []
-    for f in args.values:
-        got = read_values(f)
+    for f, prefix in zip(args.values, prefixes, strict=True):
+        got = read_values(f, prefix)
         if not got:
             empty.append(f)
         values += got
@@ -59,8 +79,8 @@ def build_document(args: argparse.Namespace, tag: str) -> tuple[dict, list[str]]
         except OSError as e:
             raise BadInput(f"{p}: cannot read ({e.strerror})") from None
 
-    files = [(p, read(p)) for p in args.file]
-    sources = [(p, read(p)) for p in args.source]
+    files = [(entry_name(p), read(p)) for p in args.file]
+    sources = [(entry_name(p), read(p)) for p in args.source]
     key = key_from(args.key_env, args.key_file)
     doc, warnings = build_set(values, files, sources, key=key, tag=tag, mode=args.mode,
                               threshold=args.threshold)
@@ -70,21 +90,42 @@ def build_document(args: argparse.Namespace, tag: str) -> tuple[dict, list[str]]
     return doc, warnings
 
 
+def info(args: argparse.Namespace) -> int:
+    """`withheld info` / `sealed info`: ids and kinds (never values), as text or JSON; a keyed
+    set needs no key for that (a key given is checked)."""
+    import json
+
+    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.withheld import key_from, load
+
+    wset = load(args.set, key=key_from(args.key_env, args.key_file), need_key=False)
+    for n in wset.notes:
+        print(f"plimsoll-ci: warning: {n}", file=sys.stderr)
+    kinds: dict[str, int] = {}
+    for e in wset.entries:
+        kinds[e.kind] = kinds.get(e.kind, 0) + 1
+    if args.format == "json":
+        doc = {"path": wset.origin, "format": wset.format, "scheme": wset.scheme,
+               "key_id": wset.key_id, "mode": wset.mode, "counts": kinds,
+               "entries": [{"id": e.id, "kind": e.kind, **({"type": e.vtype} if e.vtype else {})}
+                           for e in wset.entries]}
+        print(json.dumps(doc, indent=2))
+        return 0
+    keyed = f" (key id {wset.key_id})" if wset.keyed else ""
+    print(f"{shown(wset.origin)}: {wset.format}, {wset.scheme}{keyed}, mode {wset.mode}, "
+          f"{len(wset.entries)} entries ({', '.join(f'{n} {k}' for k, n in kinds.items())})")
+    for e in wset.entries:
+        print(f"  {shown(e.id)}  {e.kind}{' ' + e.vtype if e.vtype else ''}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    """Build a set (exit 0) or summarize one; 2 on bad input."""
     from plimsoll_ci.commands._common import write_output
-    from plimsoll_ci.withheld import FORMAT, dumps, key_from, load
+    from plimsoll_ci.withheld import FORMAT, dumps
 
     if args.action == "info":
-        # ids and kinds need no key; a key that is given is still checked
-        wset = load(args.set, key=key_from(args.key_env, args.key_file), need_key=False)
-        kinds: dict[str, int] = {}
-        for e in wset.entries:
-            kinds[e.kind] = kinds.get(e.kind, 0) + 1
-        print(f"{wset.origin}: {wset.format}, {wset.scheme}, mode {wset.mode}, "
-              f"{len(wset.entries)} entries ({', '.join(f'{n} {k}' for k, n in kinds.items())})")
-        for e in wset.entries:
-            print(f"  {e.id}  {e.kind}{' ' + e.vtype if e.vtype else ''}")
-        return 0
+        return info(args)
     doc, warnings = build_document(args, FORMAT)
     for w in warnings:
         print(f"plimsoll-ci: warning: {w}", file=sys.stderr)

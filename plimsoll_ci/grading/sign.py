@@ -29,6 +29,13 @@ from plimsoll_ci.grading.result import GradeResult
 from plimsoll_ci.grading.run import grade
 
 
+def flew_practice(result: GradeResult) -> bool:
+    """Whether any flight flew a practice seed: only then does a record name the practice set
+    (a grading on fresh or explicit held-out seeds alone records `practiceSet: null`)."""
+    practice = set(result.practice_set)
+    return any(f.seed is not None and f.seed in practice for f in result.flights)
+
+
 def run_record(result: GradeResult) -> tuple[dict[str, Any], dict[str, Any]]:
     """The (result document, predicate) pair a signed record of `result` holds."""
     if result.refused:
@@ -39,7 +46,8 @@ def run_record(result: GradeResult) -> tuple[dict[str, Any], dict[str, Any]]:
         result_doc=doc, controller_files=result.controller_files, course=result.course,
         provider=result.provider, tier=result.tier, evidence=result.evidence,
         cpu_budget=result.budget.record(), started=result.started, finished=result.finished,
-        practice_set_digest=record.practice_set_digest(result.practice_set),
+        practice_set_digest=record.practice_set_digest(result.practice_set)
+        if flew_practice(result) else None,
         fresh_commitment=result.commitment,
         fresh_reveal=None if result.fresh is None else fresh_mod.reveal(result.fresh),
         sealed_set=None if result.sealed is None else result.sealed.commitment.record(),

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
+
+from plimsoll_ci.report.names import shown
 
 DEFAULT_MAX_BLOB_BYTES = 64 << 20
 ASSUMPTION = ("bisect assumes the entry kept shipping once introduced (it looks along first "
@@ -124,27 +125,6 @@ class Options(NamedTuple):
     use_cache: bool = True
     progress: bool | None = None  # None = when stderr is a terminal
     every_commit: bool = False  # list every commit that ships an entry, with its findings
-
-
-# C0 and C1 controls, DEL, line and paragraph separators, bidirectional overrides and isolates
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def shown(text: str) -> str:
-    """A repository string (path, author, ...) safe to print: non-UTF-8 bytes (kept as
-    surrogates) and control characters become `\\xNN` (or `\\uNNNN`) escapes, so no name can
-    move the cursor, forge a line of a report, or recolour a terminal.
-    """
-    try:
-        data = text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a surrogate no byte decoded to
-        data = text.encode("utf-8", "backslashreplace")
-    return _CONTROL.sub(_escape, data.decode("utf-8", "backslashreplace"))
-
-
-def _escape(m: re.Match[str]) -> str:
-    c = ord(m.group())
-    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
 class Notes:

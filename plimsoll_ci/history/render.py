@@ -9,7 +9,6 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from plimsoll_ci import __version__
 from plimsoll_ci.history.records import (
     ASSUMPTION,
     BisectResult,
@@ -17,6 +16,9 @@ from plimsoll_ci.history.records import (
     HistoryReport,
     Occurrence,
 )
+from plimsoll_ci.report.names import shown
+from plimsoll_ci.report.sarif import RULES as SCAN_RULES
+from plimsoll_ci.report.sarif import Rule, artifact_uri, sarif_log, sarif_region, sarif_rule
 
 FORMAT = "plimsoll-history/2"
 
@@ -154,10 +156,25 @@ def _md(s: str) -> str:
     return s.replace("|", "\\|").replace("`", "'")
 
 
-def _sarif(report: HistoryReport) -> str:
-    from plimsoll_ci.report import artifact_uri
+# History's rules: one per kind of entry, in the history's words (an entry shipped in a commit).
+_HISTORY_RULES = {
+    kind: Rule(
+        f"plimsoll/history/{kind}", f"{scan_rule.name}InHistory",
+        f"{scan_rule.short} in a commit of the history",
+        f"{scan_rule.full} The result points at the first commit of a window in which it "
+        "shipped; its properties name that commit, the fix (null while a tip still ships it) "
+        "and the window's length.",
+        "The value is in git history from the first commit named until its fix: if that history "
+        "was ever pushed, treat the value as public and rotate it, and re-judge scores from runs "
+        "in the window (docs/when-it-fires.md). Fix what ships as for a scan.",
+        "history.md")
+    for kind, scan_rule in SCAN_RULES.items()
+}
 
+
+def _sarif(report: HistoryReport) -> str:
     results = []
+    kinds = list(_HISTORY_RULES)
     for e in report.entries:
         for w in e.windows:
             fixed = (f"fixed in {w.fixed.oid[:12]} after {duration(w.seconds)}" if w.fixed
@@ -165,39 +182,29 @@ def _sarif(report: HistoryReport) -> str:
             for o in w.first_findings:
                 fp = hashlib.sha256(f"{e.entry}\0{o.set}\0{o.path}\0{o.chain}\0{o.where}".encode(
                     "utf-8", "surrogateescape")).hexdigest()
-                region: dict[str, Any] = {"startLine": max(o.line, 1)}
-                if o.line and o.column:
-                    region["startColumn"] = o.column
+                rule = _HISTORY_RULES[o.kind]
                 results.append({
-                    "ruleId": f"plimsoll/history/{o.kind}",
+                    "ruleId": rule.id,
+                    "ruleIndex": kinds.index(o.kind),
                     "level": "error",
-                    "message": {"text": f"withheld entry {e.entry} first shipped in commit "
-                                        f"{w.first.oid[:12]} ({iso(w.first.time)}) via {o.where}"
-                                        f"{' [' + o.chain + ']' if o.chain else ''}; {fixed} "
-                                        f"across {len(w.commits)} commits"},
+                    "message": {"text": f"withheld entry {shown(e.entry)} first shipped in "
+                                        f"{shown(o.path)} in commit {w.first.oid[:12]} "
+                                        f"({iso(w.first.time)}) via {o.where}"
+                                        f"{' [' + shown(o.chain) + ']' if o.chain else ''}; "
+                                        f"{fixed} across {len(w.commits)} commits"},
                     "locations": [{"physicalLocation": {
                         "artifactLocation": {"uri": artifact_uri(o.path)},
-                        "region": region}}],
+                        "region": sarif_region(o.line, o.column, o.where)}}],
                     "partialFingerprints": {"plimsollHistory/v1": fp},
                     "properties": {"entry": e.entry, "firstCommit": w.first.oid,
                                    "fixedCommit": w.fixed.oid if w.fixed else None,
-                                   "windowSeconds": w.seconds, "set": o.set},
+                                   "windowSeconds": w.seconds, "set": o.set,
+                                   "where": o.where},
                 })
-    kinds = sorted({r["ruleId"] for r in results}) or ["plimsoll/history/value"]
-    doc = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "plimsoll-ci history", "version": __version__,
-                "informationUri": "https://github.com/plimsollmark/plimsoll-ci",
-                "rules": [{"id": k, "shortDescription": {
-                    "text": "a withheld entry shipped in a commit's ship set"}} for k in kinds]}},
-            "results": results,
-            "properties": {"commitsScanned": report.commits_scanned,
-                           "blobsScanned": report.blobs_scanned, "notes": report.notes},
-        }],
-    }
+    doc = sarif_log([sarif_rule(r, "error") for r in _HISTORY_RULES.values()], results,
+                    "history", properties={"commitsScanned": report.commits_scanned,
+                                           "blobsScanned": report.blobs_scanned,
+                                           "notes": [shown(n) for n in report.notes]})
     return json.dumps(doc, indent=2) + "\n"
 
 

@@ -2,38 +2,33 @@
 
 Everything here works from a `ScanResult`: findings carry entry ids and places, never values, and
 the result carries its mode (refuse: SARIF level `error`; warn: `warning`), so every caller's
-report says the same for the same scan.
+report says the same for the same scan. Every name a report shows (path, chain, entry id, note)
+goes through `shown`: one finding is one line, and nothing in a name reaches the terminal raw.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 
-from plimsoll_ci import __version__
+from plimsoll_ci.report.names import path_fields, shown
+from plimsoll_ci.report.sarif import (
+    REPOSITORY,
+    RULES,
+    TOOL_NAME,
+    TRIPWIRE_RULES,
+    artifact_uri,
+    fingerprint,
+    level,
+    to_sarif,
+)
 from plimsoll_ci.scan import Finding, ScanResult
 
+__all__ = ["FORMATS", "REPOSITORY", "RULES", "STAGE_ADVICE", "TOOL_NAME", "TRIPWIRE_RULES",
+           "artifact_uri",
+           "describe", "fingerprint", "level", "place", "render", "shown", "to_json",
+           "to_markdown", "to_sarif", "to_text"]
+
 FORMATS = ("text", "json", "sarif", "markdown")
-RULES = {
-    "value": ("withheld-value", "A withheld value ships", "Rotate the value (draw new seeds or "
-              "labels) and remove it from what ships; it is in git history too."),
-    "file": ("withheld-file", "A withheld file ships", "Remove the file from the ship set."),
-    "source": ("withheld-source", "A copy of withheld source ships", "Remove the copied code "
-               "from the ship set."),
-    "withheld-set": ("withheld-set-shipped", "A withheld set file ships", "Exclude the withheld "
-                     "set from every ship set."),
-}
-# The tripwire's wording: what it finds reached a model in a recorded request.
-TRIPWIRE_RULES = {
-    "value": ("sealed-value", "A sealed value was sent to a model", "Remove it from the prompt or "
-              "upload, and draw fresh values: this run's scores are not evidence."),
-    "file": ("sealed-file", "A sealed file was sent to a model", "Remove the file from what the "
-             "harness sends."),
-    "source": ("sealed-source", "A copy of sealed source was sent to a model", "Remove the "
-               "copied code from what the harness sends."),
-    "withheld-set": ("sealed-set-sent", "A sealed or withheld set file was sent to a model",
-                     "Never send a set file to a model."),
-}
 
 
 def place(f: Finding) -> str:
@@ -47,120 +42,61 @@ def place(f: Finding) -> str:
 
 def describe(f: Finding) -> str:
     """One line a person reads: file, place, chain, entry, kind."""
-    chain = f" via {f.chain}" if f.chain else ""
-    detail = f" ({f.detail})" if f.detail else ""
-    return f"{f.path}:{place(f)}: withheld {f.kind} {f.entry}{chain}{detail}"
-
-
-def fingerprint(f: Finding) -> str:
-    """Stable across commits and line moves: path, chain, entry, kind, where; no commit id."""
-    key = "\0".join((f.path, f.chain, f.entry, f.kind, f.where))
-    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    chain = f" via {shown(f.chain)}" if f.chain else ""
+    detail = f" ({shown(f.detail)})" if f.detail else ""
+    return f"{shown(f.path)}:{place(f)}: withheld {f.kind} {shown(f.entry)}{chain}{detail}"
 
 
 def to_json(result: ScanResult) -> dict:
-    """The JSON report document."""
+    """The JSON report document: names as shown, a name's exact bytes in `path_bytes` (base64)
+    when the shown path differs from it."""
     return {
         "findings": [
-            {"path": f.path, "line": f.line, "column": f.column, "chain": f.chain,
-             "entry": f.entry, "kind": f.kind, "where": f.where, "detail": f.detail}
+            {**path_fields(f.path), "line": f.line, "column": f.column, "chain": shown(f.chain),
+             "entry": shown(f.entry), "kind": f.kind, "where": f.where, "detail": shown(f.detail)}
             for f in result.findings
         ],
-        "notes": list(result.notes),
+        "notes": [shown(n) for n in result.notes],
         "scanned": {"files": result.files, "bytes": result.bytes},
     }
 
 
-def artifact_uri(path: str) -> str:
-    """A valid SARIF `uri` for a shipped path: percent-encoded, relative unless absolute.
-
-    Names may hold spaces, `:`, `#` or bytes that are not UTF-8; a raw path there is not a URI
-    reference, and code scanning tools reject or misplace it.
-    """
-    from urllib.parse import quote
-
-    raw = quote(path.replace("\\", "/").encode("utf-8", "surrogateescape"))
-    if raw.startswith("/"):
-        return "file://" + raw
-    return raw or "."
-
-
-def level(result: ScanResult) -> str:
-    """The SARIF level (and GitHub annotation) of the result's findings: its mode says."""
-    return "error" if result.mode == "refuse" else "warning"
-
-
-def to_sarif(result: ScanResult, tripwire: bool = False) -> dict:
-    """A SARIF 2.1.0 log with one run (in the tripwire's words when `tripwire`)."""
-    rules_table = TRIPWIRE_RULES if tripwire else RULES
-    noun = "Sealed" if tripwire else "Withheld"
-    severity = level(result)
-    rules = [{
-        "id": rid,
-        "name": name.title().replace(" ", ""),
-        "shortDescription": {"text": name},
-        "help": {"text": help_text},
-        "defaultConfiguration": {"level": severity},
-    } for rid, name, help_text in rules_table.values()]
-    results = []
-    for f in result.findings:
-        rid = rules_table[f.kind][0]
-        region: dict = {}
-        if f.line > 0:
-            region = {"startLine": f.line, "startColumn": f.column}
-        elif f.where == "content":
-            region = {"byteOffset": f.column}
-        loc: dict = {"artifactLocation": {"uri": artifact_uri(f.path)}}
-        if region:
-            loc["region"] = region
-        msg = f"{noun} {f.kind} {f.entry} found in the {f.where} of {f.path}"
-        if f.chain:
-            msg += f" ({f.chain})"
-        if f.detail:
-            msg += f"; {f.detail}"
-        results.append({
-            "ruleId": rid,
-            "ruleIndex": [r[0] for r in rules_table.values()].index(rid),
-            "level": severity,
-            "message": {"text": msg + "."},
-            "locations": [{"physicalLocation": loc}],
-            "partialFingerprints": {"plimsollFinding/v1": fingerprint(f)},
-            "properties": {"entry": f.entry, "chain": f.chain, "where": f.where},
-        })
-    notes = [{"level": "note", "message": {"text": n}} for n in result.notes]
-    run: dict = {
-        "tool": {"driver": {
-            "name": "plimsoll-ci", "version": __version__, "semanticVersion": __version__,
-            "informationUri": "https://github.com/plimsoll-ci/plimsoll-ci",
-            "rules": rules,
-        }},
-        "results": results,
-        "invocations": [{"executionSuccessful": True,
-                         "toolExecutionNotifications": notes}],
-        "properties": {"scanned": {"files": result.files, "bytes": result.bytes}},
-    }
-    return {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [run],
-    }
+# What is true, and what to do, when withheld entries are found at each stage (quoted in
+# docs/when-it-fires.md, which a test keeps in step). "scan" is for a caller that cannot know
+# whether what it scanned was committed or pushed.
+STAGE_ADVICE = {
+    "scan": "Withheld entries ship. Remove them from what ships (or exclude the files from their "
+            "ship set). If a commit that carries them was ever pushed, or a sandbox got them, "
+            "treat them as public and rotate them: see docs/when-it-fires.md",
+    "commit": "Refused at git commit: nothing was committed and nothing left this machine. "
+              "Remove the values from the staged files (or exclude the files from their ship "
+              "set), stage the fix and commit again: see docs/when-it-fires.md",
+    "push": "Refused at git push: nothing was pushed, but the commits named above carry the "
+            "values in your local history. Rewrite them so that no commit carries a value (git "
+            "commit --amend for the last one, git rebase -i for older ones), then push again; "
+            "rotate only if those commits were pushed somewhere before: see "
+            "docs/when-it-fires.md",
+}
 
 
-def to_text(result: ScanResult) -> str:
-    """Plain text for a terminal."""
+def to_text(result: ScanResult, stage: str | None = "scan") -> str:
+    """Plain text for a terminal; with findings it ends with what is true and what to do at
+    `stage` (`STAGE_ADVICE`; None: the caller says it)."""
     lines = [describe(f) for f in result.findings]
-    lines += [f"note: {n}" for n in result.notes]
+    lines += [f"note: {shown(n)}" for n in result.notes]
     n = len(result.findings)
     lines.append(f"{n} finding{'s' if n != 1 else ''} in {result.files} file"
                  f"{'s' if result.files != 1 else ''} ({result.bytes:,} bytes scanned)")
-    if n:
-        lines.append("Withheld entries ship. Remove them from the ship set and rotate them "
-                     "(they are in git history): see docs/when-it-fires.md")
+    if n and stage is not None:
+        lines.append(STAGE_ADVICE[stage])
     return "\n".join(lines) + "\n"
 
 
-def _md(s: str) -> str:
-    return s.replace("|", "\\|").replace("`", "'")
+def _md(s: str, code: bool = False) -> str:
+    """A name for a Markdown table cell or list item: escaped, no `|` column break, no backtick
+    that ends a code span, and outside a code span (`code` False) no HTML."""
+    s = shown(s).replace("|", "\\|").replace("`", "'")
+    return s if code else s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def to_markdown(result: ScanResult, title: str = "plimsoll-ci ship scan") -> str:
@@ -172,7 +108,7 @@ def to_markdown(result: ScanResult, title: str = "plimsoll-ci ship scan") -> str
     if n:
         out += ["| file | place | entry | kind | decode chain |", "|---|---|---|---|---|"]
         for f in result.findings:
-            out.append(f"| `{_md(f.path)}` | {place(f)} | `{_md(f.entry)}` | {f.kind} | "
+            out.append(f"| `{_md(f.path, True)}` | {place(f)} | `{_md(f.entry, True)}` | {f.kind} | "
                        f"{_md(f.chain) or '—'} |")
         out.append("")
     if result.notes:
@@ -182,12 +118,15 @@ def to_markdown(result: ScanResult, title: str = "plimsoll-ci ship scan") -> str
     return "\n".join(out)
 
 
-def render(result: ScanResult, fmt: str, tripwire: bool = False) -> str:
-    """The report in `fmt` (text, json, sarif, markdown), in the result's own mode."""
+def render(result: ScanResult, fmt: str, tripwire: bool = False,
+           stage: str | None = "scan") -> str:
+    """The report in `fmt` (text, json, sarif, markdown), in the result's own mode; a text
+    report ends with the advice of `stage` (see `to_text`)."""
     if fmt == "json":
         return json.dumps(to_json(result), indent=2) + "\n"
     if fmt == "sarif":
         return json.dumps(to_sarif(result, tripwire), indent=2) + "\n"
     if fmt == "markdown":
         return to_markdown(result)
-    return to_text(result)
+    return to_text(result, stage)
+

@@ -250,38 +250,15 @@ def _piped(proc: subprocess.Popen, limits: CommandLimits) -> _Tail:
 def gvisor_spec(rfs: rootfs.Rootfs, folder: Path, argv: Sequence[str], limits: CommandLimits,
                 cgroup: str) -> dict:
     """The OCI runtime spec of one command: read-only root, `folder` read-write at /repo."""
-    resources = {"memory": {"limit": limits.memory_bytes}, "pids": {"limit": limits.pids},
-                 "cpu": {"quota": int(limits.cpus * 100_000), "period": 100_000}}
-    return {
-        "ociVersion": "1.0.2",
-        "process": {
-            "terminal": False,
-            "user": {"uid": NOBODY, "gid": NOBODY},
-            "args": list(argv),
-            "env": [f"{k}={v}" for k, v in ENV.items()],
-            "cwd": WORKDIR,
-            "capabilities": {k: [] for k in
-                             ("bounding", "effective", "inheritable", "permitted", "ambient")},
-            "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024},
-                        {"type": "RLIMIT_CORE", "hard": 0, "soft": 0}],
-            "noNewPrivileges": True,
-        },
-        "root": {"path": str(rfs.path), "readonly": True},
-        "hostname": "sandbox",
-        "mounts": [
-            {"destination": "/proc", "type": "proc", "source": "proc"},
-            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
-             "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
-            {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
-             "options": ["nosuid", "nodev", f"size={limits.tmpfs_bytes}"]},
-            {"destination": WORKDIR, "type": "bind", "source": str(folder),
-             "options": ["rbind", "rw", "nosuid", "nodev"]},
-        ],
-        "linux": {
-            "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
-            **({"resources": resources, "cgroupsPath": cgroup} if cgroup else {}),
-        },
-    }
+    from plimsoll_ci.sandbox.gvisor import OciSpec
+
+    return OciSpec(
+        args=list(argv), env=[f"{k}={v}" for k, v in ENV.items()], cwd=WORKDIR,
+        root=str(rfs.path), binds=[(WORKDIR, str(folder), "rw")],
+        tmp_options=["nosuid", "nodev", f"size={limits.tmpfs_bytes}"], nofile=1024,
+        resources={"memory": {"limit": limits.memory_bytes}, "pids": {"limit": limits.pids},
+                   "cpu": {"quota": int(limits.cpus * 100_000), "period": 100_000}},
+        cgroup=cgroup).document()
 
 
 def _gvisor(folder: Path, argv: tuple[str, ...], limits: CommandLimits,

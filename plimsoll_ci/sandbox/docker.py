@@ -48,6 +48,33 @@ def _client():
     return docker.from_env(timeout=30)
 
 
+def socket_path() -> str | None:
+    """The unix socket the docker client talks to (`DOCKER_HOST`, else the default); None for
+    a TCP or SSH host."""
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if host.startswith("unix://"):
+        return host[len("unix://"):]
+    return None if "://" in host else host
+
+
+def unreachable(e: BaseException) -> str:
+    """Why dockerd could not be asked, in words that say what to do: a socket this user may
+    not use is not a dockerd to start."""
+    path = socket_path()
+    if path is not None:
+        if not os.path.exists(path):
+            return (f"no docker socket at {path}: start dockerd (.ci/sandbox-setup), or point "
+                    "DOCKER_HOST at its socket")
+        if not os.access(path, os.R_OK | os.W_OK):
+            return (f"the docker socket {path} is not readable by this user: dockerd may well be "
+                    "running; add this user to the docker group (sudo usermod -aG docker USER, "
+                    "then log in again), or use the gvisor or process provider")
+    if isinstance(e, PermissionError) or "Permission denied" in str(e):
+        return ("no access to the docker socket (permission denied); add this user to the "
+                "docker group (sudo usermod -aG docker USER, then log in again)")
+    return f"dockerd does not answer ({type(e).__name__}); start it (see .ci/sandbox-setup)"
+
+
 def available() -> tuple[bool, str]:
     """Whether dockerd answers and has the runtime sandboxes start under (runsc by default)."""
     try:
@@ -57,20 +84,11 @@ def available() -> tuple[bool, str]:
     try:
         info = _client().info()
     except Exception as e:  # noqa: BLE001 - any failure means "not here"
-        return False, _unreachable(e)
+        return False, unreachable(e)
     if runtime_name() not in (info.get("Runtimes") or {}):
         return False, (f"dockerd has no {runtime_name()} runtime; register it in "
                        "/etc/docker/daemon.json (sudo runsc install, then restart dockerd)")
     return True, ""
-
-
-def _unreachable(e: Exception) -> str:
-    """Why dockerd cannot be used, as a sentence a user can act on."""
-    if "Permission denied" in str(e) or isinstance(e, PermissionError):
-        return ("no access to the docker socket (permission denied); add this user to the "
-                "docker group (sudo usermod -aG docker USER, then log in again) or give it the "
-                "socket")
-    return f"dockerd does not answer ({type(e).__name__}); start it (see .ci/sandbox-setup)"
 
 
 class _Demux:
@@ -105,7 +123,7 @@ def start(stage: Stage, limits: Limits) -> Session:
         client = _client()
         info = client.info()
     except Exception as e:  # noqa: BLE001
-        raise SandboxError(f"provider docker: {_unreachable(e)}") from None
+        raise SandboxError(f"provider docker: {unreachable(e)}") from None
     if runtime not in (info.get("Runtimes") or {}):
         raise SandboxError(f"provider docker: dockerd has no {runtime!r} runtime; register it in "
                            "/etc/docker/daemon.json (see .ci/sandbox-setup)")

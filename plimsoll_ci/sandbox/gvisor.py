@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from plimsoll_ci.errors import SandboxError
 from plimsoll_ci.sandbox import cpu as cpumod
@@ -24,6 +25,7 @@ from plimsoll_ci.sandbox.session import Limits, Session, kill_group, pipe_up
 from plimsoll_ci.sandbox.stage import Stage
 
 TIER = "kernel"
+NOBODY = 65534
 PLATFORM_ENV = "PLIMSOLL_RUNSC_PLATFORM"
 # Set when this host refused runsc's cgroup setup once (some nested machines do): later sandboxes
 # run with --ignore-cgroups, CPU is read from the /proc tree, memory is bounded inside by rlimits,
@@ -77,43 +79,70 @@ def available() -> tuple[bool, str]:
     return True, ""
 
 
+class OciSpec(NamedTuple):
+    """What differs between the OCI runtime specs this project writes (a grading's runner, an
+    evaluated command); `document()` adds what every sandbox has in common: `nobody` with no
+    capabilities and no new privileges, a read-only root, a fresh /proc, /dev and /tmp, its own
+    namespaces, and the cgroup's limits when a cgroup is used."""
+
+    args: list[str]
+    env: list[str]
+    cwd: str
+    root: str
+    binds: list[tuple[str, str, str]]  # (destination, source, "ro" or "rw")
+    tmp_options: list[str]  # mount options of /tmp besides its size
+    nofile: int  # RLIMIT_NOFILE
+    resources: dict  # the cgroup's limits (applied only with a cgroup)
+    cgroup: str = ""
+
+    def document(self) -> dict:
+        """The spec as runsc reads it from `config.json`."""
+        return {
+            "ociVersion": "1.0.2",
+            "process": {
+                "terminal": False,
+                "user": {"uid": NOBODY, "gid": NOBODY},
+                "args": list(self.args),
+                "env": list(self.env),
+                "cwd": self.cwd,
+                "capabilities": {k: [] for k in
+                                 ("bounding", "effective", "inheritable", "permitted", "ambient")},
+                "rlimits": [{"type": "RLIMIT_NOFILE", "hard": self.nofile, "soft": self.nofile},
+                            {"type": "RLIMIT_CORE", "hard": 0, "soft": 0}],
+                "noNewPrivileges": True,
+            },
+            "root": {"path": self.root, "readonly": True},
+            "hostname": "sandbox",
+            "mounts": [
+                {"destination": "/proc", "type": "proc", "source": "proc"},
+                {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+                 "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+                {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+                 "options": list(self.tmp_options)},
+                *({"destination": dest, "type": "bind", "source": source,
+                   "options": ["rbind", mode, "nosuid", "nodev"]}
+                  for dest, source, mode in self.binds),
+            ],
+            "linux": {
+                "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
+                **({"resources": self.resources, "cgroupsPath": self.cgroup}
+                   if self.cgroup else {}),
+            },
+        }
+
+
 def spec(stage: Stage, rootfs: Path, python: str, limits: Limits, cgroup: str) -> dict:
-    """The OCI runtime spec for one grading sandbox."""
-    return {
-        "ociVersion": "1.0.2",
-        "process": {
-            "terminal": False,
-            "user": {"uid": 65534, "gid": 65534},
-            "args": [python, "-I", "-B", "/plimsoll/runner.py"],
-            "env": ["PATH=/usr/local/bin", "LANG=C.UTF-8", "HOME=/tmp",
-                    "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"],
-            "cwd": "/",
-            "capabilities": {k: [] for k in
-                             ("bounding", "effective", "inheritable", "permitted", "ambient")},
-            "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 256, "soft": 256},
-                        {"type": "RLIMIT_CORE", "hard": 0, "soft": 0}],
-            "noNewPrivileges": True,
-        },
-        "root": {"path": str(rootfs), "readonly": True},
-        "hostname": "sandbox",
-        "mounts": [
-            {"destination": "/proc", "type": "proc", "source": "proc"},
-            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
-             "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
-            {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
-             "options": ["nosuid", "nodev", "noexec", f"size={limits.tmpfs_bytes}"]},
-            {"destination": "/controller", "type": "bind", "source": str(stage.controller),
-             "options": ["rbind", "ro", "nosuid", "nodev"]},
-            {"destination": "/plimsoll", "type": "bind", "source": str(stage.runner),
-             "options": ["rbind", "ro", "nosuid", "nodev"]},
-        ],
-        "linux": {
-            "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
-            **({"resources": {"memory": {"limit": limits.memory_bytes},
-                              "pids": {"limit": limits.pids}},
-                "cgroupsPath": cgroup} if cgroup else {}),
-        },
-    }
+    """The OCI runtime spec for one grading sandbox: the runner and the controller read-only."""
+    return OciSpec(
+        args=[python, "-I", "-B", "/plimsoll/runner.py"],
+        env=["PATH=/usr/local/bin", "LANG=C.UTF-8", "HOME=/tmp", "OPENBLAS_NUM_THREADS=1",
+             "OMP_NUM_THREADS=1"],
+        cwd="/", root=str(rootfs),
+        binds=[("/controller", str(stage.controller), "ro"),
+               ("/plimsoll", str(stage.runner), "ro")],
+        tmp_options=["nosuid", "nodev", "noexec", f"size={limits.tmpfs_bytes}"], nofile=256,
+        resources={"memory": {"limit": limits.memory_bytes}, "pids": {"limit": limits.pids}},
+        cgroup=cgroup).document()
 
 
 def start(stage: Stage, limits: Limits) -> Session:

@@ -61,6 +61,20 @@ def test_each_commit_mode_fails_a_pr_whose_middle_commit_leaks(pr: dict, tmp_pat
         assert SEED not in text and KEY not in text.replace(f"::add-mask::{KEY}", "")
 
 
+def test_the_actions_sarif_passes_githubs_rules_and_sarifs_own(pr: dict, tmp_path: Path,
+                                                                sarif_rules) -> None:
+    res = run_action(pr["repo"], tmp_path, local_inputs(mode="each-commit"),
+                     pr_event(pr["base"], pr["tip"]))
+    assert res["code"] == 1, res["log"]
+    sarif = Path(res["outputs"]["sarif"])
+    results = json.loads(sarif.read_text())["runs"][0]["results"]
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
+    assert uris == {"viewer/replay.html", "drone%3Aviewer/replay.html"}
+    assert any("drone:viewer/replay.html" in r["message"]["text"] for r in results)
+    assert "%3A" not in json.dumps([r["message"] for r in results])
+    assert sarif_rules(sarif) == []
+
+
 def test_tip_mode_passes_the_same_pr_because_the_tip_is_clean(pr: dict, tmp_path: Path) -> None:
     res = run_action(pr["repo"], tmp_path, local_inputs(mode="tip"),
                      pr_event(pr["base"], pr["tip"]))

@@ -24,7 +24,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((REPO / "examples" / "workflows").glob("*.yml"))
 ACTIONS = sorted((REPO / "actions").glob("*/action.yml"))
-ACTION_REF = "plimsoll-ci/plimsoll-ci@v0.1.0"  # how the examples name this repository's actions
+# How the examples name this repository's actions: pinned to a commit until a release is tagged.
+ACTION_REF = "@".join(re.search(r"uses: (plimsoll-ci/plimsoll-ci)/actions/[\w-]+@([\w.-]+)",
+                                (REPO / "examples" / "workflows" / "grade.yml").read_text()).groups())
 
 
 def _check(schema: str, path: Path) -> subprocess.CompletedProcess[str]:

@@ -222,7 +222,7 @@ def test_a_name_that_is_not_utf8_is_reported_on_a_strict_stdout_and_to_a_file(le
     assert p.returncode == 1 and "Traceback" not in p.stderr
     p = run(leak, "scan", "--set", "withheld.json", "odd", "-o", "r.txt", cwd=harness, env=env)
     assert p.returncode == 1 and "Traceback" not in p.stderr
-    assert b"\xff.txt" in (harness / "r.txt").read_bytes()
+    assert b"\\xff.txt" in (harness / "r.txt").read_bytes()  # shown escaped, as on stdout
 
 
 
@@ -256,7 +256,7 @@ def test_output_onto_a_folder_exits_2_naming_it_and_leaves_no_temp_file(leak, ha
 
 def test_scan_without_a_set_exits_2_saying_which_option_to_give(leak, harness):
     p = run(leak, "scan", "task", cwd=harness)
-    assert p.returncode == 2 and "--set withheld.json" in p.stderr
+    assert p.returncode == 2 and "--withheld withheld.json" in p.stderr
 
 
 def test_an_empty_values_file_is_a_warning_not_a_silent_empty_set(leak, harness):
@@ -292,3 +292,167 @@ def test_name_and_content_findings_print_their_paths_one_way(leak, harness, give
     lead = "viewer/../" if "viewer" in given else ""
     assert paths == [f"{lead}run [withheld]/", f"{lead}run [withheld]/hex.txt",
                      f"{lead}viewer/replay.html"]
+
+
+# --------------------------------------------------------------------------- set files
+
+
+def test_entry_ids_never_carry_an_absolute_path(leak, harness, tmp_path_factory):
+    private = tmp_path_factory.mktemp("home-me-secret")
+    (private / "seeds.txt").write_text(f"101\n{SEED}\n")
+    (private / "truth.csv").write_text("a,b\n1,2\n")
+    (harness / "sub").mkdir()
+    (harness / "sub" / "more.txt").write_text("202\n")
+    p = run(leak, "withheld", "build", "--values", str(private / "seeds.txt"), "--values",
+            str(harness / "sub" / "more.txt"), "--file", str(private / "truth.csv"),
+            cwd=harness)
+    assert p.returncode == 0, p.stderr
+    ids = [e["id"] for e in json.loads(p.stdout)["entries"]]
+    assert ids == ["seeds.txt:1", "seeds.txt:2", "sub/more.txt:1", "truth.csv"]
+    assert str(private) not in p.stdout + p.stderr and str(harness) not in p.stdout + p.stderr
+
+
+def test_id_prefix_names_the_entries_of_each_values_file(leak, harness, tmp_path_factory):
+    private = tmp_path_factory.mktemp("private")
+    (private / "held-out.txt").write_text(f"{SEED}\n")
+    p = run(leak, "withheld", "build", "--values", "seeds.txt", "--id-prefix", "practice",
+            "--values", str(private / "held-out.txt"), "--id-prefix", "held-out", cwd=harness)
+    assert p.returncode == 0, p.stderr
+    ids = [e["id"] for e in json.loads(p.stdout)["entries"]]
+    assert ids == ["practice:1", "practice:2", "practice:4", "practice:5", "held-out:1"]
+    p = run(leak, "withheld", "build", "--values", "seeds.txt", "--values", "seeds.txt",
+            "--id-prefix", "one", cwd=harness)
+    assert p.returncode == 2 and "--id-prefix" in p.stderr and "once per --values" in p.stderr
+
+
+def test_two_values_files_with_one_name_ask_for_an_id_prefix(leak, harness, tmp_path_factory):
+    a, b = tmp_path_factory.mktemp("a"), tmp_path_factory.mktemp("b")
+    for folder in (a, b):
+        (folder / "seeds.txt").write_text("101\n")
+    p = run(leak, "withheld", "build", "--values", str(a / "seeds.txt"), "--values",
+            str(b / "seeds.txt"), cwd=harness)
+    assert p.returncode == 2 and "duplicate entry ids: seeds.txt:1" in p.stderr
+    assert "--id-prefix" in p.stderr
+
+
+def test_duplicate_ids_are_found_among_many_entries(leak, harness):
+    (harness / "many.txt").write_text("".join(f"{1_000_000_000 + i}\n" for i in range(20_000)))
+    p = run(leak, "withheld", "build", "--values", "many.txt", "--file", "many.txt",
+            "--file", "many.txt", cwd=harness)
+    assert p.returncode == 2 and "duplicate entry ids: many.txt" in p.stderr
+
+
+def _keyed(leak, harness, command="withheld"):
+    p = run(leak, command, "build", "--values", "seeds.txt", "--key-env", "PLIMSOLL_KEY",
+            "-o", "keyed.json", cwd=harness, env={"PLIMSOLL_KEY": KEY})
+    assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("command", ["withheld", "sealed"])
+def test_info_lists_a_keyed_set_without_its_key(leak, harness, command):
+    _keyed(leak, harness, command)
+    p = run(leak, command, "info", "keyed.json", cwd=harness)
+    assert p.returncode == 0, p.stderr
+    assert "hmac-sha256" in p.stdout and "seeds.txt:2  value number" in p.stdout
+    p = run(leak, command, "info", "keyed.json", "--key-env", "K", cwd=harness,
+            env={"K": "another key"})
+    assert p.returncode == 2 and "wrong key" in p.stderr
+
+
+@pytest.mark.parametrize("command", ["withheld", "sealed"])
+def test_info_prints_json(leak, harness, command):
+    _keyed(leak, harness, command)
+    p = run(leak, command, "info", "keyed.json", "--format", "json", cwd=harness)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["path"] == "keyed.json" and doc["scheme"] == "hmac-sha256"
+    assert doc["format"] == ("plimsoll-withheld/1" if command == "withheld"
+                             else "plimsoll-sealed/1")
+    assert doc["key_id"] and doc["mode"] == "refuse" and doc["counts"] == {"value": 4}
+    assert doc["entries"][1] == {"id": "seeds.txt:2", "kind": "value", "type": "number"}
+
+
+DEEP = '{"format": "plimsoll-withheld/1", "entries": ' + "[" * 100_000 + "]" * 100_000 + "}"
+
+
+@pytest.mark.parametrize("how", ["scan --withheld", "scan --set", "withheld info",
+                                 "sealed info", "plimsoll-withheld scan", "tripwire"])
+def test_a_set_nested_100000_deep_exits_2_naming_it(leak, harness, how):
+    (harness / "deep.json").write_text(DEEP)
+    args = {"scan --withheld": ["scan", "--withheld", "deep.json", "task"],
+            "scan --set": ["scan", "--set", "deep.json", "task"],
+            "withheld info": ["withheld", "info", "deep.json"],
+            "sealed info": ["sealed", "info", "deep.json"],
+            "plimsoll-withheld scan": ["scan", "-set", "deep.json", "task"],
+            "tripwire": ["tripwire", "--sealed", "deep.json", "--requests", "task"]}[how]
+    p = run(leak, *args, cwd=harness, front=how.startswith("plimsoll-withheld"))
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and "deep.json" in p.stderr and "nested" in p.stderr
+
+
+def test_a_key_given_for_an_unkeyed_set_is_said(leak, harness):
+    build(leak, harness)
+    p = run(leak, "scan", "--withheld", "withheld.json", "--key-env", "K", "task", cwd=harness,
+            env={"K": KEY})
+    assert p.returncode == 1
+    assert "withheld.json is not keyed" in p.stderr and "key given is not used" in p.stderr
+    assert KEY not in p.stderr
+
+
+def test_a_set_with_no_entries_is_a_warning_in_a_scan(leak, harness):
+    (harness / "empty.json").write_text(json.dumps(
+        {"format": "plimsoll-withheld/1", "scheme": "sha256", "key_id": None,
+         "mode": "refuse", "entries": []}))
+    p = run(leak, "scan", "--withheld", "empty.json", "task", cwd=harness)
+    assert p.returncode == 0
+    assert "empty.json has no entries" in p.stderr and "withholds nothing" in p.stderr
+
+
+@pytest.mark.parametrize("target", ["/proc/version", "/proc/self/nope.txt"])
+def test_output_into_a_special_file_system_exits_2_saying_why(leak, harness, target):
+    build(leak, harness)
+    p = run(leak, "scan", "--withheld", "withheld.json", "task", "-o", target, cwd=harness)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert f"output {target}: " in p.stderr and "No such file or directory" not in p.stderr
+    assert "cannot create a file in /proc" in p.stderr
+
+
+def test_output_onto_a_pipe_or_device_writes_into_it_and_never_replaces_it(leak, harness):
+    import stat
+
+    build(leak, harness)
+    fifo = harness / "report.fifo"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, so the writer's open returns
+    try:
+        p = run(leak, "scan", "--withheld", "withheld.json", "task", "-o", str(fifo),
+                cwd=harness)
+        try:
+            got = os.read(fd, 1 << 16).decode()
+        except BlockingIOError:
+            got = ""
+    finally:
+        os.close(fd)
+    assert p.returncode == 1, p.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the pipe, not a file renamed over it
+    assert "seeds.txt:2" in got
+    assert not [x for x in os.listdir(harness) if x.startswith(".report.fifo.")]
+
+
+def test_many_guessable_values_are_warned_about_in_a_few_lines(leak, harness):
+    (harness / "many.txt").write_text("".join(f"{1_000_000_000 + i}\n" for i in range(20)))
+    p = run(leak, "withheld", "build", "--values", "many.txt", cwd=harness)
+    assert p.returncode == 0
+    lines = [ln for ln in p.stderr.splitlines() if "guessable entropy" in ln]
+    assert len(lines) == 6 and "many.txt:5: about 33 bits" in lines[4]
+    assert "and 15 more values under 64 bits of guessable entropy" in lines[5]
+
+
+def test_the_seed_lint_of_many_values_is_said_in_a_few_lines(leak, harness):
+    (harness / "hunt.txt").write_text("".join(f"{1_000_000_000 + 7919 * i}\n" for i in range(40)))
+    p = run(leak, "withheld", "build", "--values", "hunt.txt", "--key-env", "K", cwd=harness,
+            env={"K": KEY})
+    assert p.returncode == 0, p.stderr
+    hunt = [ln for ln in p.stderr.splitlines() if ": hunt: " in ln or "the hunt rule" in ln]
+    assert len(hunt) == 6, p.stderr
+    assert "and 35 more values break the hunt rule" in hunt[-1]

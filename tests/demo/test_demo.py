@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
+import sim
+
 REPO = Path(__file__).resolve().parents[2]
-SEEDS = (REPO / "examples" / "argon" / "seeds.txt").read_text().split()
+EXAMPLE = REPO / "examples" / "argon"
+SEEDS = [str(s) for s in sim.PRACTICE_SEEDS]  # what the example's withheld set holds, keyed
 
 
 def _demo(*args: str) -> subprocess.CompletedProcess[str]:
@@ -49,6 +52,31 @@ def test_demo_grades_in_the_strongest_sandbox_and_says_which() -> None:
         assert seed not in out + proc.stderr
 
 
+def test_the_example_is_set_up_as_the_docs_recommend() -> None:
+    """Its set is keyed (the guard takes it) and is the practice seeds' under the published
+    example key; no values file is in it."""
+    from plimsoll_ci import withheld
+    from plimsoll_ci.commands.demo import EXAMPLE_KEY
+
+    wset = withheld.load(EXAMPLE / "withheld.json", key=EXAMPLE_KEY.encode())
+    assert wset.keyed
+    doc, _ = withheld.build_set([(f"seeds.txt:{i}", s) for i, s in enumerate(SEEDS, 1)],
+                                key=EXAMPLE_KEY.encode())
+    assert (EXAMPLE / "withheld.json").read_text() == withheld.dumps(doc)
+    assert "key: {env: PLIMSOLL_WITHHELD_KEY}" in (EXAMPLE / "plimsoll.yaml").read_text()
+    for path in EXAMPLE.rglob("*"):
+        if path.is_file() and path.name != "README.md":
+            text = path.read_text()
+            assert sum(s in text for s in SEEDS) <= 1, path  # the planted link, nothing more
+
+
+def test_the_demo_uses_the_key_in_the_environment_when_one_is_set() -> None:
+    env = {**os.environ, "PLIMSOLL_WITHHELD_KEY": "some-other-key"}
+    proc = subprocess.run([sys.executable, "-m", "plimsoll_ci", "demo", "--no-grade"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300, check=False, env=env)
+    assert proc.returncode == 2 and "wrong key" in proc.stderr
+
+
 def test_demo_refuses_a_folder_without_a_config() -> None:
     proc = _demo("--example", str(REPO / "docs"))
     assert proc.returncode == 2
@@ -63,6 +91,6 @@ def test_demo_falls_back_to_the_best_sandbox_left_and_says_why() -> None:
                           env=env)
     assert proc.returncode == 0, proc.stderr
     assert "(not using gvisor: /nonexistent/runsc --version does not run)" in proc.stdout
-    assert "(not using docker: dockerd does not answer" in proc.stdout
+    assert "(not using docker: no docker socket at /nonexistent/docker.sock" in proc.stdout
     assert "sandbox: process (configured tier process)" in proc.stdout
     assert "cheater  on practice: landed 16/16 tier process" in proc.stdout

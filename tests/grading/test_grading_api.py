@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-import sim
 from plimsoll_ci.attest import bundle, canonical, keys, record
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import fresh, seeds
@@ -50,12 +49,23 @@ def test_grade_and_sign_returns_a_typed_result_whose_record_verifies(tmp_path, q
     assert line["result"] == json.loads(json.dumps(result.document()))
 
 
-def test_a_record_names_the_practice_set_by_its_documented_digest(quick):
-    result = grade(GradeRequest(quick, "easy", seeds.given("5000000001"), "process"))
+def test_a_record_names_the_practice_set_by_its_documented_digest_when_practice_seeds_flew(
+        quick):
+    practice = (5000000001, 5000000002)
+    result = grade(GradeRequest(quick, "easy", seeds.given("5000000001,5000000003"), "process",
+                                practice=practice))
     _doc, predicate = run_record(result)
-    assert predicate["inputs"]["practiceSet"] == {
-        "sha256": record.practice_set_digest(sim.PRACTICE_SEEDS)}
+    assert predicate["inputs"]["practiceSet"] == {"sha256": record.practice_set_digest(practice)}
     assert predicate["inputs"]["freshSet"] is None
+
+
+@pytest.mark.parametrize("flown", ["explicit", "fresh"])
+def test_a_record_names_no_practice_set_when_no_practice_seed_flew(quick, flown):
+    request = GradeRequest(quick, "easy", seeds.given("5000000001"), "process") \
+        if flown == "explicit" else GradeRequest(quick, "easy", (), "process", fresh=fresh.draw(1))
+    _doc, predicate = run_record(grade(request))
+    assert predicate["inputs"]["practiceSet"] is None
+    assert (predicate["inputs"]["freshSet"] is None) == (flown == "explicit")
 
 
 def test_many_results_are_signed_in_one_sealed_append(tmp_path, quick):

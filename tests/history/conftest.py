@@ -42,7 +42,7 @@ def argon(tmp_path: Path) -> dict:
     fix = repo.commit("viewer: example link no longer names a real seed", 46)
     wset = make_set(tmp_path)
     return {"repo": repo, "set": wset, "base": base, "first": first, "middle": [c2, c3, c4],
-            "fix": fix, "tmp": tmp_path}
+            "fix": fix, "tmp": tmp_path, "leak": LEAK}
 
 
 @pytest.fixture

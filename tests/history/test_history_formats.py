@@ -42,6 +42,23 @@ def test_sarif_report_is_valid_and_points_at_the_first_leak(argon: dict) -> None
     jsonschema.validate(doc, schema)
 
 
+def test_sarif_report_passes_githubs_rules_and_sarifs_own(argon: dict, tmp_path: Path,
+                                                          sarif_rules) -> None:
+    repo = argon["repo"]
+    repo.write(f"viewer/seed-{argon['leak']}/notes.txt", "a folder whose name is a seed\n")
+    repo.commit("viewer: a folder named by a seed", 50)
+    proc = run_cli("history", "--set", str(argon["set"]), "--format", "sarif", "--no-progress",
+                   cwd=repo.path)
+    assert proc.returncode == 1, proc.stderr
+    path = tmp_path / "history.sarif"
+    path.write_text(proc.stdout)
+    run = json.loads(proc.stdout)["runs"][0]
+    for rule in run["tool"]["driver"]["rules"]:
+        assert rule["fullDescription"]["text"] and rule["help"]["text"], rule
+    assert {r["properties"]["where"] for r in run["results"]} == {"content", "name"}
+    assert sarif_rules(path) == []
+
+
 def test_markdown_report_is_a_table_with_the_window(argon: dict) -> None:
     proc = run_cli("history", "--set", str(argon["set"]), "--format", "markdown", "--no-progress",
                    cwd=argon["repo"].path)

@@ -220,3 +220,76 @@ def test_the_remembered_config_is_the_config(harness: Path) -> None:
     staged = hook.staged_config(harness, harness / "plimsoll.yaml")  # parsed, then remembered
     assert hook.staged_config(harness, harness / "plimsoll.yaml") == staged
     assert list((harness / ".git/plimsoll").glob("config-*.json"))
+
+
+def test_a_withheld_set_with_no_entries_is_bad_input_in_the_hook(harness: Path) -> None:
+    from plimsoll_ci import withheld
+
+    doc, _ = withheld.build_set(values=[], key=KEY.encode())
+    (harness / "withheld.json").write_text(withheld.dumps(doc))
+    git(harness, "add", "-A")
+    r = run_cli(harness, "hook", "ship-scan")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "withheld.json has no entries" in r.stderr and "withholds nothing" in r.stderr
+
+
+def test_a_key_given_for_an_unkeyed_set_is_said_by_the_hook(harness: Path) -> None:
+    from plimsoll_ci import withheld
+
+    doc, _ = withheld.build_set(values=[("seeds.txt:2", SEED)])
+    (harness / "withheld.json").write_text(withheld.dumps(doc))
+    git(harness, "add", "-A")
+    r = run_cli(harness, "hook", "ship-scan")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "is not keyed" in r.stdout + r.stderr and "key given is not used" in r.stdout + r.stderr
+    assert KEY not in r.stdout + r.stderr
+
+
+def test_the_commit_refusal_says_nothing_left_the_machine(harness: Path) -> None:
+    leak(harness)
+    git(harness, "add", "viewer/replay.html")
+    r = run_cli(harness, "hook", "ship-scan", "viewer/replay.html")
+    assert r.returncode == 1
+    assert "nothing was committed and nothing left this machine" in r.stdout
+    assert "rotate" not in r.stdout and "git history" not in r.stdout
+
+
+def test_the_push_refusal_says_nothing_was_pushed_and_how_to_rewrite(harness: Path) -> None:
+    base = git(harness, "rev-parse", "HEAD")
+    leak(harness)
+    git(harness, "add", "-A")
+    tip = commit(harness, "viewer example link")
+    r = run_cli(harness, "hook", "ship-scan",
+                env=hook_env(PRE_COMMIT_FROM_REF=base, PRE_COMMIT_TO_REF=tip))
+    assert r.returncode == 1
+    assert "nothing was pushed" in r.stdout and "git rebase -i" in r.stdout
+    assert r.stdout.count("nothing was pushed") == 1  # said once, after every commit's findings
+
+
+def test_each_stage_says_what_the_docs_say_it_says() -> None:
+    from plimsoll_ci import report
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "when-it-fires.md").read_text()
+    flat = " ".join(doc.split())
+    for stage, text in report.STAGE_ADVICE.items():
+        assert " ".join(text.split()) in flat, stage
+
+
+def test_the_guard_counts_lines_that_are_values_not_lines_that_contain_one(harness: Path) -> None:
+    (harness / "viewer/one.html").write_text(f'<a href="seed-{SEED}.json">replay</a>\n')
+    (harness / "viewer/list.txt").write_text(f"{SEED}\n{PRACTICE[0]}\n")
+    (harness / "viewer/mixed.txt").write_text(f"see {SEED}\nsee {PRACTICE[0]}\n")
+    git(harness, "add", "-A")
+    r = run_cli(harness, "hook", "withheld-guard", "viewer/one.html", "viewer/list.txt",
+                "viewer/mixed.txt")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "viewer/list.txt: 2 of its 2 lines are values" in r.stdout
+    assert "one.html" not in r.stdout and "mixed.txt" not in r.stdout
+
+
+def test_the_guard_survives_a_staged_file_nested_100000_deep(harness: Path) -> None:
+    deep = '{"format": "plimsoll-withheld/1", "entries": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    (harness / "viewer/deep.json").write_text(deep)
+    git(harness, "add", "-A")
+    r = run_cli(harness, "hook", "withheld-guard", "viewer/deep.json")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr

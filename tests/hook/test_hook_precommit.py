@@ -218,3 +218,62 @@ def test_a_first_push_with_the_root_commit_scans_every_new_commit(installed) -> 
     r = subprocess.run(["git", "-C", str(repo), "push", "empty", "main"], capture_output=True,
                        text=True, env=env)
     assert r.returncode != 0 and middle[:12] in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def _copy_example(tmp_path: Path) -> Path:
+    """A copy of examples/argon as a maintainer would start from it: its own repository, its
+    `.pre-commit-config.yaml` pointed at this checkout (the published repository otherwise)."""
+    import re
+
+    repo = tmp_path / "argon"
+    shutil.copytree(CHECKOUT / "examples" / "argon", repo)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "maintainer@example.org")
+    git(repo, "config", "user.name", "Maintainer")
+    git(repo, "config", "commit.gpgsign", "false")
+    cfg = (repo / ".pre-commit-config.yaml").read_text()
+    cfg = re.sub(r"repo: \S+", f"repo: {CHECKOUT}", cfg)
+    cfg = re.sub(r"rev: \S+", f"rev: {checkout_head()}", cfg)
+    (repo / ".pre-commit-config.yaml").write_text(cfg)
+    git(repo, "add", "-A")
+    commit(repo, "harness from the example")
+    return repo
+
+
+def test_the_bundled_example_passes_every_hook_it_recommends_but_its_planted_leak(
+        tmp_path: Path, pc_home: Path) -> None:
+    from plimsoll_ci.commands.demo import EXAMPLE_KEY
+
+    repo = _copy_example(tmp_path)
+    hooks = (repo / ".pre-commit-config.yaml").read_text()
+    assert "id: plimsoll-ship-scan" in hooks and "id: plimsoll-withheld-guard" in hooks
+    env = {**_env(pc_home), "PLIMSOLL_WITHHELD_KEY": EXAMPLE_KEY}
+    r = pre_commit(repo, "run", "--all-files", env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "plimsoll withheld guard (no guessable set, no raw values)" in out
+    guard = next(ln for ln in out.splitlines() if ln.startswith("plimsoll withheld guard"))
+    assert guard.endswith("Passed"), out
+    # the only finding is the one the example plants: the viewer's example link
+    findings = sorted(ln for ln in out.splitlines() if ": withheld " in ln)
+    assert findings == ["drone:viewer/replay.html:7:36: withheld value seeds.txt:2",
+                        "task/viewer/replay.html:7:36: withheld value seeds.txt:2"], out
+    viewer = repo / "task" / "viewer" / "replay.html"
+    viewer.write_text(viewer.read_text().replace(f"seed-{SEED}.json", "seed-EXAMPLE.json"))
+    git(repo, "add", "-A")
+    r = pre_commit(repo, "run", "--all-files", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("Passed") == 2, r.stdout
+
+
+def test_the_guard_says_a_missing_key_once_under_run_all_files(installed) -> None:
+    repo, env = installed
+    env = {k: v for k, v in env.items() if k != "PLIMSOLL_WITHHELD_KEY"}
+    for i in range(40):  # enough files for pre-commit to split a parallel hook's file list
+        (repo / "tasks" / f"note{i}.md").write_text(f"note {i}\n")
+    git(repo, "add", "-A")
+    commit(repo, "notes")
+    r = pre_commit(repo, "run", "plimsoll-withheld-guard", "--all-files", env=env)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "exit code: 2" in out, out
+    assert out.count("PLIMSOLL_WITHHELD_KEY is not set") == 1, out

@@ -145,3 +145,95 @@ def test_cpu_meters_count_a_busy_child_and_its_own_children():
     finally:
         if group is not None:
             group.remove()
+
+
+_IMPORTER = r'''
+import resource, sys
+from pathlib import Path
+from plimsoll_ci.sandbox import rootfs
+tar = Path(sys.argv[1])
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+tag = rootfs.docker_import(rootfs.Rootfs(tar.parent, tar, "f" * 64, "/usr/local/bin/python3"))
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(tag, (after - before) // 1024)
+'''
+
+
+def test_the_rootfs_tarball_is_streamed_to_docker_import_not_read_whole(tmp_path):
+    """`docker import` of a 256 MiB tarball through the real docker client, against a small
+    server on a unix socket that speaks the three calls it makes: the client's memory grows by
+    far less than the tarball."""
+    import json
+    import os
+    import socketserver
+    import subprocess
+    import sys
+    import threading
+    from http.server import BaseHTTPRequestHandler
+
+    size = 256 << 20
+    tar = tmp_path / "rootfs.tar"
+    with open(tar, "wb") as fh:
+        fh.truncate(size)  # sparse: costs no disk, reads as zeros
+    received = []
+    imported = []
+
+    class Docker(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def address_string(self) -> str:
+            return "docker"
+
+        def log_message(self, *args) -> None:
+            pass
+
+        def _reply(self, code: int, doc: dict) -> None:
+            body = json.dumps(doc).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            if self.path.endswith("/version"):
+                self._reply(200, {"ApiVersion": "1.41", "Version": "24.0.0"})
+            elif imported:
+                self._reply(200, {"Id": "sha256:" + "0" * 64})
+            else:
+                self._reply(404, {"message": "No such image"})
+
+        def do_POST(self) -> None:
+            n = 0
+            if self.headers.get("Transfer-Encoding") == "chunked":
+                while (line := self.rfile.readline()) and (k := int(line.strip() or b"0", 16)):
+                    n += len(self.rfile.read(k))
+                    self.rfile.readline()
+                self.rfile.readline()
+            else:
+                left = int(self.headers.get("Content-Length", 0))
+                while left:
+                    got = self.rfile.read(min(left, 1 << 20))
+                    n, left = n + len(got), left - len(got)
+            received.append(n)
+            imported.append(self.path)
+            self._reply(200, {"status": "sha256:" + "0" * 64})
+
+    class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+        daemon_threads = True
+
+    sock = tmp_path / "docker.sock"
+    server = Server(str(sock), Docker)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        proc = subprocess.run([sys.executable, "-c", _IMPORTER, str(tar)], capture_output=True,
+                              text=True, timeout=300,
+                              env={**os.environ, "DOCKER_HOST": f"unix://{sock}"})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    tag, grew_mib = proc.stdout.split()
+    assert tag == "plimsoll-python:" + "f" * 16
+    assert received == [size] and "/images/create" in imported[0]
+    assert int(grew_mib) < 64, f"the import grew the client by {grew_mib} MiB"

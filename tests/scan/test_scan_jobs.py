@@ -142,7 +142,7 @@ def test_scan_json_output_is_byte_for_byte_the_same_for_jobs_1_and_2(tmp_path, l
     (tmp_path / "withheld.json").write_text(dumps(doc))
     outs = []
     for jobs in ("1", "2"):
-        p = _cli("scan", "--set", "withheld.json", "--format", "json", "--jobs", jobs,
+        p = _cli("scan", "--withheld", "withheld.json", "--format", "json", "--jobs", jobs,
                  "--max-file-bytes", "50000", "tree", cwd=tmp_path)
         leak.text(p.stdout, "stdout")
         leak.text(p.stderr, "stderr")
@@ -159,6 +159,6 @@ def test_a_bad_jobs_value_is_exit_2_naming_it(tmp_path, value, says) -> None:
     doc, _ = build_set(values=[("seeds.txt:1", SEED)])
     (tmp_path / "withheld.json").write_text(dumps(doc))
     (tmp_path / "a.txt").write_text("fine\n")
-    p = _cli("scan", "--set", "withheld.json", "--jobs", value, "a.txt", cwd=tmp_path)
+    p = _cli("scan", "--withheld", "withheld.json", "--jobs", value, "a.txt", cwd=tmp_path)
     assert p.returncode == 2 and says in p.stderr.decode(), p.stderr
     assert p.stdout == b""

@@ -39,7 +39,12 @@ def _report(text: str) -> list[str]:
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("::")
              and not ln.startswith("plimsoll ship scan (")]
     end = next(i for i, ln in enumerate(lines) if SUMMARY.match(ln))
-    return lines[: end + 2]  # the findings, the notes, the summary and the advice after it
+    # What to do next is each stage's own (a refused commit left nothing on a remote; a pushed
+    # one may have): it must be one of the stages' words, and is not compared between roads.
+    from plimsoll_ci.report import STAGE_ADVICE
+
+    assert all(ln in STAGE_ADVICE.values() for ln in lines[end + 1: end + 2]), lines[end + 1:]
+    return lines[: end + 1]  # the findings, the notes and the summary
 
 
 def _levels(sarif: dict) -> frozenset[str]:

@@ -154,8 +154,8 @@ def test_withheld_build_runs_the_same_lint_over_its_values_and_warns(tmp_path):
     r = cli("withheld", "build", "--values", str(values), "-o", str(tmp_path / "w.json"))
     assert r.returncode == 0, r.stderr
     warned = [x for x in r.stderr.splitlines() if "seed lint:" in x]
-    assert any(f"{values}:1: guessable" in x for x in warned)
-    assert any(f"{values}:1-4: run" in x for x in warned)
+    assert any(f"{values.name}:1: guessable" in x for x in warned)  # ids name the base name
+    assert any(f"{values.name}:1-4: run" in x for x in warned)
     assert not any("too-small" in x for x in warned)  # a withheld set has no size to keep
     clean = write(tmp_path / "drawn.txt", fresh.draw(3).seeds)
     r = cli("withheld", "build", "--values", str(clean), "-o", str(tmp_path / "k.json"))

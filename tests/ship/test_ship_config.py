@@ -124,7 +124,30 @@ GLOBS = [
     ("seed-[0-9].json", "seed-x.json", False),
     ("seed-[!0-9].json", "seed-x.json", True),
     ("a*b", "a/b", False),
+    # git's own wildmatch cases (t/t3070-wildmatch.sh) that a hand-made translator got wrong
+    ("[]]x", "]x", True),  # a `]` first in a bracket is a member, not its end
+    ("a[/]b", "a/b", False),  # a bracket never matches a slash
+    ("[!]]x", "ax", True),
+    ("[!]]x", "]x", False),
+    ("a[]-]b", "a-b", True),
+    ("**/foo", "foo", True),
+    ("**/foo", "x/y/foo", True),
+    ("foo/**", "foo/a/b", True),
+    ("a/**/b", "a/xb", False),
+    ("\\*x", "*x", True),
+    ("\\*x", "ax", False),
+    ("*", "a/b", True),  # no slash: matches the folder `a`, so all below it
+    ("a?c", "a/c", False),
+    ("[a-c]x", "bx", True),
+    ("[a-c]x", "dx", False),
 ]
+
+
+@pytest.mark.parametrize("pattern", ["[]]x", "a[/]b", "[!]]x", "[", "a["])
+def test_a_valid_gitignore_glob_is_accepted_in_the_config(tmp_path: Path, pattern: str) -> None:
+    text = f"withheld: w.json\nship:\n  v:\n    include: [{pattern!r}]\n"
+    cfg = ship.parse_config(text.replace("'", '"'), "plimsoll.yaml", tmp_path)
+    assert cfg.ship["v"].include == (pattern,)
 
 
 @pytest.mark.parametrize("pattern, path, ships", GLOBS)

@@ -244,3 +244,21 @@ def test_a_root_set_ships_paths_below_its_root(repo: Path) -> None:
         # Inside the sandbox the file is `index.html`: the folder above the root does not ship.
         assert [(f.path, f.source) for f in files] == [
             ("index.html", "site/seed-3107713414/index.html")]
+
+
+def test_ship_list_prints_one_line_per_file_whatever_its_name(repo: Path) -> None:
+    import base64
+    import json
+
+    odd = b"viewer/a\tb\nforged\x1b[2J\xff.html"
+    with open(os.path.join(os.fsencode(repo), odd), "wb") as fh:
+        fh.write(b"x\n")
+    cmd = [sys.executable, "-m", "plimsoll_ci", "ship", "list", "--set", "viewer"]
+    text = subprocess.run(cmd, cwd=repo, capture_output=True, check=True).stdout.decode()
+    lines = text.splitlines()
+    assert len(lines) == 2 and all(ln.count("\t") == 2 for ln in lines), lines
+    assert "viewer\tviewer/a\\x09b\\x0aforged\\x1b[2J\\xff.html\t" in text
+    doc = json.loads(subprocess.run([*cmd, "--format", "json"], cwd=repo, capture_output=True,
+                                    check=True).stdout)
+    [entry] = [f for f in doc["files"] if "path_bytes" in f]
+    assert base64.b64decode(entry["path_bytes"]) == odd

@@ -42,3 +42,19 @@ def test_tripwire_sarif_names_sealed_rules_and_validates(tmp_path: Path) -> None
     import jsonschema
 
     jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
+
+
+def test_tripwire_sarif_passes_githubs_rules_and_sarifs_own(tmp_path: Path, sarif_rules) -> None:
+    (tmp_path / "sealed.txt").write_text("31.5\nDrone Answer Key\n")
+    assert _cli("sealed", "build", "--values", "sealed.txt", "-o", "sealed.json",
+                cwd=tmp_path).returncode == 0
+    req = tmp_path / "requests"
+    (req / "drone answer key").mkdir(parents=True)
+    (req / "0001.txt").write_text("reference step time t=31.50s\n")
+    (req / "drone answer key" / "0002.txt").write_text("nothing here\n")
+    proc = _cli("tripwire", "--sealed", "sealed.json", "--requests", "requests",
+                "--format", "sarif", "-o", "tripwire.sarif", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads((tmp_path / "tripwire.sarif").read_text())
+    assert {r["properties"]["where"] for r in doc["runs"][0]["results"]} == {"content", "name"}
+    assert sarif_rules(tmp_path / "tripwire.sarif") == []

@@ -1,0 +1,52 @@
+"""How a report shows a name (a shipped path, a decode chain, an entry id, a note, an author).
+
+A name is whatever bytes a repository or a folder holds: a newline in it would forge a line of a
+text report, an ANSI escape would drive the reader's terminal, a `|` would break a Markdown table,
+and a byte that is not UTF-8 reaches JSON as a lone surrogate. `shown` escapes every control
+character and undecodable byte (`\\x1b`, `\\xff`), so a report line is one line and prints as
+it reads; JSON keeps the exact name recoverable beside it (`path_fields`).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+
+# C0 and C1 controls, DEL, line and paragraph separators, bidirectional overrides and isolates
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text: str) -> str:
+    """`text` safe to print: non-UTF-8 bytes (kept as surrogates) and control characters become
+    `\\xNN` (or `\\uNNNN`) escapes, so no name can move the cursor, forge a line of a report, or
+    recolour a terminal. Idempotent: what it returns has nothing left to escape.
+    """
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no byte decoded to
+        data = text.encode("utf-8", "backslashreplace")
+    return _CONTROL.sub(_escape, data.decode("utf-8", "backslashreplace"))
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def path_fields(path: str) -> dict[str, str]:
+    """A JSON report's fields for a path: `path` as shown, and `path_bytes` (the exact name's
+    bytes, base64) when the shown path is not the name itself."""
+    readable = shown(path)
+    if readable == path:
+        return {"path": path}
+    raw = path.encode("utf-8", "surrogateescape") if _encodable(path) else \
+        path.encode("utf-8", "backslashreplace")
+    return {"path": readable, "path_bytes": base64.b64encode(raw).decode("ascii")}
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return True
