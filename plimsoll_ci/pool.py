@@ -102,6 +102,11 @@ class InOrder:
         self.ahead = ahead
         self._queue: deque[tuple[Any, Any, Callable[[Any], None]]] = deque()
 
+    @property
+    def idle(self) -> bool:
+        """No pool and nothing waiting: what is given now is taken now."""
+        return self.pool is None and not self._queue
+
     def put(self, fn: Callable[..., T], args: tuple, take: Callable[[T], None],
             here: bool = False) -> None:
         """Run `fn(*args)` (in the pool or here) and `take` its result in turn."""

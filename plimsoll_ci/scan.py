@@ -322,7 +322,11 @@ class ShipScan:
         key = content_key(item) if (self.cache is not None or item.blob) else ""
         if key:
             cached = self.cache.get(key) if self.cache is not None else None
-            if cached is not None:  # (taken after any batch still being judged)
+            if cached is not None and self._work.idle:
+                self._place(label, cached)
+                self._flush_if_full()
+                return
+            if cached is not None:  # taken after the batches still being judged
                 self._work.put(lambda v: v, (cached,), functools.partial(self._place, label),
                                here=True)
                 self._flush_if_full()
