@@ -1,7 +1,7 @@
 """Benchmark: the sandboxed attempt's fixed cost against the plain harness, same example, same run.
 
 Per attempt, for each of the example's five tasks:
-- plain (the design document's harness): `shutil.copytree` of the repository, the guarded test with
+- plain (the harness without a sandbox): `shutil.copytree` of the repository, the guarded test with
   `subprocess.run` on the host, the copy removed; to be fair to it, the host's pytest runs without
   the plugins installed beside it and writes no bytecode or cache, as inside the sandbox (the
   sandbox's runtime carries pytest alone);

@@ -23,6 +23,9 @@ Streams (one long-lived process, never one per file): `Log` (`git log --raw -z` 
 `ls_tree`, and `CatFile` (`git cat-file --batch`). Paths from the streams stay `bytes`
 (`path_text` shows them); listings for ship sets (`index_entries`, `rev_entries`) give text paths
 (undecodable bytes kept as surrogates, `os.fsdecode`).
+
+Over 600 lines because it is the one git module: every git call of the project and the hardening
+they share sit here, so that no caller can start git another way.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from plimsoll_ci import __version__, git, report, scan, ship, withheld
+from plimsoll_ci import __version__, git, report, scan, ship, shipconfig, withheld
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.match.canonical import classify
 from plimsoll_ci.match.canonical import digest as value_digest
@@ -162,9 +162,10 @@ def staged_config(repo: Path, path: Path) -> ship.Config:
     staged = git.show_blob(repo, f":{rel}")
     if staged is None:
         return ship.config_at(repo, path, ":")
-    st = Path(ship.__file__).stat()
+    parser = [Path(m.__file__).stat() for m in (ship, shipconfig)]  # type: ignore[arg-type]
     tag = hashlib.sha256(b"\0".join([staged, str(path.resolve()).encode(),
-                                      f"{st.st_size}:{st.st_mtime_ns}".encode()])).hexdigest()
+                                      *(f"{st.st_size}:{st.st_mtime_ns}".encode()
+                                        for st in parser)])).hexdigest()
     memo = gd / "plimsoll" / f"config-{tag[:32]}.json"
     try:
         return _config_from_doc(json.loads(memo.read_text(encoding="utf-8")))

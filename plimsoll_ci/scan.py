@@ -14,6 +14,11 @@ shown tree, cuts files at the file bound, de-duplicates, redacts (`Redactor`), c
   whether or not a cache knew it already: the same tree gives the same numbers on every road.
 - A finding names the file, the place (line:column for text; line 0 and the byte offset as column
   for binary content and names), the decode chain and the entry id.
+
+Over 600 lines because it is the one front end: `Verdicts` (batching, cache, file bound, names)
+and the placers on it (`ShipScan`; the tripwire's and history's elsewhere) share one protocol and
+are read together. The folder walk behind `scan PATH` (`scan_paths`) is the part that could stand
+alone, if this grows.
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import re
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -31,13 +35,14 @@ from plimsoll_ci import pool
 from plimsoll_ci.engine import Finding, Limits, Scanner, dedupe, memory_floor, windowing
 from plimsoll_ci.errors import BadInput, ConfigError
 from plimsoll_ci.git import blob_id
+from plimsoll_ci.redact import REDACTED, Redactor
 from plimsoll_ci.withheld import WithheldSet
 
-__all__ = ["REDACTED", "Finding", "Item", "Limits", "Redactor", "ScanResult", "Scanner",
-           "ShipScan", "Verdict", "VerdictCache", "combine", "decide_mode", "engine_files",
-           "make_limits", "scan_items", "scan_paths", "scan_verdicts", "shown_path"]
+__all__ = ["REDACTED", "Finding", "Item", "Limits", "MemoryCache", "Placer", "Redactor",
+           "ScanResult", "Scanner", "ShipScan", "Verdict", "VerdictCache", "Verdicts", "combine",
+           "decide_mode", "engine_files", "make_limits", "scan_items", "scan_paths",
+           "scan_verdicts", "shown_path"]
 
-REDACTED = "[withheld]"
 MODES = ("refuse", "warn")
 
 
@@ -173,6 +178,39 @@ class VerdictCache(Protocol):
         """Remember `verdict` under `key` (or decline to)."""
 
 
+class MemoryCache:
+    """A `VerdictCache` in this process's memory, for one run: at most `entries` verdicts of
+    contents up to `largest` bytes (full, it starts over). Recorded requests repeat themselves
+    (an agent loop re-sends its prompt, task and history every turn): a repeat is not scanned."""
+
+    def __init__(self, entries: int = 200_000, largest: int = 4 * 1024 * 1024) -> None:
+        self.entries, self.largest = entries, largest
+        self._known: dict[str, Verdict] = {}
+
+    def get(self, key: str) -> Verdict | None:
+        """The verdict remembered under `key`, or None."""
+        return self._known.get(key)
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        """Remember `verdict` (not that of a content over `largest` bytes)."""
+        if verdict.size > self.largest:
+            return
+        if len(self._known) >= self.entries:
+            self._known.clear()
+        self._known[key] = verdict
+
+
+class Placer(Protocol):
+    """Where a `Verdicts` session hands each verdict: a ship scan places it in its result, the
+    tripwire at the place in a request its piece came from, history keeps it by key."""
+
+    def content(self, label: str, key: str, verdict: Verdict) -> None:
+        """The verdict on the content of the item labelled `label` (`key`: its cache key)."""
+
+    def name(self, label: str, shipped: str, verdict: Verdict) -> None:
+        """The verdict on the names of `shipped`, the shipped path of the item `label`."""
+
+
 def content_key(item: Item) -> str:
     """The cache key of an item's content: its git blob id (computed when not given)."""
     return "blob:" + (item.blob or blob_id(item.data or b""))
@@ -240,44 +278,51 @@ def _judge(batch: Batch, scanner: Scanner | None = None) -> Judged:
     return verdicts, stray, scanner.redact_tokens - known
 
 
-class ShipScan:
-    """One ship scan: `add` shipped files (or `scan` them all), then `finish` -> `ScanResult`.
+class Verdicts:
+    """The scanning half of every ship scan: items in, one verdict per content and per shipped
+    name out, handed to a `Placer`.
 
-    `cache` (a `VerdictCache`) skips contents and names judged before; `read` reads blobs by id
-    for items that come without data (`git.read_blobs` bound to a repository); `mode` is what
-    `decide_mode` decided (default: the withheld set's own mode). `jobs` is how many worker
-    processes may scan (default: the cores this process may use); they are forked only once
-    `PARALLEL_FROM` full batches have been queued (smaller scans stay in this process), and any
-    number gives the same result. `finish` stops them; `close` does when a scan is abandoned.
+    It alone batches contents into joined buffers for the engine, reads blobs by id (`read`:
+    `git.read_blobs` bound to a repository), consults the `cache`, scans a content shared by
+    several labels once, reads a long file on disk a piece at a time, cuts a content at the file
+    bound (with a note), and checks shipped names. Labels must be distinct. `ShipScan` places
+    verdicts in a `ScanResult`; the tripwire and history place them their own way.
+
+    `jobs` is how many worker processes may scan (`ShipScan` asks for the cores this process may
+    use); they are forked only once `PARALLEL_FROM` full batches have been queued (smaller scans stay in
+    this process), and any number gives the same verdicts, placed in the same order. `finish`
+    places what is left and stops them; `close` stops them when a scan is abandoned.
     """
 
-    def __init__(self, wset: WithheldSet, limits: Limits | None = None,
-                 cache: VerdictCache | None = None, mode: str | None = None,
+    def __init__(self, placer: Placer, wset: WithheldSet, limits: Limits | None = None,
+                 cache: VerdictCache | None = None,
                  read: Callable[[list[str]], Mapping[str, bytes]] | None = None,
-                 jobs: int | None = None) -> None:
+                 jobs: int = 1) -> None:
+        self.placer = placer
+        self.jobs = max(1, jobs)
+        self.tokens: set[str] = set()  # texts the workers' engines learned to redact
+        self._work = pool.InOrder()  # batches judged here or in workers, taken in order
+        self._full = 0  # batches flushed full
         self.wset = wset
         self.limits = limits or Limits()
         self.cache = cache
-        self.mode = mode if mode is not None else decide_mode(wset.mode)
         self.read = read
-        self.jobs = pool.default_jobs() if jobs is None else max(1, jobs)
-        self._work = pool.InOrder()  # batches judged here or in workers, taken in order
-        self._full = 0  # batches flushed full
         self._scanner: Scanner | None = None
-        self._order: dict[str, int] = {}  # shown label -> position (sorting, file count)
-        self._sizes: dict[str, int] = {}  # shown label -> bytes scanned
+        self.batch_bytes = BATCH_BYTES  # a caller with many small items may batch smaller
         self._pending: list[tuple[str, str, Item]] = []  # (label, content key, item)
         self._streams: list[tuple[str, Item]] = []  # long files on disk, read as they are scanned
         self._pending_bytes = 0
         self._unread = 0
         self._names: list[tuple[str, str]] = []  # (label, shipped) still to check
         self._same: dict[str, list[str]] = {}  # content key -> labels sharing one scan
-        self._tokens: set[str] = set()
-        self._folders: set[tuple[str, str]] = set()
-        self._folder_order: dict[str, int] = {}
-        self.findings: list[Finding] = []
-        self.notes: list[str] = []
-        self._caller_notes: list[str] = []
+        self.notes: list[str] = []  # engine notes that name no item
+
+    @classmethod
+    def on(cls, scanner: Scanner, placer: Placer, cache: VerdictCache | None = None) -> Verdicts:
+        """A session on an engine already built (a worker's, reused across sessions)."""
+        session = cls(placer, scanner.wset, scanner.limits, cache)
+        session._scanner = scanner
+        return session
 
     @property
     def scanner(self) -> Scanner:
@@ -286,34 +331,12 @@ class ShipScan:
             self._scanner = Scanner(self.wset, self.limits)
         return self._scanner
 
-    def note(self, text: str) -> None:
-        """A note of the caller's (a folder it could not list, say); reported first, redacted."""
-        self._caller_notes.append(text)
-
-    def scan(self, items: Iterable[Item]) -> ScanResult:
-        """`add` every item, then `finish`."""
-        try:
-            for item in items:
-                self.add(item)
-            return self.finish()
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        """Stop the worker processes, if any were started (work not yet taken is dropped)."""
-        workers, self._work.pool = self._work.pool, None
-        if workers is not None:
-            workers.shutdown(wait=True, cancel_futures=True)
-
     def add(self, item: Item) -> None:
-        """Queue one shipped file; a label already added is skipped (each shown file once)."""
-        label = shown_path(item.label)
-        if label in self._order:
-            return
-        self._order[label] = len(self._order)
-        shipped = shown_path(item.shipped) if item.shipped is not None else label
+        """Queue one item: its content, and its shipped path's names (unless `shipped` is "")."""
+        label = item.label
+        shipped = item.shipped if item.shipped is not None else label
         if shipped:
-            self._names.append((label, shipped))
+            self.add_name(label, shipped)
         if item.data is None and item.open is not None:
             self._streams.append((label, item))
             return
@@ -323,12 +346,12 @@ class ShipScan:
         if key:
             cached = self.cache.get(key) if self.cache is not None else None
             if cached is not None and self._work.idle:
-                self._place(label, cached)
+                self.placer.content(label, key, cached)
                 self._flush_if_full()
                 return
             if cached is not None:  # taken after the batches still being judged
-                self._work.put(lambda v: v, (cached,), functools.partial(self._place, label),
-                               here=True)
+                self._work.put(lambda v: v, (cached,),
+                               functools.partial(self.placer.content, label, key), here=True)
                 self._flush_if_full()
                 return
             if key in self._same:  # the same content under another label: one scan
@@ -342,17 +365,24 @@ class ShipScan:
             self._pending_bytes += min(len(item.data), self.limits.max_file_bytes)
         self._flush_if_full()
 
-    def _flush_if_full(self) -> None:
-        if (self._pending_bytes >= BATCH_BYTES or self._unread >= _BATCH_UNREAD
-                or len(self._pending) + len(self._names) >= _BATCH_FILES):
-            self._flush(full=True)
+    def add_name(self, label: str, shipped: str) -> None:
+        """Queue the names of a shipped path alone (a file or folder name, no content)."""
+        self._names.append((label, shipped))
+        if len(self._names) >= _BATCH_FILES:
+            self.flush()
 
-    def _flush(self, full: bool = False) -> None:
+    def _flush_if_full(self) -> None:
+        if (self._pending_bytes >= self.batch_bytes or self._unread >= _BATCH_UNREAD
+                or len(self._pending) + len(self._names) >= _BATCH_FILES):
+            self.flush(full=True)
+
+    def flush(self, full: bool = False) -> None:
+        """Scan everything queued; its verdicts are placed in turn (before `finish` returns)."""
         self._check_names()
         streams, self._streams = self._streams, []
         for label, item in streams:
-            self._work.put(self._scan_stream, (label, item), functools.partial(self._place, label),
-                           here=True)
+            self._work.put(self._scan_stream, (label, item),
+                           functools.partial(self.placer.content, label, ""), here=True)
         pending, self._pending = self._pending, []
         self._pending_bytes = self._unread = 0
         if not pending:
@@ -383,12 +413,26 @@ class ShipScan:
     def _take_batch(self, placed: list[tuple[str, list[str]]], judged: Judged) -> None:
         verdicts, stray, tokens = judged
         self.notes += stray
-        self._tokens.update(tokens)
+        self.tokens.update(tokens)
         for (key, labels), verdict in zip(placed, verdicts, strict=True):
             if key and self.cache is not None:
                 self.cache.put(key, verdict)
             for label in labels:
-                self._place(label, verdict)
+                self.placer.content(label, key, verdict)
+
+    def finish(self) -> None:
+        """Scan everything queued and place every verdict, in order; stop the workers."""
+        try:
+            self.flush()
+            self._work.drain()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes, if any were started (work not yet taken is dropped)."""
+        workers, self._work.pool = self._work.pool, None
+        if workers is not None:
+            workers.shutdown(wait=True, cancel_futures=True)
 
     def _scan_stream(self, label: str, item: Item) -> Verdict:
         """A long file, read a piece at a time up to the file bound as the engine scans it."""
@@ -418,7 +462,7 @@ class ShipScan:
             key = name_key(shipped)
             cached = self.cache.get(key) if self.cache is not None else None
             if cached is not None:
-                self._place_names(label, shipped, cached)
+                self.placer.name(label, shipped, cached)
             else:
                 todo.append((label, shipped, key))
         if not todo:
@@ -432,48 +476,113 @@ class ShipScan:
             verdict = Verdict(found, (), 0, tokens)
             if self.cache is not None:
                 self.cache.put(key, verdict)
-            self._place_names(label, shipped, verdict)
+            self.placer.name(label, shipped, verdict)
 
-    def _place(self, label: str, verdict: Verdict) -> None:
-        self._sizes[label] = min(verdict.size, self.limits.max_file_bytes)
+
+class _Placed:
+    """A ship scan's result as it is built: verdicts placed at their shown labels."""
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.order: dict[str, int] = {}  # shown label -> position (sorting, file count)
+        self.sizes: dict[str, int] = {}  # shown label -> bytes scanned
+        self.tokens: set[str] = set()
+        self.folders: set[tuple[str, str]] = set()
+        self.folder_order: dict[str, int] = {}
+        self.findings: list[Finding] = []
+        self.notes: list[str] = []
+
+    def content(self, label: str, key: str, verdict: Verdict) -> None:
+        """A content's verdict placed at its file."""
+        self.sizes[label] = min(verdict.size, self.bound)
         self.findings += [f._replace(path=label) for f in verdict.findings]
         self.notes += [f"{label}: {n}" for n in verdict.notes]
-        self._tokens.update(verdict.tokens)
+        self.tokens.update(verdict.tokens)
 
-    def _place_names(self, label: str, shipped: str, verdict: Verdict) -> None:
+    def name(self, label: str, shipped: str, verdict: Verdict) -> None:
         """A name finding placed in the shown tree: the file itself, or one of its folders."""
-        self._tokens.update(verdict.tokens)
+        self.tokens.update(verdict.tokens)
         for f in verdict.findings:
             if not f.path.endswith("/"):
                 self.findings.append(f._replace(path=label))
                 continue
             folder = label[: len(label) - len(shipped)] + f.path if label.endswith(shipped) \
                 else f.path
-            if (folder, f.entry) in self._folders:
+            if (folder, f.entry) in self.folders:
                 continue  # a folder is reported once, not once per file in it
-            self._folders.add((folder, f.entry))
-            self._folder_order.setdefault(folder, self._order[label])
+            self.folders.add((folder, f.entry))
+            self.folder_order.setdefault(folder, self.order[label])
             self.findings.append(f._replace(path=folder))
+
+    def rank(self, f: Finding) -> tuple:
+        """Where a finding sorts: by file (a folder at its first file), names first, place."""
+        return (self.order.get(f.path, self.folder_order.get(f.path, -1)), f.where != "name",
+                f.line, f.column, f.chain, f.entry)
+
+
+class ShipScan:
+    """One ship scan: `add` shipped files (or `scan` them all), then `finish` -> `ScanResult`.
+
+    `cache` (a `VerdictCache`) skips contents and names judged before; `read` reads blobs by id
+    for items that come without data (`git.read_blobs` bound to a repository); `mode` is what
+    `decide_mode` decided (default: the withheld set's own mode); `jobs` how many worker processes
+    may scan (default: the cores this process may use; see `Verdicts`). Scanning is a `Verdicts`
+    session's; this places its verdicts at shown paths, counts, de-duplicates, sorts and redacts.
+    """
+
+    def __init__(self, wset: WithheldSet, limits: Limits | None = None,
+                 cache: VerdictCache | None = None, mode: str | None = None,
+                 read: Callable[[list[str]], Mapping[str, bytes]] | None = None,
+                 jobs: int | None = None) -> None:
+        self.mode = mode if mode is not None else decide_mode(wset.mode)
+        self._placed = _Placed((limits or Limits()).max_file_bytes)
+        self.verdicts = Verdicts(self._placed, wset, limits, cache, read,
+                                 pool.default_jobs() if jobs is None else jobs)
+        self.limits = self.verdicts.limits
+        self._caller_notes: list[str] = []
+
+    @property
+    def scanner(self) -> Scanner:
+        """The engine, built on first use (a warm cached run may never need it)."""
+        return self.verdicts.scanner
+
+    def note(self, text: str) -> None:
+        """A note of the caller's (a folder it could not list, say); reported first, redacted."""
+        self._caller_notes.append(text)
+
+    def scan(self, items: Iterable[Item]) -> ScanResult:
+        """`add` every item, then `finish`."""
+        try:
+            for item in items:
+                self.add(item)
+            return self.finish()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes, if any were started (`finish` does)."""
+        self.verdicts.close()
+
+    def add(self, item: Item) -> None:
+        """Queue one shipped file; a label already added is skipped (each shown file once)."""
+        label = shown_path(item.label)
+        if label in self._placed.order:
+            return
+        self._placed.order[label] = len(self._placed.order)
+        shipped = shown_path(item.shipped) if item.shipped is not None else label
+        self.verdicts.add(item._replace(label=label, shipped=shipped))
 
     def finish(self) -> ScanResult:
         """Scan what is queued and return the result: de-duplicated, sorted, redacted."""
-        try:
-            self._flush()
-            self._work.drain()
-        finally:
-            self.close()
-        order = self._order
-
-        def rank(f: Finding) -> tuple:
-            return (order.get(f.path, self._folder_order.get(f.path, -1)), f.where != "name",
-                    f.line, f.column, f.chain, f.entry)
-
-        findings = sorted(dedupe(self.findings), key=rank)
-        notes = list(dict.fromkeys(self._caller_notes + self.notes))
-        result = ScanResult(findings, notes, len(order), sum(self._sizes.values()), self.mode)
+        self.verdicts.finish()
+        placed = self._placed
+        findings = sorted(dedupe(placed.findings), key=placed.rank)
+        notes = list(dict.fromkeys(self._caller_notes + self.verdicts.notes + placed.notes))
+        result = ScanResult(findings, notes, len(placed.order), sum(placed.sizes.values()),
+                            self.mode)
         if findings or notes:
             redactor = Redactor(self.scanner)
-            redactor.add(self._tokens)
+            redactor.add(placed.tokens | self.verdicts.tokens)
             result = redactor.result(result)
         return result
 
@@ -481,11 +590,12 @@ class ShipScan:
 # --------------------------------------------------------------------------- verdicts alone
 # For a caller that keeps verdicts by key and places them itself over many trees (history keeps
 # them by blob id and replays them over every commit's ship state): the same session (batching,
-# file bound, engine, name checks), each verdict handed to `sink` instead of placed.
+# file bound, engine, name checks), each verdict handed to `sink` by its cache key.
 
 
 class _Sink:
-    """A `VerdictCache` that knows no verdict and hands every new one to `put`."""
+    """A `VerdictCache` that knows no verdict and hands every new one to `put`; with it, a
+    session's verdicts go by key to whoever keeps them, and nothing is placed (`_Nowhere`)."""
 
     def __init__(self, put: Callable[[str, Verdict], None]) -> None:
         self.put = put
@@ -495,17 +605,26 @@ class _Sink:
         return None
 
 
+class _Nowhere:
+    """A `Placer` that places nothing."""
+
+    def content(self, label: str, key: str, verdict: Verdict) -> None:
+        """Not placed."""
+
+    def name(self, label: str, shipped: str, verdict: Verdict) -> None:
+        """Not placed."""
+
+
 def scan_verdicts(scanner: Scanner, items: Iterable[Item],
                   sink: Callable[[str, Verdict], None]) -> None:
     """Scan `items` in one session on an engine already built (a worker's, reused across
     calls) and hand each distinct content's and shipped name's verdict to `sink(key, verdict)`
     (keys as a `VerdictCache` gets them). Labels must be distinct; nothing is placed or reported.
     """
-    session = ShipScan(scanner.wset, scanner.limits, cache=_Sink(sink), jobs=1)
-    session._scanner = scanner
+    session = Verdicts.on(scanner, _Nowhere(), cache=_Sink(sink))
     for item in items:
         session.add(item)
-    session._flush()
+    session.flush()
 
 
 def combine(parts: Sequence[tuple[str, ScanResult]]) -> ScanResult:
@@ -542,53 +661,6 @@ def scan_items(items: Iterable[Item | tuple[str, bytes] | tuple[str, str, bytes]
         else:
             session.add(Item(it[0], it[1]))  # type: ignore[arg-type]
     return session.finish()
-
-
-# --------------------------------------------------------------------------- the redactor
-
-# What separates the parts of a printed path, decode chain or note.
-_PRINTED_SEPARATORS = re.compile(r"(/| > |: | \(|\))")
-
-
-class Redactor:
-    """Shows printed text (a path, a decode chain, a note) with what carries a value redacted.
-
-    Two passes: the tokens the scan found in names (`seed-[withheld].json`), then every part of
-    the text between separators (`/`, ` > `, `: `, ` (`, `)`) that still carries a value, whole.
-    """
-
-    def __init__(self, scanner: Scanner) -> None:
-        self.scanner = scanner
-        self.tokens: set[str] = set()
-        self._clean: dict[str, bool] = {}
-
-    def add(self, tokens: Iterable[str]) -> None:
-        """Texts to show redacted wherever they appear."""
-        self.tokens.update(t for t in tokens if t)
-
-    def text(self, text: str) -> str:
-        """`text` with every value-carrying token and part replaced by `[withheld]`."""
-        for tok in sorted(self.tokens | self.scanner.redact_tokens, key=len, reverse=True):
-            if tok in text:
-                text = text.replace(tok, REDACTED)
-        parts = _PRINTED_SEPARATORS.split(text)
-        return "".join(p if i % 2 or self._is_clean(p) else REDACTED for i, p in enumerate(parts))
-
-    def _is_clean(self, part: str) -> bool:
-        if part not in self._clean:
-            # scan_name undoes one layer of encoding as well: an encoded value is redacted too
-            self._clean[part] = not part.strip() or not self.scanner.scan_name(part)
-        return self._clean[part]
-
-    def result(self, result: ScanResult) -> ScanResult:
-        """`result` with every path, chain and note redacted."""
-        texts = [f.path for f in result.findings] + [f.chain for f in result.findings] \
-            + list(result.notes)
-        self.scanner.prime_names(p for t in texts for p in _PRINTED_SEPARATORS.split(t))
-        return result._replace(
-            findings=[f._replace(path=self.text(f.path), chain=self.text(f.chain))
-                      for f in result.findings],
-            notes=[self.text(n) for n in result.notes])
 
 
 # --------------------------------------------------------------------------- folders on disk

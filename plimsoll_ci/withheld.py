@@ -23,7 +23,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput, WithheldSetError
 from plimsoll_ci.match.canonical import classify, digest, file_digest, key_id
@@ -147,16 +147,25 @@ def read_values(path: str, id_prefix: str | None = None) -> list[tuple[str, str]
     return out
 
 
+class SetOptions(NamedTuple):
+    """How `build_set` builds a set: its HMAC key (None: unkeyed), format tag, mode and the
+    source entries' fingerprint threshold."""
+
+    key: bytes | None = None
+    tag: str = FORMAT
+    mode: str = "refuse"
+    threshold: float = DEFAULT_SOURCE_THRESHOLD
+
+
 def build_set(
     values: Iterable[tuple[str, str]] = (),
     files: Iterable[tuple[str, bytes]] = (),
     sources: Iterable[tuple[str, bytes]] = (),
-    key: bytes | None = None,
-    tag: str = FORMAT,
-    mode: str = "refuse",
-    threshold: float = DEFAULT_SOURCE_THRESHOLD,
+    **options: Any,
 ) -> tuple[dict, list[str]]:
-    """The set document for these entries, and warnings for stderr. Neither holds a value."""
+    """The set document for these entries, and warnings for stderr. Neither holds a value.
+    `options` are `SetOptions`' fields by keyword (`key=`, `tag=`, `mode=`, `threshold=`)."""
+    key, tag, mode, threshold = SetOptions(**options)
     if mode not in ("refuse", "warn"):
         raise BadInput(f"mode must be refuse or warn, not {mode!r}")
     entries: list[dict] = []

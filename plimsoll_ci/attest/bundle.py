@@ -26,7 +26,7 @@ import hashlib
 import os
 import stat
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -189,17 +189,26 @@ def _check_record(n: int, raw: bytes, doc: dict, forms: frozenset[str],
     ))
 
 
+class _Kind(NamedTuple):
+    """A kind of record other than a grading run: its predicate type, its subject's name, and
+    the check of its predicate's shape (problems, none when it is well formed)."""
+
+    predicate_type: str
+    name: str
+    check: Callable[[Any], list[str]]
+
+
 def _other_predicate(raw: bytes, doc: dict, statement: dict, problems: list[str],
-                     predicate_type: str, name: str, check: Any) -> tuple[dict, str] | None:
+                     kind: _Kind) -> tuple[dict, str] | None:
     """A record of another kind than a grading run (an eval attempt, a rebuild session): its
-    frame, its predicate's shape (by `check`) and its stored result; (predicate, subject), or None
-    after noting why not."""
-    subject, frame = record.statement_subject(statement, predicate_type, name)
+    frame, its predicate's shape (by `kind.check`) and its stored result; (predicate, subject),
+    or None after noting why not."""
+    subject, frame = record.statement_subject(statement, kind.predicate_type, kind.name)
     problems.extend(frame)
     if subject is None:
         return None
     predicate = statement["predicate"]
-    shape = check(predicate)
+    shape = kind.check(predicate)
     problems.extend(f"predicate: {reason}" for reason in shape)
     if shape:
         return None
@@ -213,8 +222,8 @@ def _other_predicate(raw: bytes, doc: dict, statement: dict, problems: list[str]
 def _check_eval_attempt(n: int, raw: bytes, doc: dict, statement: dict,
                         problems: list[str]) -> RecordSummary | None:
     """An eval-attempt record's frame, predicate and stored result (problems noted)."""
-    found = _other_predicate(raw, doc, statement, problems, eval_record.PREDICATE_TYPE,
-                             eval_record.RESULT_NAME, eval_record.check_predicate)
+    found = _other_predicate(raw, doc, statement, problems, _Kind(
+        eval_record.PREDICATE_TYPE, eval_record.RESULT_NAME, eval_record.check_predicate))
     if found is None:
         return None
     sandbox = found[0]["sandbox"]
@@ -226,8 +235,8 @@ def _check_eval_attempt(n: int, raw: bytes, doc: dict, statement: dict,
 def _check_session(n: int, raw: bytes, doc: dict, statement: dict,
                    problems: list[str]) -> RecordSummary | None:
     """A rebuild-session record's frame, predicate and stored result (problems noted)."""
-    found = _other_predicate(raw, doc, statement, problems, record.SESSION_PREDICATE_TYPE,
-                             record.SESSION_NAME, record.check_session_predicate)
+    found = _other_predicate(raw, doc, statement, problems, _Kind(
+        record.SESSION_PREDICATE_TYPE, record.SESSION_NAME, record.check_session_predicate))
     if found is None:
         return None
     return RecordSummary(line=n, course="", provider="", tier="", practice_set=None,

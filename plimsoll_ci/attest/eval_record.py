@@ -27,7 +27,7 @@ them the same way (signature, chain, checkpoint, canonical form, and this shape)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from plimsoll_ci.attest import record
 from plimsoll_ci.errors import BadInput
@@ -38,20 +38,26 @@ RESULT_NAME = "eval-attempt.json"
 STOPS = (None, "budget", "rate_limit", "error")
 
 
-def make_predicate(
-    *,
-    result_doc: Mapping[str, Any],
-    attempt: Mapping[str, Any],
-    inputs: Mapping[str, Any],
-    model: Mapping[str, Any],
-    outcome: Mapping[str, Any],
-    sandbox: Mapping[str, Any],
-    started: Any,
-    finished: Any,
-    tool_version: str | None = None,
-) -> dict[str, Any]:
+class AttemptFacts(NamedTuple):
+    """What an eval-attempt predicate records: `make_predicate` takes these fields by keyword."""
+
+    result_doc: Mapping[str, Any]
+    attempt: Mapping[str, Any]
+    inputs: Mapping[str, Any]
+    model: Mapping[str, Any]
+    outcome: Mapping[str, Any]
+    sandbox: Mapping[str, Any]
+    started: Any
+    finished: Any
+    tool_version: str | None = None
+
+
+def make_predicate(**facts: Any) -> dict[str, Any]:
     """The eval-attempt predicate; BadInput naming the first problem, so a bad record is never
-    signed. `started` / `finished` are aware datetimes or `...Z` strings."""
+    signed. `started` / `finished` are aware datetimes or `...Z` strings; the keywords are
+    `AttemptFacts`' fields (a missing or unknown one is a TypeError)."""
+    (result_doc, attempt, inputs, model, outcome, sandbox, started, finished,
+     tool_version) = AttemptFacts(**facts)
     if tool_version is None:
         from plimsoll_ci import __version__ as tool_version
     start = record._timestamp(started, "start time")

@@ -38,7 +38,7 @@ import hashlib
 import re
 import struct
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from plimsoll_ci.attest import canonical
 from plimsoll_ci.errors import BadInput
@@ -109,25 +109,28 @@ def _timestamp(value: dt.datetime | str, what: str) -> str:
     return value
 
 
-def make_predicate(
-    *,
-    result_doc: Mapping[str, Any],
-    controller_files: Mapping[str, str],
-    course: str,
-    provider: str,
-    tier: str,
-    evidence: Mapping[str, Any],
-    cpu_budget: Mapping[str, Any],
-    started: dt.datetime | str,
-    finished: dt.datetime | str,
-    practice_set_digest: str | None = None,
-    fresh_commitment: str | None = None,
-    fresh_reveal: Mapping[str, Any] | None = None,
-    sealed_set: Mapping[str, Any] | None = None,
-    sealed_reveal: Mapping[str, Any] | None = None,
-    seed_check: Mapping[str, Any] | None = None,
-    tool_version: str | None = None,
-) -> dict[str, Any]:
+class RunFacts(NamedTuple):
+    """What a grading-run predicate records: `make_predicate` takes these fields by keyword."""
+
+    result_doc: Mapping[str, Any]
+    controller_files: Mapping[str, str]
+    course: str
+    provider: str
+    tier: str
+    evidence: Mapping[str, Any]
+    cpu_budget: Mapping[str, Any]
+    started: dt.datetime | str
+    finished: dt.datetime | str
+    practice_set_digest: str | None = None
+    fresh_commitment: str | None = None
+    fresh_reveal: Mapping[str, Any] | None = None
+    sealed_set: Mapping[str, Any] | None = None
+    sealed_reveal: Mapping[str, Any] | None = None
+    seed_check: Mapping[str, Any] | None = None
+    tool_version: str | None = None
+
+
+def make_predicate(**facts: Any) -> dict[str, Any]:
     """The grading-run predicate; checks what it can so a bad record is never signed.
 
     `controller_files` maps each controller file's path to the SHA-256 (hex) the trusted side
@@ -135,8 +138,12 @@ def make_predicate(
     `.reveal` and must match; `sealed_set` / `sealed_reveal` from a `grading.seedsets.SealedSet`
     (`.commitment.record()`, `fresh.reveal(.fresh)`) and must match, the commitment dated no later
     than `started`; `seed_check` from `grading.seedlint.SeedCheck.record()`; `started` /
-    `finished` are aware datetimes or `...Z` strings.
+    `finished` are aware datetimes or `...Z` strings. The keywords are `RunFacts`' fields (a
+    missing or unknown one is a TypeError).
     """
+    (result_doc, controller_files, course, provider, tier, evidence, cpu_budget, started,
+     finished, practice_set_digest, fresh_commitment, fresh_reveal, sealed_set, sealed_reveal,
+     seed_check, tool_version) = RunFacts(**facts)
     if tool_version is None:
         from plimsoll_ci import __version__ as tool_version
     files = []

@@ -28,16 +28,15 @@ class _Deprecated(argparse.Action):
 def add_signing_arguments(parser: argparse.ArgumentParser) -> None:
     """Add `--bundle`, and `--signing-key-file` / `--signing-key-env` / `--ephemeral-key` (one of
     them with a bundle), plus the deprecated `--key` / `--key-env`."""
+    from plimsoll_ci.commands._grading_flags import add_signing_key_arguments
+
     group = parser.add_argument_group("signed run records")
     group.add_argument(
         "--bundle", metavar="FILE",
         help="append a signed run record to this bundle (.intoto.jsonl; created if missing)",
     )
     keys = group.add_mutually_exclusive_group()
-    keys.add_argument("--signing-key-file", metavar="FILE",
-                      help="private signing key file (PKCS#8 PEM, mode 0600)")
-    keys.add_argument("--signing-key-env", metavar="VAR",
-                      help="name of an environment variable holding the private key's PEM text")
+    add_signing_key_arguments(keys)
     keys.add_argument("--ephemeral-key", metavar="PUB_OUT",
                       help="sign with a key made for this run; write only its public half to "
                            "PUB_OUT")

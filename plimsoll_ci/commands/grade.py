@@ -14,9 +14,12 @@ import sys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
+    from plimsoll_ci.commands._grading_flags import (
+        add_limit_arguments,
+        add_sandbox_arguments,
+        add_withheld_arguments,
+    )
     from plimsoll_ci.commands._signing import add_signing_arguments
-    from plimsoll_ci.sandbox.all_providers import PROVIDERS
-    from plimsoll_ci.sandbox.tiers import TIERS
 
     parser.add_argument("--controller", required=True, metavar="PATH",
                         help="a .py file defining class Controller, or a folder with ENTRY.py")
@@ -40,28 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-weak-seeds", action="store_true",
                         help="grade a held-out or fresh set the seed lint calls guessable "
                              "(the signed record says so)")
-    parser.add_argument("--provider", choices=list(PROVIDERS), default="gvisor",
-                        help="sandbox provider (default gvisor); never falls back to another")
-    parser.add_argument("--min-tier", choices=list(TIERS),
-                        help="refuse to grade below this tier (configured and seen at start-up)")
-    parser.add_argument("--withheld", action="append", default=[], metavar="SET",
-                        help="a withheld set whose entries must not be in the controller "
-                             "(refuses the run); repeatable")
-    parser.add_argument("--withheld-key-env", metavar="VAR",
-                        help="environment variable holding the --withheld set's HMAC key")
-    parser.add_argument("--withheld-key-file", metavar="FILE",
-                        help="file holding the --withheld set's HMAC key")
-    budget = parser.add_argument_group("CPU budget (CPU seconds; wall clock only as outer bound)")
-    budget.add_argument("--cpu-per-tick", type=float, metavar="S",
-                        help="CPU per flight per 10 ms tick (default 0.05)")
-    budget.add_argument("--cpu-per-flight", type=float, metavar="S",
-                        help="CPU per flight in total (default 30)")
-    budget.add_argument("--cpu-startup", type=float, metavar="S",
-                        help="CPU for start-up: sandbox, import, constructors (default 20)")
-    budget.add_argument("--wall-per-tick", type=float, metavar="S",
-                        help="outer wall-clock bound per tick, for a hang (default 10)")
-    parser.add_argument("--memory-mb", type=int, metavar="MB",
-                        help="sandbox memory limit (default 1024)")
+    add_sandbox_arguments(parser, listed=True)
+    add_withheld_arguments(parser)
+    add_limit_arguments(parser)
     parser.add_argument("--progress", choices=["auto", "bar", "lines", "off"], default="auto",
                         help="progress on stderr: a bar on a terminal, plain lines in CI logs "
                              "(auto: bar on a terminal unless CI or GITHUB_ACTIONS is set)")
@@ -87,32 +71,6 @@ def _seeds(args: argparse.Namespace):
     if args.seeds is not None:
         return seeds.given(args.seeds), None, None
     return seeds.held_out(args.seed_file), None, None
-
-
-def _budget(args: argparse.Namespace):
-    from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.grading.lockstep import CpuBudget
-
-    changes = {}
-    for flag, field in (("cpu_per_tick", "per_tick_s"), ("cpu_per_flight", "per_flight_s"),
-                        ("cpu_startup", "startup_s"), ("wall_per_tick", "wall_tick_s")):
-        v = getattr(args, flag)
-        if v is not None:
-            if not v > 0:
-                raise BadInput(f"--{flag.replace('_', '-')} must be positive, not {v}")
-            changes[field] = v
-    return CpuBudget()._replace(**changes)
-
-
-def _limits(args: argparse.Namespace):
-    from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.sandbox.session import Limits
-
-    if args.memory_mb is None:
-        return Limits()
-    if args.memory_mb < 64:
-        raise BadInput(f"--memory-mb {args.memory_mb}: at least 64 (numpy needs it)")
-    return Limits(memory_bytes=args.memory_mb * 1024 * 1024)
 
 
 def _progress(display, label: str):
@@ -145,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     """Parse the flags into a request, grade (and sign), print the result or the refusal."""
     import json
 
+    from plimsoll_ci.commands import _grading_flags as flags
     from plimsoll_ci.commands._common import write_output
     from plimsoll_ci.commands._interrupt import Interrupted, signals_interrupt, stop_everything
     from plimsoll_ci.commands._progress import Display
@@ -159,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     request = GradeRequest(args.controller, args.course, seeds, args.provider,
                            min_tier=args.min_tier, entry=args.entry,
                            withheld=tuple(load(p, key=key) for p in args.withheld),
-                           budget=_budget(args), limits=_limits(args), fresh=fresh_set,
+                           budget=flags.budget(args), limits=flags.limits(args), fresh=fresh_set,
                            sealed=sealed, allow_weak_seeds=args.allow_weak_seeds)
     with signals_interrupt():
         display = Display(sys.stderr, args.progress, prog="plimsoll-ci grade")

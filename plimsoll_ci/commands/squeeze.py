@@ -17,28 +17,15 @@ import argparse
 import sys
 
 
-class _Lazy:
-    """Choices read from a sandbox table when argparse first needs them, so `squeeze verify`
-    imports nothing of the sandboxes (it starts none)."""
-
-    def __init__(self, module: str, name: str) -> None:
-        self.module, self.name = module, name
-
-    def _names(self) -> list[str]:
-        import importlib
-
-        return list(getattr(importlib.import_module(f"plimsoll_ci.sandbox.{self.module}"),
-                            self.name))
-
-    def __iter__(self):  # noqa: ANN204 - argparse's protocol
-        return iter(self._names())
-
-    def __contains__(self, value: object) -> bool:
-        return value in self._names()
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`run`, `verify`, `recipe` and `canary`."""
+    from plimsoll_ci.commands._grading_flags import (
+        PROVIDER_CHOICES,
+        add_limit_arguments,
+        add_sandbox_arguments,
+        add_signing_key_arguments,
+        add_withheld_arguments,
+    )
     from plimsoll_ci.commands._model import add_model_arguments
 
     sub = parser.add_subparsers(dest="squeeze_command", metavar="run|verify|recipe|canary")
@@ -51,36 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="a new or empty folder for the artifacts")
     run.add_argument("--jobs", type=int, default=0, metavar="N",
                      help="gradings at once (default: the cores this process may use)")
-    run.add_argument("--provider", choices=_Lazy("all_providers", "PROVIDERS"), default="gvisor",
-                     metavar="PROVIDER",
-                     help="sandbox provider: gvisor (default), docker (runtime runsc) or process; "
-                          "never falls back to another")
-    run.add_argument("--min-tier", choices=_Lazy("tiers", "TIERS"), metavar="TIER",
-                     help="refuse to grade below this tier: process, container, kernel or vm")
-    run.add_argument("--withheld", action="append", default=[], metavar="SET",
-                     help="a withheld set whose entries must not be in any controller (that "
-                          "controller is refused: nothing flies, nothing lands); repeatable")
-    run.add_argument("--withheld-key-env", metavar="VAR",
-                     help="environment variable holding the --withheld set's HMAC key")
-    run.add_argument("--withheld-key-file", metavar="FILE",
-                     help="file holding the --withheld set's HMAC key")
-    budget = run.add_argument_group("CPU budget (CPU seconds; wall clock only as outer bound)")
-    budget.add_argument("--cpu-per-tick", type=float, metavar="S",
-                        help="CPU per flight per 10 ms tick (default 0.05)")
-    budget.add_argument("--cpu-per-flight", type=float, metavar="S",
-                        help="CPU per flight in total (default 30)")
-    budget.add_argument("--cpu-startup", type=float, metavar="S",
-                        help="CPU for start-up: sandbox, import, constructors (default 20)")
-    budget.add_argument("--wall-per-tick", type=float, metavar="S",
-                        help="outer wall-clock bound per tick, for a hang (default 10)")
-    run.add_argument("--memory-mb", type=int, metavar="MB",
-                     help="sandbox memory limit (default 1024)")
-    keys = run.add_argument_group("signing (default: an ephemeral key; only its public half, "
-                                  "harness.pub, is written)").add_mutually_exclusive_group()
-    keys.add_argument("--signing-key-file", metavar="FILE",
-                      help="a kept private key file (PKCS#8 PEM, 0600)")
-    keys.add_argument("--signing-key-env", metavar="VAR",
-                      help="environment variable holding a kept private key's PEM text")
+    add_sandbox_arguments(run)
+    add_withheld_arguments(run)
+    add_limit_arguments(run)
+    add_signing_key_arguments(run.add_argument_group(
+        "signing (default: an ephemeral key; only its public half, harness.pub, is written)"
+    ).add_mutually_exclusive_group())
     add_model_arguments(run)
     verify = sub.add_parser("verify", help="recompute a squeeze from its signed records",
                             description="Check the bundle's signatures and chain, the committed "
@@ -125,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     canary.add_argument("--out", metavar="DIR",
                         help="a new or empty folder for the canaries, what was planted and the "
                              "recorded requests (default: a temporary folder, removed)")
-    canary.add_argument("--provider", choices=_Lazy("all_providers", "PROVIDERS"),
+    canary.add_argument("--provider", choices=PROVIDER_CHOICES,
                         default="gvisor", metavar="PROVIDER",
                         help="sandbox provider for run_code and fly (default gvisor)")
     canary.add_argument("--jobs", type=int, default=1, metavar="N",
@@ -133,26 +96,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(canary)
 
 
-def _budget(args: argparse.Namespace):
-    from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.grading.lockstep import CpuBudget
-
-    changes = {}
-    for flag, field in (("cpu_per_tick", "per_tick_s"), ("cpu_per_flight", "per_flight_s"),
-                        ("cpu_startup", "startup_s"), ("wall_per_tick", "wall_tick_s")):
-        value = getattr(args, flag)
-        if value is not None:
-            if not value > 0:
-                raise BadInput(f"--{flag.replace('_', '-')} must be positive, not {value}")
-            changes[field] = value
-    return CpuBudget()._replace(**changes)
-
-
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from plimsoll_ci.commands import _grading_flags as flags
     from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.sandbox.session import Limits
     from plimsoll_ci.squeeze import job as job_mod
     from plimsoll_ci.squeeze import progress
     from plimsoll_ci.squeeze import run as run_mod
@@ -167,14 +115,9 @@ def _run(args: argparse.Namespace) -> int:
 
         tiers.require(all_providers.get(args.provider).configured_tier(), args.min_tier,
                       f"provider {args.provider}")
-    limits = Limits()
-    if args.memory_mb is not None:
-        if args.memory_mb < 64:
-            raise BadInput(f"--memory-mb {args.memory_mb}: at least 64 (numpy needs it)")
-        limits = limits._replace(memory_bytes=args.memory_mb * 1024 * 1024)
     key = key_from(args.withheld_key_env, args.withheld_key_file)
     withheld = tuple(load(p, key=key) for p in args.withheld)
-    setup = Setup(args.provider, args.min_tier, _budget(args), limits, withheld)
+    setup = Setup(args.provider, args.min_tier, flags.budget(args), flags.limits(args), withheld)
     model = None
     if job.builds():
         from plimsoll_ci.commands._model import model_config_from

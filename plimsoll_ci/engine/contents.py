@@ -188,11 +188,13 @@ def _layer_at(layer: Layer, offset: int) -> int:
     return layer.lines[max(k, 0)][1]
 
 
-def _values(index: ValueIndex, buf: bytes, lo: int, hi: int, limit: int, w: Windowing,
+def _values(index: ValueIndex, buf: bytes, within: range, limit: int, w: Windowing,
             classes: object | None = None) -> list[Match]:
-    """The values that start in `buf[lo:hi]`, searched `w.values` bytes at a time (each slice
-    with context before and after it), so the search's work arrays stay small; at most about
-    `limit` of them. `classes` (of all of `buf`) is used when `buf` is searched in one go."""
+    """The values that start in `buf[within.start:within.stop]`, searched `w.values` bytes at a
+    time (each slice with context before and after it), so the search's work arrays stay small;
+    at most about `limit` of them. `classes` (of all of `buf`) is used when `buf` is searched in
+    one go."""
+    lo, hi = within.start, within.stop
     if lo == 0 and len(buf) <= w.values + _VALUE_AFTER:
         return find_values(buf, index, classes, limit=limit, stop=hi)
     out: list[Match] = []
@@ -356,7 +358,7 @@ class ContentRun:
         alone = False
         classes = byte_classes(joined) if len(joined) >= SMALL else None
         try:
-            found = _values(self.sc.index, joined, 0, len(joined), cap, self.w, classes)
+            found = _values(self.sc.index, joined, range(len(joined)), cap, self.w, classes)
             if len(found) > cap:
                 matches = None  # a file full of values: each piece alone, under its own bound
             else:
@@ -369,7 +371,7 @@ class ContentRun:
                 classes.release()
         if matches is None:
             matches = [[m._replace(start=m.start + s) for m in _values(
-                self.sc.index, p.data, 0, len(p.data), p.file.left() + 1, self.w)]
+                self.sc.index, p.data, range(len(p.data)), p.file.left() + 1, self.w)]
                 for p, s in zip(pieces, starts, strict=True)]
         if alone:  # a bound was hit in the joined pass: decode each piece alone (bounds per file)
             layers = [[] for _ in pieces]
@@ -400,7 +402,7 @@ class ContentRun:
         if not flat:
             return out
         dec_joined, dec_starts = _join([x.data for _, x in flat])
-        found = _values(self.sc.index, dec_joined, 0, len(dec_joined), cap, self.w)
+        found = _values(self.sc.index, dec_joined, range(len(dec_joined)), cap, self.w)
         if len(found) > cap:
             return None
         for m in found:
@@ -443,7 +445,7 @@ class ContentRun:
         if decoded is None and layers:
             decoded = []
             dec_joined, dec_starts = _join([x.data for x in layers])
-            for m in _values(sc.index, dec_joined, 0, len(dec_joined), f.left() + 1, self.w):
+            for m in _values(sc.index, dec_joined, range(len(dec_joined)), f.left() + 1, self.w):
                 k = bisect.bisect_right(dec_starts, m.start) - 1
                 decoded.append((layers[k], m._replace(start=m.start - dec_starts[k])))
         decoded = decoded or []
@@ -549,7 +551,7 @@ class _Windows:
             hi = nl + 1 if nl >= lo else target
         matches: list[Match] = []
         layers: list[Layer] = []
-        matches = _values(run.sc.index, buf, lo, hi, f.left() + 1, w)
+        matches = _values(run.sc.index, buf, range(lo, hi), f.left() + 1, w)
         classes = byte_classes(buf) if n >= SMALL else None
         try:
             if f.decodable(self.chain, self.binary, self.budget):

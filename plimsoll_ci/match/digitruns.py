@@ -4,6 +4,8 @@ significant digits a number token has."""
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 from plimsoll_ci.match.ascii import (
     COLON,
     COMMA,
@@ -68,12 +70,23 @@ def clock_runs(ap, r_starts, r_ends, r_lens, r_nxt, digit):  # noqa: ANN001, ANN
     return heads, parts
 
 
-def grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index):  # noqa: ANN001, ANN202
-    """Starts of the comma-grouped integers (`4,820,193,756`) whose digit count is some integer
-    entry's: a 1-3 digit run not after `digit,`, then 2-6 groups of 3, and no `,digit` or `.digit`
-    after them (`_grouped` checks each one exactly)."""
+class DigitRuns(NamedTuple):
+    """The runs of digits in a padded buffer: their starts and ends (exclusive), lengths, and
+    the byte after each run."""
+
+    starts: Any
+    ends: Any
+    lens: Any
+    nxt: Any
+
+
+def grouped_heads(ap, runs: DigitRuns, digit, int_lengths):  # noqa: ANN001, ANN202
+    """Starts of the comma-grouped integers (`4,820,193,756`) whose digit count is one of
+    `int_lengths` (the integer entries'): a 1-3 digit run not after `digit,`, then 2-6 groups of
+    3, and no `,digit` or `.digit` after them (`_grouped` checks each one exactly)."""
     import numpy as np
 
+    r_starts, r_ends, r_lens, r_nxt = runs
     nr = len(r_starts)
 
     def link(i):  # noqa: ANN001, ANN202  (run i, a comma, and run i + 1 right after it)
@@ -98,7 +111,7 @@ def grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index):  # noqa: A
     chain_end = ~link(last) & ~((r_nxt[last] == DOT) & digit[ap[r_ends[last] + 3]])
     ok = (groups >= 2) & (groups <= 6) & chain_end
     digits = r_lens[h] + 3 * groups
-    ok &= np.isin(digits, np.fromiter(index.int_lengths, dtype=np.int64))
+    ok &= np.isin(digits, np.fromiter(int_lengths, dtype=np.int64))
     return r_starts[h[ok]]
 
 

@@ -54,7 +54,7 @@ from plimsoll_ci.match.classes import (  # noqa: F401  (byte_classes: callers im
     byte_classes,
     run_positions,
 )
-from plimsoll_ci.match.digitruns import clock_runs, grouped_heads, sig_digits
+from plimsoll_ci.match.digitruns import DigitRuns, clock_runs, grouped_heads, sig_digits
 from plimsoll_ci.match.index import TAG_BITS, ValueIndex, word_tag
 from plimsoll_ci.match.workspace import work_array
 
@@ -411,7 +411,8 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
     clock_head, claimed = clock_runs(ap, r_starts, r_ends, r_lens, r_nxt, digit) \
         if index.clockable else (None, None)
     if index.has_ints and max(index.int_lengths) >= GROUPED_MIN_DIGITS:
-        heads = grouped_heads(ap, r_starts, r_ends, r_lens, r_nxt, digit, index)
+        heads = grouped_heads(ap, DigitRuns(r_starts, r_ends, r_lens, r_nxt), digit,
+                              index.int_lengths)
         for s in heads[heads < getattr(out, "stop", len(buf))].tolist():
             _grouped(buf, s, index, out)
     # Candidates: a run can be picked only when the byte after it continues a token, or (plain

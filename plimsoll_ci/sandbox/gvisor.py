@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import NamedTuple
 from plimsoll_ci.errors import SandboxError
 from plimsoll_ci.sandbox import cpu as cpumod
 from plimsoll_ci.sandbox import owner
+from plimsoll_ci.sandbox.leftovers import runsc_path
 from plimsoll_ci.sandbox.session import Limits, Session, kill_group, pipe_up
 from plimsoll_ci.sandbox.stage import Stage
 
@@ -47,11 +47,6 @@ def retry_start(stderr: str) -> bool:
     last = lines[-1] if lines else ""
     _NO_CGROUPS.append("".join(c if c.isprintable() else "?" for c in last[:300]))
     return True
-
-
-def runsc_path() -> str | None:
-    """The runsc binary ($PLIMSOLL_RUNSC, else the PATH), or None."""
-    return os.environ.get("PLIMSOLL_RUNSC") or shutil.which("runsc")
 
 
 @functools.lru_cache(maxsize=4)

@@ -139,11 +139,15 @@ def _reap_containers(verdicts: dict[str, str]) -> int:
     return removed
 
 
+def runsc_path() -> str | None:
+    """The runsc binary ($PLIMSOLL_RUNSC, else the PATH), or None. (It lives here, below the
+    gVisor provider, because reaping a gone run's sandboxes needs it too.)"""
+    return os.environ.get("PLIMSOLL_RUNSC") or shutil.which("runsc")
+
+
 def _delete_runsc(folder: Path) -> int:
     """Delete the runsc sandboxes whose state lives in a gone run's folder (which also removes
     the cgroups runsc made); how many state folders there were."""
-    from plimsoll_ci.sandbox.gvisor import runsc_path
-
     states = sorted(folder.glob("runsc-state-plimsoll-*"))
     runsc = runsc_path()
     if not states or runsc is None or os.geteuid() != 0:

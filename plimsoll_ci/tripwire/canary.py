@@ -23,7 +23,6 @@ from plimsoll_ci.engine import Scanner
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.scan import scan_items
 from plimsoll_ci.tripwire.formats import CANARY_FORMAT
-from plimsoll_ci.tripwire.redact import redactor
 from plimsoll_ci.tripwire.requests import scan_requests
 from plimsoll_ci.withheld import SEALED_FORMAT, WithheldSet, build_set, parse
 
@@ -247,14 +246,13 @@ def check(canary: Canary, planted: str, requests: str) -> CheckResult:
     wset = marker_set(canary)
     planted_result = scan_items(_planted_items(planted, canary.sha256), wset)
     req_result = scan_requests(requests, wset)
-    redact = redactor(wset)
     where_planted: dict[str, list[str]] = {}
     for f in planted_result.findings:
         if f.kind == "withheld-set":
             continue
-        path = redact(f.path)
-        spot = f"{path}:{f.line}:{f.column}" if f.where == "content" else \
-            f"{path} ({f.chain.split(' > ', 1)[0] or 'name'})"
+        # (paths and chains come redacted from the ship scan)
+        spot = f"{f.path}:{f.line}:{f.column}" if f.where == "content" else \
+            f"{f.path} ({f.chain.split(' > ', 1)[0] or 'name'})"
         where_planted.setdefault(f.entry, []).append(spot)
     where_leaked: dict[str, list[str]] = {}
     for f in req_result.findings:

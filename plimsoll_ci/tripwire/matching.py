@@ -1,30 +1,33 @@
-"""Pieces of recorded requests -> findings, through the one matching engine.
+"""Pieces of recorded requests -> findings, through the ship scan's front end.
 
-The only module of the tripwire that scans pieces with the engine (`plimsoll_ci.engine.Scanner`);
-its surface is `find`, so moving it onto the ship scan's front end (`plimsoll_ci.scan.ShipScan`)
-happens here alone. A finding's `path` is the piece's recorded file and its `chain` is the piece's place
-followed by the engine's decode chain; `line` and `column` count inside the piece. Paths and places
-are not redacted here (`plimsoll_ci.tripwire.redact` does that for printing).
+The only module of the tripwire that scans: every piece goes through a `plimsoll_ci.scan.Verdicts`
+session (the ship scan's batching, cache, file bound and engine), a text or file piece as a
+content, a name piece as a shipped name. Recorded requests repeat themselves (an agent loop
+re-sends its system prompt, task and history with every turn), so the session keeps verdicts in a
+`MemoryCache`: a repeat is not scanned again. What differs from a ship scan is where a verdict is
+placed: at the piece's recorded file and its place in the request (`_Pieces`). A finding's `path`
+is the recorded file and its `chain` is the piece's place followed by the engine's decode chain;
+`line` and `column` count inside the piece. Paths and places are not redacted here
+(`plimsoll_ci.redact` does that for printing).
+
+Source entries are fingerprinted over a whole request (a pasted copy spans many strings): the text
+pieces of one recorded file are joined and scanned, through a second session, against the source
+entries alone.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
 
-from plimsoll_ci.engine import Finding, Limits, Scanner
+from plimsoll_ci.engine import Finding, Limits
+from plimsoll_ci.scan import Item, MemoryCache, Verdict, Verdicts
 from plimsoll_ci.tripwire.reader import Piece, join_place
 from plimsoll_ci.withheld import WithheldSet
 
-# Pieces are handed to the engine many at a time (`Scanner.scan_contents`): its cost is mostly per
-# call, and a request breaks into dozens of strings. Each piece keeps its own whole-piece checks
-# (file digests, a pasted set, archives) and its own line:column.
+# A request breaks into many small strings: the engine's work arrays stay small (and its cost per
+# byte low) in joined batches of this size, smaller than a ship scan's.
 _BATCH_BYTES = 256 * 1024
-_BATCH_PIECES = 4096
-_ALONE_BYTES = 1024 * 1024  # a piece this large is scanned on its own
-_CACHE_PIECE = 4 * 1024 * 1024  # pieces up to this size are remembered by digest
-_CACHE_ENTRIES = 200_000
 _BASE64_BOUND = re.compile(r"base64 region at byte \d+ is \d+ bytes, over the")
 
 
@@ -34,87 +37,58 @@ def find(pieces: Iterable[Piece], wset: WithheldSet,
 
     Batching and the cache never change what is found (a fuzzed test holds this).
     """
-    scan = _PieceScan(wset, limits)
-    for piece in pieces:
-        scan.add(piece)
-    scan.finish()
-    return scan.findings, scan.notes
+    sources = [e for e in wset.entries if e.kind == "source"]
+    placed = _Pieces()
+    values = Verdicts(placed, wset._replace(entries=[e for e in wset.entries
+                                                     if e.kind != "source"]) if sources else wset,
+                      limits, MemoryCache())
+    whole = _Requests(Verdicts(placed.sources, wset._replace(entries=sources), limits,
+                               MemoryCache())) if sources else None
+    values.batch_bytes = min(values.batch_bytes, _BATCH_BYTES)
+    for n, piece in enumerate(pieces):
+        label = str(n)
+        placed.pieces[label] = piece
+        if whole is not None and piece.kind != "name":
+            whole.add(piece)
+        if piece.kind == "name":
+            values.add_name(label, piece.data.decode("utf-8", "replace"))
+        else:
+            values.add(Item(label, piece.data, ""))
+    values.flush()
+    if whole is not None:
+        whole.finish()
+    return placed.findings, placed.notes + values.notes
 
 
-class _PieceScan:
-    """Collects findings for pieces, batching them, never changing what matches.
+class _Pieces:
+    """Places verdicts at the pieces they were asked for: the recorded file, the place in it."""
 
-    Findings are first made relative to their piece (no path; the chain is the engine's decode
-    chain only) and then placed: the relative findings of a piece are remembered by the piece's
-    digest, because recorded requests repeat themselves -- an agent loop re-sends its system
-    prompt, task and history with every turn -- and a repeat needs no second scan.
-    """
-
-    def __init__(self, wset: WithheldSet, limits: Limits | None) -> None:
-        sources = [e for e in wset.entries if e.kind == "source"]
-        # sources are fingerprinted over a whole request (a pasted copy spans many strings)
-        self.scanner = Scanner(wset._replace(entries=[e for e in wset.entries
-                                                      if e.kind != "source"]), limits) \
-            if sources else Scanner(wset, limits)
-        self.source_scanner = Scanner(wset._replace(entries=sources), limits) if sources \
-            else None
+    def __init__(self) -> None:
+        self.pieces: dict[str, Piece] = {}  # label -> the piece, until its verdict is placed
         self.findings: list[Finding] = []
         self.notes: list[str] = []
-        self.seen: set = set()
-        self.batch: list[tuple[Piece, bytes]] = []
-        self.batch_bytes = 0
-        self.cache: dict[bytes, tuple[list[Finding], list[str]]] = {}
-        self.waiting: dict[bytes, list[Piece]] = {}  # repeats of a piece still in the batch
-        self.request_source = ""
-        self.request_text: list[bytes] = []
+        self.seen: set[tuple] = set()
+        self.sources = _SourceHits(self.findings)
 
-    def add(self, piece: Piece) -> None:
-        if self.source_scanner is not None and piece.kind != "name":
-            if piece.source != self.request_source:
-                self._sources()
-                self.request_source = piece.source
-            if b"\0" not in piece.data[:8192]:
-                self.request_text.append(piece.data)
-        key = b""
-        if len(piece.data) <= _CACHE_PIECE:
-            key = hashlib.blake2b(piece.data, digest_size=16,
-                                  person=piece.kind.encode()[:16]).digest()
-            cached = self.cache.get(key)
-            if cached is not None:
-                self._place_all(piece, *cached)
-                return
-            if key in self.waiting:
-                self.waiting[key].append(piece)
-                return
-        if piece.kind == "name" or len(piece.data) > _ALONE_BYTES:
-            rels, notes = self._one(piece)
-            self._remember(key, rels, notes)
-            self._place_all(piece, rels, notes)
-            return
-        if key:
-            self.waiting[key] = []
-        self.batch.append((piece, key))
-        self.batch_bytes += len(piece.data)
-        if self.batch_bytes >= _BATCH_BYTES or len(self.batch) >= _BATCH_PIECES:
-            self._flush()
-
-    def finish(self) -> None:
-        self._flush()
-        self._sources()
-
-    def _remember(self, key: bytes, rels: list[Finding], notes: list[str]) -> None:
-        if not key:
-            return
-        if len(self.cache) >= _CACHE_ENTRIES:
-            self.cache.clear()
-        self.cache[key] = (rels, notes)
-
-    def _place_all(self, piece: Piece, rels: list[Finding], notes: list[str]) -> None:
+    def content(self, label: str, key: str, verdict: Verdict) -> None:
+        """A text or file piece's verdict."""
+        piece = self.pieces.pop(label)
+        notes = verdict.notes
         if notes and piece.covered:
             # the reader decoded this base64 whole: the engine's note that it did not is moot
-            notes = [n for n in notes if not _BASE64_BOUND.match(n)]
+            notes = tuple(n for n in notes if not _BASE64_BOUND.match(n))
         self.notes += [f"{piece.source} {piece.place}: {n}" if piece.place else
                        f"{piece.source}: {n}" for n in notes]
+        self._place(piece, verdict.findings)
+
+    def name(self, label: str, shipped: str, verdict: Verdict) -> None:
+        """A name piece's verdict: the piece's place says what kind of name it was."""
+        # a lone name is scanned as a file name: its chain starts with "file name"
+        self._place(self.pieces.pop(label), [
+            f._replace(chain=f.chain.split(" > ", 1)[1] if " > " in f.chain else "")
+            for f in verdict.findings])
+
+    def _place(self, piece: Piece, rels: Iterable[Finding]) -> None:
         for rel in rels:
             f = rel._replace(path=piece.source, chain=join_place(piece.place, rel.chain))
             # the same value at the same place may be found twice (as a decoded base64 file and
@@ -125,44 +99,44 @@ class _PieceScan:
             self.seen.add(k)
             self.findings.append(f)
 
-    def _one(self, piece: Piece) -> tuple[list[Finding], list[str]]:
-        """Relative findings and notes of one piece scanned on its own."""
-        if piece.kind == "name":
-            # scan_name calls a lone name a "file name"; the piece's place says what it is
-            return [f._replace(path="", chain=f.chain.split(" > ", 1)[1]
-                               if " > " in f.chain else "")
-                    for f in self.scanner.scan_name(piece.data.decode("utf-8", "replace"))], []
-        got, notes = self.scanner.scan_content(piece.data, piece.source)
-        prefix = f"{piece.source}: "
-        notes = [n[len(prefix):] if n.startswith(prefix) else n for n in notes]
-        return [f._replace(path="") for f in got], notes
 
-    def _flush(self) -> None:
-        batch, self.batch, self.batch_bytes = self.batch, [], 0
-        if not batch:
-            return
-        got, notes = self.scanner.scan_contents([(str(i), p.data)
-                                                 for i, (p, _k) in enumerate(batch)])
-        if notes:
-            # a bound was hit; scan each piece alone so that every note names its own recorded
-            # file and place
-            results = [self._one(p) for p, _k in batch]
-        else:
-            results = [([], []) for _ in batch]
-            for f in got:
-                results[int(f.path)][0].append(f._replace(path=""))
-        for (piece, key), (rels, pnotes) in zip(batch, results, strict=True):
-            self._remember(key, rels, pnotes)
-            for same in [piece, *self.waiting.pop(key, [])]:
-                self._place_all(same, rels, pnotes)
+class _SourceHits:
+    """Places the source findings of a whole request's joined text at its recorded file."""
 
-    def _sources(self) -> None:
-        if self.source_scanner is None or not self.request_text:
-            self.request_text = []
-            return
-        got, _notes = self.source_scanner.scan_content(b"\n".join(self.request_text),
-                                                       self.request_source)
-        for f in got:
-            if f.kind == "source":
-                self.findings.append(f._replace(path=self.request_source))
-        self.request_text = []
+    def __init__(self, findings: list[Finding]) -> None:
+        self.findings = findings
+
+    def content(self, label: str, key: str, verdict: Verdict) -> None:
+        """A request's verdict against the source entries (its notes are the pieces' own)."""
+        self.findings += [f._replace(path=label) for f in verdict.findings if f.kind == "source"]
+
+    def name(self, label: str, shipped: str, verdict: Verdict) -> None:
+        """Never asked for: a request's joined text ships no name."""
+
+
+class _Requests:
+    """Joins the text pieces of each recorded file, and scans each join for source entries."""
+
+    def __init__(self, session: Verdicts) -> None:
+        self.session = session
+        self.source = ""
+        self.text: list[bytes] = []
+
+    def add(self, piece: Piece) -> None:
+        """One more piece of the current request (a piece of another file ends it)."""
+        if piece.source != self.source:
+            self._end()
+            self.source = piece.source
+        if b"\0" not in piece.data[:8192]:
+            self.text.append(piece.data)
+
+    def _end(self) -> None:
+        if self.text:
+            self.session.add(Item(self.source, b"\n".join(self.text), ""))
+        self.text = []
+
+    def finish(self) -> None:
+        """The last request, and everything queued."""
+        self._end()
+        self.session.flush()
+

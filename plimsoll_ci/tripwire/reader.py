@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.redact import pointer_escape
 from plimsoll_ci.tripwire.formats import NUMBERED, RECORD_FORMAT, RECORDER_LOCK, UNFINISHED
 
 
@@ -105,11 +106,6 @@ def join_place(place: str, more: str) -> str:
     if place and more:
         return f"{place} > {more}"
     return place or more
-
-
-def pointer_escape(key: str) -> str:
-    """One JSON pointer reference token (RFC 6901)."""
-    return key.replace("~", "~0").replace("/", "~1")
 
 
 def _b64decode(text: str | bytes) -> bytes | None:

@@ -8,7 +8,7 @@ names of files and folders, one layer of encoding undone.
 A finding's `path` is the recorded file, its `chain` starts with the place inside it (a JSON
 pointer, `part NAME`, `header NAME`, `target`) followed by the engine's decode chain; `line` and
 `column` count inside that piece. Its `entry` is the sealed id. It never holds the value, and every
-printed segment that carries one is redacted (`plimsoll_ci.tripwire.redact`).
+printed segment that carries one is redacted (`plimsoll_ci.redact`, the one redactor).
 
 Retries are one leak: a recorded request sent again with the same method, target and body (an
 SDK retrying an upstream that is down) is reported once, at its first recording, with a `detail`
@@ -22,11 +22,11 @@ import itertools
 import os
 from collections.abc import Iterable
 
-from plimsoll_ci.engine import Finding, Limits
+from plimsoll_ci.engine import Finding, Limits, Scanner
+from plimsoll_ci.redact import Redactor
 from plimsoll_ci.scan import ScanResult
 from plimsoll_ci.tripwire import matching
 from plimsoll_ci.tripwire.reader import Piece, ReadLimits, RequestReader, Sent, upstream_answered
-from plimsoll_ci.tripwire.redact import redact_all
 from plimsoll_ci.withheld import WithheldSet
 
 _PARALLEL_FROM = 400  # files; below this, starting workers costs more than it saves
@@ -36,12 +36,19 @@ def _order(f: Finding) -> tuple:
     return (f.path, f.chain, f.line, f.column, f.entry)
 
 
+def redacted(result: ScanResult, wset: WithheldSet, limits: Limits | None = None) -> ScanResult:
+    """`result` with every value-carrying part of its paths, places, details and notes redacted
+    for printing (the one redactor, on an engine of its own)."""
+    return Redactor(Scanner(wset, limits)).result(result)
+
+
 def scan_pieces(pieces: Iterable[Piece], wset: WithheldSet,
                 limits: Limits | None = None) -> tuple[list[Finding], list[str]]:
     """Findings (path = recorded file, chain = place > decode chain) and notes for `pieces`,
     sorted and redacted for printing."""
     findings, notes = matching.find(pieces, wset, limits)
-    return redact_all(sorted(findings, key=_order), notes, wset, limits)
+    done = redacted(ScanResult(sorted(findings, key=_order), notes, 0, 0), wset, limits)
+    return done.findings, done.notes
 
 
 def default_jobs() -> int:
@@ -142,5 +149,4 @@ def scan_requests(root: str, wset: WithheldSet, limits: Limits | None = None,
         n_bytes += nb
         sent.update(s)
     findings = group_retries(findings, sent, root)
-    findings, notes = redact_all(findings, reader.notes + notes, wset, limits)
-    return ScanResult(findings, notes, n_files, n_bytes)
+    return redacted(ScanResult(findings, reader.notes + notes, n_files, n_bytes), wset, limits)

@@ -1,4 +1,4 @@
-"""Each matching rule of DESIGN.md, with a case it must find and a case it must not."""
+"""Each matching rule of docs/matching.md, with a case it must find and a case it must not."""
 
 from __future__ import annotations
 

@@ -3,14 +3,19 @@
 The same committed tree (the index equals HEAD) goes through `scan --staged`, the pre-commit hook
 and the GitHub Action's step; each road's text report (findings, paths, places, files, bytes
 scanned), exit code and SARIF levels must agree, in refuse mode and in warn mode. A road is one
-function in `ROADS` returning a `Seen`: adding one (history at HEAD, the tripwire over a request
-carrying these files) is a function and a line.
+function in `ROADS` returning a `Seen`: adding one is a function and a line.
+
+The tripwire reports in its own words (hits that "reached a model"), so it is held to the ship
+scan's JSON and SARIF instead: a folder of request bodies carrying exactly the files that ship
+(each at its shown path) gives the same findings, notes, files, bytes scanned, exit code and SARIF
+levels as `scan --staged`. Its only mode is the set's, so there warn comes from the set.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -135,3 +140,53 @@ def test_a_warm_hook_counts_the_files_and_bytes_a_cold_scan_counts(tree: Path) -
     assert _report(first) == _report(again)
     summary = next(ln for ln in _report(first) if SUMMARY.match(ln))
     assert f"in {doc['scanned']['files']} files ({doc['scanned']['bytes']:,} bytes" in summary
+
+
+def _requests_carrying_what_ships(repo: Path, out: Path) -> None:
+    """A folder of request bodies: every file `scan --staged` ships, each at its shown path."""
+    from plimsoll_ci import ship
+
+    _config, files = ship.collect(None, None, True, None, repo)
+    assert files
+    for f in files:
+        data = f.data
+        if not data and f.blob:
+            data = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", f.blob],
+                                  capture_output=True, check=True).stdout
+        body = out / ship.label(f)
+        body.parent.mkdir(parents=True, exist_ok=True)
+        body.write_bytes(data or b"")
+
+
+@pytest.mark.parametrize("mode", ["refuse", "warn"])
+def test_the_tripwire_over_requests_carrying_the_shipped_files_reports_the_same_scan(
+        tree: Path, tmp_path: Path, mode: str) -> None:
+    # a value inside a longer name: withheld where it sits, on both roads (`run-[withheld]/`)
+    (tree / "viewer" / f"run-{SEED}").mkdir()
+    (tree / "viewer" / f"run-{SEED}" / "notes.txt").write_text("lap ok\n")
+    git(tree, "add", "-A")
+    commit(tree, "viewer: a run folder")
+    if mode == "warn":
+        doc = json.loads((tree / "withheld.json").read_text())
+        doc["mode"] = "warn"
+        (tree / "withheld.json").write_text(json.dumps(doc, indent=2) + "\n")
+        git(tree, "commit", "-q", "--no-verify", "-am", "warn only")
+    requests = tmp_path / "requests"
+    _requests_carrying_what_ships(tree, requests)
+    tripwire = ("tripwire", "--sealed", "withheld.json", "--key-env", "PLIMSOLL_WITHHELD_KEY",
+                "--requests", str(requests))
+    seen = {}
+    for name, args in (("scan --staged", ("scan", "--staged")), ("tripwire", tripwire)):
+        doc = run_cli(tree, *args, "--format", "json")
+        sarif = run_cli(tree, *args, "--format", "sarif")
+        assert doc.returncode == sarif.returncode, (name, doc.stderr, sarif.stderr)
+        seen[name] = (doc.returncode, json.loads(doc.stdout), _levels(json.loads(sarif.stdout)))
+    (scan_code, scanned, scan_levels), (trip_code, tripped, trip_levels) = seen.values()
+    assert tripped["findings"] == scanned["findings"]  # paths, places, chains, entries
+    assert (tripped["notes"], tripped["scanned"]) == (scanned["notes"], scanned["scanned"])
+    assert scanned["scanned"]["bytes"] > 10240 and len(scanned["findings"]) == 8
+    assert {"viewer/run-[withheld]/", "drone:viewer/run-[withheld]/"} <= {
+        f["path"] for f in tripped["findings"]}
+    assert trip_code == scan_code == (1 if mode == "refuse" else 0)
+    assert trip_levels == scan_levels == {"error" if mode == "refuse" else "warning"}
+    assert SEED not in json.dumps(tripped)

@@ -170,7 +170,7 @@ def test_a_warm_session_never_builds_the_engine() -> None:
     ShipScan(make_set(), cache=cache).scan([Item("clean.txt", b"nothing\n")])
     warm = ShipScan(make_set(), cache=cache)
     result = warm.scan([Item("clean.txt", b"nothing\n")])
-    assert warm._scanner is None and (result.files, result.bytes) == (1, 8)
+    assert warm.verdicts._scanner is None and (result.files, result.bytes) == (1, 8)
 
 
 def test_a_member_name_seen_in_an_earlier_batch_is_redacted_alike_from_the_cache() -> None:

@@ -7,6 +7,7 @@ import base64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from plimsoll_ci import scan
 from plimsoll_ci.engine import Scanner
 from plimsoll_ci.tripwire import matching
 from plimsoll_ci.tripwire.reader import Piece
@@ -41,11 +42,11 @@ def _naive(pieces: list[Piece]) -> set:
 @settings(max_examples=80, deadline=None)
 @given(st.lists(PIECE, max_size=12), st.sampled_from([16, 256 * 1024]))
 def test_batched_scan_finds_exactly_what_one_scan_per_piece_finds(raw, batch_bytes):
-    matching._BATCH_BYTES, saved = batch_bytes, matching._BATCH_BYTES
+    scan.BATCH_BYTES, saved = batch_bytes, scan.BATCH_BYTES
     try:
         _check(raw)
     finally:
-        matching._BATCH_BYTES = saved
+        scan.BATCH_BYTES = saved
 
 
 def _check(raw) -> None:

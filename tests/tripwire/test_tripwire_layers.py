@@ -45,11 +45,18 @@ def test_no_module_of_the_tripwire_package_imports_itself_back() -> None:
     assert cycles == [], f"import cycle through {cycles}"
 
 
-def test_only_the_matching_module_calls_the_engine() -> None:
-    # the tripwire's scanning sits in one module, so it moves to another front end in one place
-    callers = sorted(p.stem for p in PACKAGE.glob("*.py")
-                     if "Scanner(" in p.read_text() and p.stem not in ("redact", "canary"))
-    assert callers == ["matching"]
+ENGINE_SCANS = (".scan_content(", ".scan_contents(", ".scan_name(", ".scan_stream(",
+                ".scan_file(", ".prime_names(")
+
+
+def test_the_tripwire_scans_only_through_the_ship_scans_front_end() -> None:
+    # pieces go through `scan.Verdicts` (its batching, cache, file bound); no module of the
+    # tripwire hands the engine contents or names itself, and there is no redactor of its own
+    calls = {p.stem: [c for c in ENGINE_SCANS if c in p.read_text()]
+             for p in PACKAGE.glob("*.py")}
+    assert {stem: found for stem, found in calls.items() if found} == {}
+    assert "Verdicts(" in (PACKAGE / "matching.py").read_text()
+    assert not (PACKAGE / "redact.py").exists()
 
 
 def test_the_recorder_does_not_load_the_matching_engine() -> None:

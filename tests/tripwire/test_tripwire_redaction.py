@@ -38,8 +38,9 @@ KEYS = {  # a JSON key with `/` or `~` (escaped as ~1 and ~0 in a pointer), the 
     "4829163057/log": "/metadata/[withheld]~1log (key)",
     "runs/4829163057": "/metadata/runs~1[withheld] (key)",
     "a/quor vantile": "/metadata/a~1[withheld] (key)",
-    "x~4829163057": "/metadata/[withheld] (key)",
-    "~/quorvantile~": "/metadata/~0~1[withheld] (key)",
+    # `~0` then the value reads as the number 04829163057: withheld with its leading zero
+    "x~4829163057": "/metadata/x~[withheld] (key)",
+    "~/quorvantile~": "/metadata/~0~1[withheld]~0 (key)",
 }
 
 
@@ -78,7 +79,8 @@ def test_a_name_holding_a_value_says_which_kind_of_place_it_was(tmp_path, capsys
     _record(r / "b", b"quorvantile=1&lap=2", "application/x-www-form-urlencoded", [])
     out = _report(tmp_path, r, fmt, capsys)
     _never_printed(out)
-    for place in ("header [withheld]", "part [withheld] name", "field 0 [withheld]"):
+    # the value is withheld where it sits in the name (as in a shipped name), the kind stays
+    for place in ("header X-Run-[withheld]", "part [withheld] name", "field 0 [withheld]"):
         assert place in out, (fmt, place)
     if fmt == "text":
         assert " at [withheld]" not in out

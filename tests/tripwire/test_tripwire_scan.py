@@ -161,8 +161,8 @@ def test_raw_text_jsonl_and_names_of_files_and_folders_are_read(tmp_path):
     (r / "calls.jsonl").write_text(json.dumps({"prompt": "x"}) + "\n" +
                                    json.dumps({"prompt": "lap 0:31.5"}) + "\n")
     got = {(h.path, h.chain, h.entry, h.where) for h in _hits(r)}
-    assert got == {("[withheld]/", "folder name", "labels.txt:1", "name"),
-                   ("[withheld]/prompt.txt", "", "seeds.txt:2", "content"),
+    assert got == {("run-[withheld]/", "folder name", "labels.txt:1", "name"),
+                   ("run-[withheld]/prompt.txt", "", "seeds.txt:2", "content"),
                    ("calls.jsonl", "line 2 > /prompt", "step-times.csv:3", "content")}
 
 

@@ -1,0 +1,329 @@
+"""`plimsoll.yaml`: its records (`Config`, `ShipSet`), its parser and the way to find and load it.
+
+`parse_config(text, origin, base)` reads YAML with a loader that remembers the line of every key
+and value, so a `ConfigError` (exit 2) names the file and line: `plimsoll.yaml line 7:
+ship.viewer.include must be a list of globs`. `load_config(path)`, `find_config(start)` (the git
+repository root's `plimsoll.yaml`, else `start` or a parent), `load_key(config)` and
+`load_withheld(config, key=None)` build on it. What ships under a config (globs, sources,
+builders) is `plimsoll_ci.ship`'s, which re-exports these names as its public API.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from plimsoll_ci import git, withheld
+from plimsoll_ci.errors import ConfigError
+
+CONFIG_NAME = "plimsoll.yaml"
+DEFAULT_TIMEOUT = 600.0
+_SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_TOP_KEYS = ("withheld", "key", "ship", "mode", "limits")
+_SET_KEYS = ("include", "exclude", "command", "inputs", "root", "timeout", "description")
+
+
+class ShipSet(NamedTuple):
+    """One named ship set from `plimsoll.yaml`."""
+
+    name: str
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    command: str | tuple[str, ...] | None = None
+    inputs: tuple[str, ...] = ()
+    root: str = ""  # folder (relative to the config's folder) whose contents ship; "" = that folder
+    timeout: float = DEFAULT_TIMEOUT
+    line: int = 0  # line of the set in the config, for messages
+
+
+class Config(NamedTuple):
+    """A parsed `plimsoll.yaml`."""
+
+    path: Path
+    base: Path
+    withheld: Path | None
+    key_env: str | None
+    key_file: Path | None
+    mode: str
+    limits: dict[str, float]
+    ship: dict[str, ShipSet]
+
+
+# --------------------------------------------------------------------------- config
+
+
+class _Map(dict):
+    line = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: dict[Any, int] = {}  # key -> line of its value
+        self.key_lines: dict[Any, int] = {}  # key -> line of the key itself
+
+
+class _Seq(list):
+    line = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[int] = []
+
+
+def _yaml_load(text: str, origin: str) -> Any:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def construct_map(loader: yaml.SafeLoader, node: yaml.MappingNode) -> _Map:
+        loader.flatten_mapping(node)
+        m = _Map()
+        m.line = node.start_mark.line + 1
+        for k_node, v_node in node.value:
+            key = loader.construct_object(k_node, deep=True)
+            kline = k_node.start_mark.line + 1
+            if not isinstance(key, str | int | float | bool) and key is not None:
+                raise ConfigError(f"{origin} line {kline}: keys must be plain names")
+            if key in m:
+                raise ConfigError(f"{origin} line {kline}: duplicate key {key!r}; keep one")
+            m[key] = loader.construct_object(v_node, deep=True)
+            m.lines[key] = v_node.start_mark.line + 1
+            m.key_lines[key] = kline
+        return m
+
+    def construct_seq(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> _Seq:
+        s = _Seq()
+        s.line = node.start_mark.line + 1
+        for child in node.value:
+            s.append(loader.construct_object(child, deep=True))
+            s.lines.append(child.start_mark.line + 1)
+        return s
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_map)
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_seq)
+    try:
+        return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark else 0
+        problem = e.problem or e.context or "malformed YAML"
+        raise ConfigError(f"{origin} line {line}: {problem}; fix the YAML syntax") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{origin}: malformed YAML ({e.__class__.__name__})") from None
+
+
+def _line_of(m: Any, key: Any) -> int:
+    if isinstance(m, _Map):
+        return m.lines.get(key, m.line)
+    return 0
+
+
+def _str_list(value: Any, origin: str, line: int, what: str, kind: str = "globs") -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{origin} line {line}: {what} must be a list of {kind}")
+    for i, v in enumerate(value):
+        where = value.lines[i] if isinstance(value, _Seq) else line
+        if v.startswith("!"):
+            raise ConfigError(f"{origin} line {where}: {what}: negated pattern {v!r} is not "
+                              "supported; put it in exclude")
+        try:
+            glob_spec([v])
+        except ValueError:
+            raise ConfigError(f"{origin} line {where}: {what}: {v!r} is not a valid glob") from None
+    return tuple(value)
+
+
+def _relpath_ok(value: str) -> bool:
+    parts = Path(value).parts
+    return not Path(value).is_absolute() and ".." not in parts
+
+
+def parse_config(text: str, origin: str, base: Path) -> Config:
+    """Parse `plimsoll.yaml` text; `origin` names it in messages, `base` is its folder."""
+    base = Path(base).resolve()
+    doc = _yaml_load(text, origin)
+    if doc is None:
+        doc = _Map()
+    if not isinstance(doc, _Map):
+        raise ConfigError(f"{origin} line 1: the top level must be a mapping "
+                          f"(keys: {', '.join(_TOP_KEYS)})")
+    for key in doc:
+        if key not in _TOP_KEYS:
+            raise ConfigError(f"{origin} line {_line_of(doc, key)}: unknown key {key!r}; "
+                              f"expected one of {', '.join(_TOP_KEYS)}")
+
+    withheld = None
+    if doc.get("withheld") is not None:
+        w = doc["withheld"]
+        if not isinstance(w, str) or not w:
+            raise ConfigError(f"{origin} line {_line_of(doc, 'withheld')}: withheld must be the "
+                              "path of a withheld set (e.g. withheld.json)")
+        withheld = (base / w).resolve()
+
+    key_env = key_file = None
+    if doc.get("key") is not None:
+        k = doc["key"]
+        line = _line_of(doc, "key")
+        if not isinstance(k, _Map) or len(k) != 1 or next(iter(k)) not in ("env", "file"):
+            raise ConfigError(f"{origin} line {line}: key must be {{env: VARIABLE}} or "
+                              "{file: PATH} (a file outside the repository)")
+        kind, value = next(iter(k.items()))
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{origin} line {_line_of(k, kind)}: key.{kind} must be a string")
+        if kind == "env":
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+                raise ConfigError(f"{origin} line {_line_of(k, kind)}: key.env must be an "
+                                  "environment variable name, not the key itself")
+            key_env = value
+        else:
+            key_file = (base / os.path.expanduser(value)).resolve()
+            repo = git.toplevel(base)
+            if repo is not None and key_file.is_relative_to(repo):
+                raise ConfigError(f"{origin} line {_line_of(k, kind)}: key.file {value} is inside "
+                                  f"the repository {repo}; keep the key outside it "
+                                  "(or use key: {env: VARIABLE})")
+
+    mode = doc.get("mode", "refuse")
+    if mode not in ("refuse", "warn"):
+        raise ConfigError(f"{origin} line {_line_of(doc, 'mode')}: mode must be refuse or warn")
+
+    limits: dict[str, float] = {}
+    if doc.get("limits") is not None:
+        lim = doc["limits"]
+        if not isinstance(lim, _Map):
+            raise ConfigError(f"{origin} line {_line_of(doc, 'limits')}: limits must be a mapping "
+                              "of name: number (e.g. max_file_bytes: 50000000)")
+        for name, value in lim.items():
+            if not isinstance(name, str) or isinstance(value, bool) \
+                    or not isinstance(value, int | float) or value <= 0:
+                raise ConfigError(f"{origin} line {_line_of(lim, name)}: limits.{name} must be a "
+                                  "positive number")
+            limits[name] = value
+
+    ship: dict[str, ShipSet] = {}
+    raw = doc.get("ship")
+    if raw is not None:
+        if not isinstance(raw, _Map):
+            raise ConfigError(f"{origin} line {_line_of(doc, 'ship')}: ship must be a mapping of "
+                              "set name to {include, exclude} or {command}")
+        for name, body in raw.items():
+            ship[str(name)] = _parse_set(str(name), body, origin, raw.key_lines[name])
+    return Config(Path(origin) if not isinstance(origin, Path) else origin, base, withheld,
+                  key_env, key_file, mode, limits, ship)
+
+
+def _parse_set(name: str, body: Any, origin: str, line: int) -> ShipSet:
+    where = f"ship.{name}"
+    if not _SET_NAME.match(name):
+        raise ConfigError(f"{origin} line {line}: ship set name {name!r} must be letters, digits, "
+                          "'.', '_' or '-'")
+    if not isinstance(body, _Map):
+        raise ConfigError(f"{origin} line {line}: {where} must be a mapping with include/exclude "
+                          "globs or a command")
+    for key in body:
+        if key not in _SET_KEYS:
+            raise ConfigError(f"{origin} line {_line_of(body, key)}: {where}: unknown key {key!r}; "
+                              f"expected one of {', '.join(_SET_KEYS)}")
+    include = exclude = inputs = ()
+    if "include" in body:
+        include = _str_list(body["include"], origin, _line_of(body, "include"), f"{where}.include")
+    if "exclude" in body:
+        exclude = _str_list(body["exclude"], origin, _line_of(body, "exclude"), f"{where}.exclude")
+    command: str | tuple[str, ...] | None = None
+    if "command" in body:
+        c = body["command"]
+        cline = _line_of(body, "command")
+        if isinstance(c, str) and c.strip():
+            command = c
+        elif isinstance(c, list) and c and all(isinstance(v, str) for v in c):
+            command = tuple(c)
+        else:
+            raise ConfigError(f"{origin} line {cline}: {where}.command must be a command line "
+                              "(string) or a list of arguments")
+        text = command if isinstance(command, str) else " ".join(command)
+        if "{out}" not in text:
+            raise ConfigError(f"{origin} line {cline}: {where}.command must contain {{out}}, the "
+                              "folder the builder writes the shipped files into")
+    if "inputs" in body:
+        if command is None:
+            raise ConfigError(f"{origin} line {_line_of(body, 'inputs')}: {where}.inputs only "
+                              "applies to a command set")
+        inputs = _str_list(body["inputs"], origin, _line_of(body, "inputs"), f"{where}.inputs")
+    if command is None and not include:
+        raise ConfigError(f"{origin} line {line}: {where} needs include (a list of globs) or a "
+                          "command that builds the shipped folder")
+    root = ""
+    if "root" in body:
+        r = body["root"]
+        if not isinstance(r, str) or not _relpath_ok(r):
+            raise ConfigError(f"{origin} line {_line_of(body, 'root')}: {where}.root must be a "
+                              "relative folder inside the config's folder")
+        if command is not None:
+            raise ConfigError(f"{origin} line {_line_of(body, 'root')}: {where}.root only applies "
+                              "to a glob set (a command set ships its {out} folder)")
+        root = Path(r).as_posix().strip("/")
+        root = "" if root == "." else root
+    timeout = DEFAULT_TIMEOUT
+    if "timeout" in body:
+        t = body["timeout"]
+        if isinstance(t, bool) or not isinstance(t, int | float) or t <= 0:
+            raise ConfigError(f"{origin} line {_line_of(body, 'timeout')}: {where}.timeout must be "
+                              "a positive number of seconds")
+        timeout = float(t)
+    if "description" in body and not isinstance(body["description"], str):
+        raise ConfigError(f"{origin} line {_line_of(body, 'description')}: {where}.description "
+                          "must be text")
+    return ShipSet(name, include, exclude, command, inputs, root, timeout, line)
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read and validate a `plimsoll.yaml`; `ConfigError` names the file and line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such config file; create it or pass --config") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{p}: cannot read the config ({e.__class__.__name__})") from None
+    cfg = parse_config(text, str(p), p.resolve().parent)
+    return cfg._replace(path=p.resolve())
+
+
+def find_config(start: Path) -> Path | None:
+    """`plimsoll.yaml` at the git repository root containing `start` (else `start` or a parent)."""
+    start = Path(start).resolve()
+    repo = git.toplevel(start)
+    if repo is not None:
+        p = repo / CONFIG_NAME
+        return p if p.is_file() else None
+    for folder in (start, *start.parents):
+        p = folder / CONFIG_NAME
+        if p.is_file():
+            return p
+    return None
+
+
+def load_key(config: Config) -> bytes | None:
+    """The HMAC key named by the config (`key: {env|file}`), or None when none is configured."""
+    if config.key_env is None and config.key_file is None:
+        return None
+    return withheld.key_from(env=config.key_env,
+                             file=str(config.key_file) if config.key_file else None)
+
+
+def load_withheld(config: Config, key: bytes | None = None) -> withheld.WithheldSet:
+    """Load the config's withheld set (with `key`, or the configured key when `key` is None)."""
+    if config.withheld is None:
+        raise ConfigError(f"{config.path}: no `withheld:` path; add `withheld: withheld.json`")
+    return withheld.load(config.withheld, key=key if key is not None else load_key(config))
+
+
+def glob_spec(patterns: Sequence[str]) -> Any:
+    """Compiled gitignore globs (pathspec's `GitIgnoreSpec`: git's wildmatch rules, tested
+    against git's own cases); ValueError for one git would not take (a trailing `\\`)."""
+    from pathspec import GitIgnoreSpec  # imported when globs are first matched
+
+    return GitIgnoreSpec.from_lines(patterns)
