@@ -113,15 +113,19 @@ def _chosen(argv: Sequence[str], names: Sequence[str]) -> str | None:
 
 
 def build_parser(argv: Sequence[str], prog: str = "plimsoll-ci") -> argparse.ArgumentParser:
-    """Build the parser; only the command named in `argv` gets its module imported."""
-    commands = _available()
+    """Build the parser; only the command named in `argv` gets its module imported, and then
+    only its sub-parser is built (the whole list is for `--help` and for a wrong command)."""
+    chosen = _chosen(argv, list(COMMANDS))
+    if chosen is not None and importlib.util.find_spec(COMMANDS[chosen][0]) is not None:
+        commands = {chosen: COMMANDS[chosen]}
+    else:
+        commands = _available()
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Keep answer keys out of AI agents' sandboxes, and prove it.",
     )
     parser.add_argument("--version", action="version", version=f"{prog} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    chosen = _chosen(argv, list(commands))
     for name, (module, help_text) in commands.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:

@@ -6,6 +6,8 @@
   not safe here, so the caller works in its own process.
 - `run(fn, calls, jobs, ...)`: `fn(*args)` for each argument tuple of `calls`, results in order,
   in workers when it pays and in this process otherwise.
+- `InOrder`: work handed out one piece at a time (to a pool once there is one, else done here),
+  each result taken in the order the work was given, with a bound on what waits in the pool.
 
 Workers are forked (the engine and the withheld set are inherited, not pickled), only from a
 single-threaded process (forking a threaded one can deadlock), and ignore Ctrl-C: the parent gets
@@ -17,9 +19,12 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 T = TypeVar("T")
 MAX_JOBS = 8
@@ -38,7 +43,8 @@ def can_fork() -> bool:
     """Whether workers can be forked from this process now (fork exists, one thread runs)."""
     import multiprocessing
 
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    return ("fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+            and not multiprocessing.current_process().daemon)  # a daemon may have no children
 
 
 def _worker_start(init: Callable[..., object] | None, initargs: tuple) -> None:
@@ -79,3 +85,51 @@ def run(fn: Callable[..., T], calls: Sequence[tuple], jobs: int | None = None,
         return [f.result() for f in futures]
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+class InOrder:
+    """Results taken in the order their work was given, whether it ran in a worker or here.
+
+    `put(fn, args, take)` runs `fn(*args)` in `pool` when there is one (set it at any time), else
+    here and now (`here=True`: here in any case, for work that cannot be pickled), then calls
+    `take(result)` once every earlier result has been taken. At most `ahead` pieces of work wait
+    in the pool; `put` then waits for the oldest. `drain()` takes everything left; a worker's
+    exception is raised where its result is taken.
+    """
+
+    def __init__(self, pool: Executor | None = None, ahead: int = 4) -> None:
+        self.pool = pool
+        self.ahead = ahead
+        self._queue: deque[tuple[Any, Any, Callable[[Any], None]]] = deque()
+
+    @property
+    def idle(self) -> bool:
+        """No pool and nothing waiting: what is given now is taken now."""
+        return self.pool is None and not self._queue
+
+    def put(self, fn: Callable[..., T], args: tuple, take: Callable[[T], None],
+            here: bool = False) -> None:
+        """Run `fn(*args)` (in the pool or here) and `take` its result in turn."""
+        if not self._queue and (self.pool is None or here):  # nothing waits: take it now
+            take(fn(*args))
+            return
+        if self.pool is None or here:
+            self._queue.append((None, fn(*args), take))
+        else:
+            self._queue.append((self.pool.submit(fn, *args), None, take))
+        self._take(wait=False)
+
+    def drain(self) -> None:
+        """Wait for all the work given and take every result, in order."""
+        self._take(wait=True)
+
+    def _take(self, wait: bool) -> None:
+        while self._queue:
+            future, result, take = self._queue[0]
+            if future is not None:
+                waiting = sum(1 for f, _, _ in self._queue if f is not None and not f.done())
+                if not wait and not future.done() and waiting <= self.ahead:
+                    return
+                result = future.result()
+            self._queue.popleft()
+            take(result)

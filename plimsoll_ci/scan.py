@@ -23,6 +23,7 @@ alone, if this grows.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -30,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Protocol
 
+from plimsoll_ci import pool
 from plimsoll_ci.engine import Finding, Limits, Scanner, dedupe, memory_floor, windowing
 from plimsoll_ci.errors import BadInput, ConfigError
 from plimsoll_ci.git import blob_id
@@ -226,6 +228,54 @@ def _over_bound(size: int, bound: int) -> str:
 BATCH_BYTES = 4 * 1024 * 1024  # files are scanned in joined batches of about this size
 _BATCH_FILES = 20_000
 _BATCH_UNREAD = 2_000  # blobs read from git per batch
+# Workers are forked when the third full batch is flushed (the scan holds over 12 MiB): starting
+# two costs about 100 ms (the pool's imports, the fork, the shutdown) and a batch takes about as
+# long on one core, so they pay from the fourth batch on (benchmarks/bench_scan.py).
+PARALLEL_FROM = 3
+
+# --------------------------------------------------------------------------- one batch, anywhere
+# A batch is judged by `_judge` in this process, or in a forked worker (`pool.start`) that holds
+# the engine it inherited: every verdict is the same either way, and the session takes them in
+# the order it gave the batches (`pool.InOrder`), so findings and notes come out the same for any
+# number of workers.
+
+_WORKER: dict[str, Scanner] = {}
+
+Batch = list[tuple[str, bytes, int, str]]  # (label, data up to the file bound, size, cut note)
+Judged = tuple[list[Verdict], list[str], set[str]]  # verdicts, notes of no file, redact tokens
+
+
+def _worker_init(scanner: Scanner) -> None:
+    _WORKER["scanner"] = scanner
+
+
+def _judge(batch: Batch, scanner: Scanner | None = None) -> Judged:
+    """One verdict per file of `batch` (in order), the engine notes no file owns, and the texts
+    the engine learned to redact (member names carrying a value); `scanner` None: the worker's."""
+    scanner = scanner or _WORKER["scanner"]
+    known = set(scanner.redact_tokens)
+    found, notes = scanner.scan_contents([(label, data) for label, data, _, _ in batch])
+    by_label: dict[str, list[Finding]] = {}
+    for f in found:
+        by_label.setdefault(f.path, []).append(f._replace(path=""))
+    notes_of: dict[str, list[str]] = {}
+    stray: list[str] = []
+    for n in notes:  # every engine note starts with its file's label
+        owner = max((lb for lb, _, _, _ in batch if n.startswith(lb + ": ")), key=len,
+                    default="")
+        if owner:
+            notes_of.setdefault(owner, []).append(n[len(owner) + 2:])
+        else:
+            stray.append(n)
+    verdicts = []
+    for label, _data, size, cut in batch:
+        rel = by_label.get(label, [])
+        # an archive member's name that carries a value is shown redacted in its chain
+        tokens = tuple(sorted(t for t in scanner.redact_tokens
+                              if any(f.where == "name" and t in f.chain for f in rel)))
+        verdicts.append(Verdict(tuple(rel), tuple(([cut] if cut else [])
+                                                  + notes_of.get(label, [])), size, tokens))
+    return verdicts, stray, scanner.redact_tokens - known
 
 
 class Verdicts:
@@ -237,12 +287,22 @@ class Verdicts:
     several labels once, reads a long file on disk a piece at a time, cuts a content at the file
     bound (with a note), and checks shipped names. Labels must be distinct. `ShipScan` places
     verdicts in a `ScanResult`; the tripwire and history place them their own way.
+
+    `jobs` is how many worker processes may scan (`ShipScan` asks for the cores this process may
+    use); they are forked only once `PARALLEL_FROM` full batches have been queued (smaller scans stay in
+    this process), and any number gives the same verdicts, placed in the same order. `finish`
+    places what is left and stops them; `close` stops them when a scan is abandoned.
     """
 
     def __init__(self, placer: Placer, wset: WithheldSet, limits: Limits | None = None,
                  cache: VerdictCache | None = None,
-                 read: Callable[[list[str]], Mapping[str, bytes]] | None = None) -> None:
+                 read: Callable[[list[str]], Mapping[str, bytes]] | None = None,
+                 jobs: int = 1) -> None:
         self.placer = placer
+        self.jobs = max(1, jobs)
+        self.tokens: set[str] = set()  # texts the workers' engines learned to redact
+        self._work = pool.InOrder()  # batches judged here or in workers, taken in order
+        self._full = 0  # batches flushed full
         self.wset = wset
         self.limits = limits or Limits()
         self.cache = cache
@@ -285,8 +345,13 @@ class Verdicts:
         key = content_key(item) if (self.cache is not None or item.blob) else ""
         if key:
             cached = self.cache.get(key) if self.cache is not None else None
-            if cached is not None:
+            if cached is not None and self._work.idle:
                 self.placer.content(label, key, cached)
+                self._flush_if_full()
+                return
+            if cached is not None:  # taken after the batches still being judged
+                self._work.put(lambda v: v, (cached,),
+                               functools.partial(self.placer.content, label, key), here=True)
                 self._flush_if_full()
                 return
             if key in self._same:  # the same content under another label: one scan
@@ -309,14 +374,15 @@ class Verdicts:
     def _flush_if_full(self) -> None:
         if (self._pending_bytes >= self.batch_bytes or self._unread >= _BATCH_UNREAD
                 or len(self._pending) + len(self._names) >= _BATCH_FILES):
-            self.flush()
+            self.flush(full=True)
 
-    def flush(self) -> None:
-        """Scan everything queued; every verdict is placed before this returns."""
+    def flush(self, full: bool = False) -> None:
+        """Scan everything queued; its verdicts are placed in turn (before `finish` returns)."""
         self._check_names()
         streams, self._streams = self._streams, []
         for label, item in streams:
-            self.placer.content(label, "", self._scan_stream(label, item))
+            self._work.put(self._scan_stream, (label, item),
+                           functools.partial(self.placer.content, label, ""), here=True)
         pending, self._pending = self._pending, []
         self._pending_bytes = self._unread = 0
         if not pending:
@@ -324,40 +390,49 @@ class Verdicts:
         need = [it.blob for _, _, it in pending if it.data is None]
         blobs = self.read(need) if need and self.read is not None else {}
         bound = self.limits.max_file_bytes
-        batch: list[tuple[str, bytes]] = []
-        sizes: dict[str, int] = {}
-        cut: dict[str, str] = {}
-        for label, _key, it in pending:
+        batch: Batch = []
+        placed: list[tuple[str, list[str]]] = []  # (content key, labels sharing the verdict)
+        for label, key, it in pending:
             data = it.data if it.data is not None else blobs[it.blob]  # type: ignore[index]
-            sizes[label] = max(len(data), it.size or 0)  # (a reader may stop one byte past)
-            if len(data) > bound:
-                cut[label] = _over_bound(sizes[label], bound)
-                data = data[:bound]
-            batch.append((label, data))
-        scanner = self.scanner
-        found, notes = scanner.scan_contents(batch)
-        by_label: dict[str, list[Finding]] = {}
-        for f in found:
-            by_label.setdefault(f.path, []).append(f._replace(path=""))
-        notes_of: dict[str, list[str]] = {}
-        for n in notes:  # every engine note starts with its file's label
-            owner = max((lb for lb, _ in batch if n.startswith(lb + ": ")), key=len,
-                        default="")
-            if owner:
-                notes_of.setdefault(owner, []).append(n[len(owner) + 2:])
-            else:
-                self.notes.append(n)
-        for label, key, _it in pending:
-            rel = by_label.get(label, [])
-            # an archive member's name that carries a value is shown redacted in its chain
-            tokens = tuple(sorted(t for t in scanner.redact_tokens
-                                  if any(f.where == "name" and t in f.chain for f in rel)))
-            verdict = Verdict(tuple(rel), tuple(([cut[label]] if label in cut else [])
-                                                + notes_of.get(label, [])), sizes[label], tokens)
+            size = max(len(data), it.size or 0)  # (a reader may stop one byte past)
+            cut = _over_bound(size, bound) if len(data) > bound else ""
+            batch.append((label, data[:bound] if cut else data, size, cut))
+            placed.append((key, self._same.pop(key, [label]) if key else [label]))
+        self._full += full
+        if self._full == PARALLEL_FROM and self.jobs > 1:
+            # the first batches were judged here (the engine's large-buffer path, numpy among
+            # it, is loaded before the fork and shared); from this one on, workers judge them
+            self._work.pool = pool.start(self.jobs, _worker_init, (self.scanner,))
+            self._work.ahead = 2 * self.jobs
+        take = functools.partial(self._take_batch, placed)
+        if self._work.pool is not None:
+            self._work.put(_judge, (batch,), take)
+        else:
+            self._work.put(_judge, (batch, self.scanner), take)
+
+    def _take_batch(self, placed: list[tuple[str, list[str]]], judged: Judged) -> None:
+        verdicts, stray, tokens = judged
+        self.notes += stray
+        self.tokens.update(tokens)
+        for (key, labels), verdict in zip(placed, verdicts, strict=True):
             if key and self.cache is not None:
                 self.cache.put(key, verdict)
-            for same in self._same.pop(key, [label]) if key else [label]:
-                self.placer.content(same, key, verdict)
+            for label in labels:
+                self.placer.content(label, key, verdict)
+
+    def finish(self) -> None:
+        """Scan everything queued and place every verdict, in order; stop the workers."""
+        try:
+            self.flush()
+            self._work.drain()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes, if any were started (work not yet taken is dropped)."""
+        workers, self._work.pool = self._work.pool, None
+        if workers is not None:
+            workers.shutdown(wait=True, cancel_futures=True)
 
     def _scan_stream(self, label: str, item: Item) -> Verdict:
         """A long file, read a piece at a time up to the file bound as the engine scans it."""
@@ -450,16 +525,19 @@ class ShipScan:
 
     `cache` (a `VerdictCache`) skips contents and names judged before; `read` reads blobs by id
     for items that come without data (`git.read_blobs` bound to a repository); `mode` is what
-    `decide_mode` decided (default: the withheld set's own mode). Scanning is a `Verdicts`
+    `decide_mode` decided (default: the withheld set's own mode); `jobs` how many worker processes
+    may scan (default: the cores this process may use; see `Verdicts`). Scanning is a `Verdicts`
     session's; this places its verdicts at shown paths, counts, de-duplicates, sorts and redacts.
     """
 
     def __init__(self, wset: WithheldSet, limits: Limits | None = None,
                  cache: VerdictCache | None = None, mode: str | None = None,
-                 read: Callable[[list[str]], Mapping[str, bytes]] | None = None) -> None:
+                 read: Callable[[list[str]], Mapping[str, bytes]] | None = None,
+                 jobs: int | None = None) -> None:
         self.mode = mode if mode is not None else decide_mode(wset.mode)
         self._placed = _Placed((limits or Limits()).max_file_bytes)
-        self.verdicts = Verdicts(self._placed, wset, limits, cache, read)
+        self.verdicts = Verdicts(self._placed, wset, limits, cache, read,
+                                 pool.default_jobs() if jobs is None else jobs)
         self.limits = self.verdicts.limits
         self._caller_notes: list[str] = []
 
@@ -474,9 +552,16 @@ class ShipScan:
 
     def scan(self, items: Iterable[Item]) -> ScanResult:
         """`add` every item, then `finish`."""
-        for item in items:
-            self.add(item)
-        return self.finish()
+        try:
+            for item in items:
+                self.add(item)
+            return self.finish()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes, if any were started (`finish` does)."""
+        self.verdicts.close()
 
     def add(self, item: Item) -> None:
         """Queue one shipped file; a label already added is skipped (each shown file once)."""
@@ -489,7 +574,7 @@ class ShipScan:
 
     def finish(self) -> ScanResult:
         """Scan what is queued and return the result: de-duplicated, sorted, redacted."""
-        self.verdicts.flush()
+        self.verdicts.finish()
         placed = self._placed
         findings = sorted(dedupe(placed.findings), key=placed.rank)
         notes = list(dict.fromkeys(self._caller_notes + self.verdicts.notes + placed.notes))
@@ -497,7 +582,7 @@ class ShipScan:
                             self.mode)
         if findings or notes:
             redactor = Redactor(self.scanner)
-            redactor.add(placed.tokens)
+            redactor.add(placed.tokens | self.verdicts.tokens)
             result = redactor.result(result)
         return result
 
@@ -651,24 +736,28 @@ def _read_shown(shown: str, full: str, regular: bool, whole: int, notes: list[st
 
 
 def scan_paths(paths: list[str], wset: WithheldSet, limits: Limits | None = None,
-               mode: str | None = None) -> ScanResult:
+               mode: str | None = None, jobs: int | None = None) -> ScanResult:
     """Scan folders and files on disk. Missing paths are bad input (exit 2) before any scan.
 
     A file is read whole when it is small (up to the engine's window size); a longer one is
-    read a piece at a time as it is scanned, so no file is ever held whole in memory."""
+    read a piece at a time as it is scanned, so no file is ever held whole in memory. `jobs`:
+    worker processes (`ShipScan`)."""
     missing = [p for p in paths if not os.path.lexists(p)]
     if missing:
         raise BadInput("; ".join(f"path {p}: no such file or folder" for p in missing))
-    session = ShipScan(wset, limits, mode=mode)
+    session = ShipScan(wset, limits, mode=mode, jobs=jobs)
     whole = min(windowing(session.limits).size, session.limits.max_file_bytes)
     notes: list[str] = []
-    for p in paths:
-        if os.path.isdir(p):  # (a link to a folder named on the command line is followed)
-            entries = _walk(p, p.rstrip("/") or "/", notes)
-        else:
-            entries = iter([(p, p, False)])
-        for shown, full, regular in entries:
-            session.add(_read_shown(shown, full, regular, whole, notes))
-    for n in notes:
-        session.note(n)
-    return session.finish()
+    try:
+        for p in paths:
+            if os.path.isdir(p):  # (a link to a folder named on the command line is followed)
+                entries = _walk(p, p.rstrip("/") or "/", notes)
+            else:
+                entries = iter([(p, p, False)])
+            for shown, full, regular in entries:
+                session.add(_read_shown(shown, full, regular, whole, notes))
+        for n in notes:
+            session.note(n)
+        return session.finish()
+    finally:
+        session.close()

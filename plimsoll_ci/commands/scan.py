@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report here (atomic)")
     parser.add_argument("--mode", choices=("refuse", "warn"),
                         help="override the set's mode: refuse exits 1 on a finding, warn exits 0")
+    parser.add_argument("--jobs", type=int, default=0, metavar="N",
+                        help="scanning processes (default 0: one per core this process may use; "
+                        "a scan under a few megabytes runs in one process whatever N is)")
     add_key_arguments(parser)
     add_limit_arguments(parser)
 
@@ -48,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
     from plimsoll_ci.scan import ShipScan, decide_mode, make_limits, scan_paths
     from plimsoll_ci.withheld import key_from, load
 
+    if args.jobs < 0:
+        raise BadInput(f"--jobs {args.jobs}: give 1 or more scanning processes, or 0 for one "
+                       "per core")
+    jobs = args.jobs or None
     key = key_from(args.key_env, args.key_file)
     if args.set:
         meant = "--withheld" if _looks_like_set_file(args.set) or (args.paths and not args.config) \
@@ -74,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
         warn_set_notes(wset)
         session = ShipScan(wset, make_limits(config.limits, str(config.path),
                                              limit_overrides(args)),
-                           mode=decide_mode(config.mode, wset.mode, override=args.mode))
+                           mode=decide_mode(config.mode, wset.mode, override=args.mode),
+                           jobs=jobs)
         if not files:
             session.note(f"{config.path}: the ship set{'s' if not ship_set else ' ' + ship_set} "
                          "shipped no file: check the include globs")
@@ -86,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         wset = load(set_file, key=key)
         warn_set_notes(wset)
         result = scan_paths(args.paths, wset, make_limits(overrides=limit_overrides(args)),
-                            decide_mode(wset.mode, override=args.mode))
+                            decide_mode(wset.mode, override=args.mode), jobs)
     write_output(report.render(result, args.format), args.output)
     if args.output:
         n = len(result.findings)

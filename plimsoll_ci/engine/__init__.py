@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from plimsoll_ci.engine.contents import ContentRun, bytes_reader
 from plimsoll_ci.engine.records import Finding, Limits, Windowing, memory_floor, windowing
-from plimsoll_ci.match.decode import Bounds, text_regions
-from plimsoll_ci.match.extract import find_values
-from plimsoll_ci.match.fingerprint import fingerprints, overlap
-from plimsoll_ci.match.index import ValueEntry, ValueIndex
-from plimsoll_ci.withheld import WithheldSet
+
+if TYPE_CHECKING:
+    from plimsoll_ci.withheld import WithheldSet
+
+# The matching code (`contents`, `match/`) is imported when a `Scanner` is built, not with this
+# package: a warm hook run, whose every content is known clean, never builds one.
 
 __all__ = ["Finding", "Limits", "Scanner", "Windowing", "dedupe", "memory_floor", "windowing"]
 
@@ -30,6 +31,9 @@ class Scanner:
     """Scans names and contents against one withheld set."""
 
     def __init__(self, wset: WithheldSet, limits: Limits | None = None) -> None:
+        from plimsoll_ci.match.decode import Bounds
+        from plimsoll_ci.match.index import ValueEntry, ValueIndex
+
         self.wset = wset
         # (a config may give a count as a float: `max_memory: 1e9`)
         self.limits = (limits or Limits())._replace(**{
@@ -52,11 +56,16 @@ class Scanner:
 
     def scan_text(self, text: str | bytes, path: str, chain: str = "") -> list[Finding]:
         """Values in one string (no decoding layers); places are byte offsets."""
+        from plimsoll_ci.match.extract import find_values
+
         data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
         return [Finding(path, 0, m.start, chain, eid, "value", "name")
                 for m in find_values(data, self.index) for eid in m.entries]
 
     def _name(self, name: str, path: str, chain: str) -> list[Finding]:
+        from plimsoll_ci.match.decode import text_regions
+        from plimsoll_ci.match.extract import find_values
+
         data = name.encode("utf-8", "surrogateescape")
         out = []
         for m in find_values(data, self.index):
@@ -73,6 +82,9 @@ class Scanner:
 
     def prime_names(self, paths: Iterable[str]) -> None:
         """Scan the not-yet-seen name parts of many paths in one joined pass (then cached)."""
+        from plimsoll_ci.match.decode import text_regions
+        from plimsoll_ci.match.extract import find_values
+
         parts = sorted({p for path in paths for p in path.replace("\\", "/").split("/")
                         if p not in ("", ".") and (p, "file name") not in self._names})
         if len(parts) < 8 or len(self._names) > 100_000:
@@ -129,6 +141,8 @@ class Scanner:
         vectorized passes run over megabytes rather than paying their fixed cost per file; a
         long one a window at a time (`Windowing`). Every bound counts per file, and every note
         starts with the file's path."""
+        from plimsoll_ci.engine.contents import ContentRun, bytes_reader
+
         run = ContentRun(self)
         for path, data in files:
             run.add(path, bytes_reader(data))
@@ -139,6 +153,8 @@ class Scanner:
                                                                             list[str]]:
         """The contents of one file that `read(n)` gives a piece at a time (b"" at its end), so
         a long file is never held whole."""
+        from plimsoll_ci.engine.contents import ContentRun
+
         run = ContentRun(self)
         run.add(path, read)
         found, notes = run.finish()
@@ -146,6 +162,8 @@ class Scanner:
 
     def source_findings(self, prints: set[int], path: str, chain: str) -> list[Finding]:
         """Source entries that a shipped text's fingerprints (`source_prints`) carry."""
+        from plimsoll_ci.match.fingerprint import overlap
+
         out = []
         for e in self.sources:
             share = overlap(set(e.fingerprints), prints)
@@ -156,6 +174,8 @@ class Scanner:
 
     def source_prints(self, data: bytes) -> set[int]:
         """Fingerprints of a shipped text, as a source entry's are made."""
+        from plimsoll_ci.match.fingerprint import fingerprints
+
         return fingerprints(data, self.wset.key)
 
     def scan_file(self, data: bytes, path: str) -> tuple[list[Finding], list[str]]:

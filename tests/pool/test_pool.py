@@ -52,3 +52,51 @@ def test_no_worker_is_forked_while_another_thread_runs() -> None:
 def test_default_jobs_is_between_one_and_the_cap() -> None:
     assert 1 <= pool.default_jobs() <= pool.MAX_JOBS
     assert pool.default_jobs(limit=1) == 1
+
+
+def _slow(x: int, delay: float) -> tuple[int, int]:
+    import time
+
+    time.sleep(delay)
+    return x, os.getpid()
+
+
+def test_in_order_takes_results_in_the_order_given_though_later_work_finishes_first() -> None:
+    workers = pool.start(2)
+    assert workers is not None
+    taken: list[tuple[str, int]] = []
+    work = pool.InOrder(ahead=3)
+    try:
+        work.put(_slow, (0, 0.0), lambda r: taken.append(("here", r[0])))  # no pool yet: now
+        assert taken == [("here", 0)]
+        work.pool = workers
+        for i in range(1, 9):  # the earlier, the slower: later ones are done first
+            work.put(_slow, (i, 0.04 * (9 - i)), lambda r: taken.append(("pool", r[0])))
+            if i == 4:  # work that cannot leave this process waits its turn too
+                work.put(_slow, (40, 0.0), lambda r: taken.append(("here", r[0])), here=True)
+        work.drain()
+    finally:
+        workers.shutdown(wait=True, cancel_futures=True)
+    assert taken == [("here", 0), *(("pool", i) for i in range(1, 5)), ("here", 40),
+                     *(("pool", i) for i in range(5, 9))]
+
+
+def _boom(x: int) -> int:
+    raise ValueError(f"bad input {x}")
+
+
+def test_in_order_raises_a_workers_exception_where_its_result_is_taken() -> None:
+    import pytest
+
+    workers = pool.start(2)
+    assert workers is not None
+    taken: list[int] = []
+    work = pool.InOrder(workers)
+    try:
+        work.put(_slow, (1, 0.0), lambda r: taken.append(r[0]))
+        work.put(_boom, (2,), taken.append)
+        with pytest.raises(ValueError, match="bad input 2"):
+            work.drain()
+    finally:
+        workers.shutdown(wait=True, cancel_futures=True)
+    assert taken == [1]

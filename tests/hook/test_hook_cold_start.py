@@ -1,0 +1,43 @@
+"""The hook's start-up: it loads the matching engine only when some content needs scanning, and
+numpy only when a scan is large (a commit's few small files never pay its import)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from harness_repo import git, hook_env
+
+HEAVY = ("numpy", "plimsoll_ci.engine.contents", "plimsoll_ci.match.extract")
+PROBE = f"""
+import json, sys
+from plimsoll_ci.cli import main
+rc = main(sys.argv[1:])
+print(json.dumps([rc, [m for m in {HEAVY!r} if m in sys.modules]]), file=sys.stderr)
+"""
+
+
+def hook_loads(repo: Path, *args: str) -> tuple[int, list[str]]:
+    """The hook's exit code and which heavy modules its process loaded."""
+    p = subprocess.run([sys.executable, "-c", PROBE, "hook", "ship-scan", *args], cwd=repo,
+                       capture_output=True, text=True, env=hook_env())
+    rc, loaded = json.loads(p.stderr.strip().splitlines()[-1])
+    return rc, loaded
+
+
+def test_a_hook_run_with_every_content_known_clean_loads_no_engine(harness: Path) -> None:
+    rc, loaded = hook_loads(harness, "viewer/app.mjs")
+    assert rc == 0 and "plimsoll_ci.engine.contents" in loaded  # the first run scans
+    assert "numpy" not in loaded  # a few small files: the pure-Python path
+    rc, loaded = hook_loads(harness, "viewer/app.mjs")  # the cache knows every content
+    assert (rc, loaded) == (0, [])
+
+
+def test_a_commit_of_one_small_change_scans_it_without_numpy(harness: Path) -> None:
+    assert hook_loads(harness)[0] == 0
+    (harness / "viewer/app.mjs").write_text("export const speed = 3;\n")
+    git(harness, "add", "viewer/app.mjs")
+    rc, loaded = hook_loads(harness, "viewer/app.mjs")
+    assert rc == 0 and loaded == ["plimsoll_ci.engine.contents", "plimsoll_ci.match.extract"]
