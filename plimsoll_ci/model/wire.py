@@ -9,11 +9,43 @@ the caller can answer the model with an error result and the session goes on.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from plimsoll_ci.model.errors import MalformedReply
+
+# JSON may escape half of a UTF-16 pair (`"\ud800"`): Python reads it as a lone surrogate, which no
+# UTF-8 text and no RFC 8785 transcript can carry. Such halves become U+FFFD, as a UTF-8 reader
+# does with a broken sequence; whole pairs are one character already.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _loads(text: str) -> Any:
+    """`json.loads`, with every lone surrogate in a string (key or value) as U+FFFD."""
+    if not _SURROGATE_ESCAPE.search(text):
+        return json.loads(text)
+
+    def fix(s: str) -> str:
+        return _LONE_SURROGATE.sub("\ufffd", s)
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        return {fix(k): fix(v) if isinstance(v, str) else v for k, v in items}
+
+    value = json.loads(text, object_pairs_hook=pairs)
+    if isinstance(value, str):
+        return fix(value)
+    stack = [value]
+    while stack:  # strings inside lists (those inside objects are fixed by the hook)
+        item = stack.pop()
+        if isinstance(item, list):
+            item[:] = [fix(x) if isinstance(x, str) else x for x in item]
+            stack.extend(x for x in item if isinstance(x, list | dict))
+        elif isinstance(item, dict):
+            stack.extend(x for x in item.values() if isinstance(x, list | dict))
+    return value
 
 BYTES_PER_TOKEN = 3  # a response without `usage` is counted as 1 token per 3 bytes sent and received
 
@@ -100,7 +132,7 @@ def payload(model: str, messages: list[dict], tools: tuple[Tool, ...]) -> bytes:
 def load_json(body: bytes) -> Any:
     """The parsed body; MalformedReply when it is not UTF-8 JSON (RFC 8259 section 8.1)."""
     try:
-        return json.loads(body.decode("utf-8"))
+        return _loads(body.decode("utf-8"))
     except UnicodeDecodeError:
         raise MalformedReply("the reply is not UTF-8 JSON") from None
     except json.JSONDecodeError as e:
@@ -122,7 +154,7 @@ def _field(obj: object, key: str, where: str, kind: type | tuple[type, ...]) -> 
 
 def _arguments(text: str) -> tuple[Mapping[str, Any] | None, str]:
     try:
-        value = json.loads(text)
+        value = _loads(text)
     except json.JSONDecodeError as e:
         return None, (f"the arguments are not valid JSON (line {e.lineno} column {e.colno}: "
                       f"{e.msg}); send one JSON object")

@@ -230,3 +230,17 @@ def test_a_scripted_answer_can_depend_on_what_was_sent(chat_server, make_client)
     reply = session.ask()
     session.tool_result(reply.tool_calls[0], "landed 2 of 4")
     assert session.ask().content == "you said: landed 2 of 4"
+
+
+def test_a_lone_surrogate_in_a_reply_is_a_replacement_character_and_the_transcript_still_signs(
+        chat_server, make_client):
+    # JSON may escape half of a UTF-16 pair (`\ud800`): no UTF-8 and no RFC 8785 text carries it
+    chat_server.push(
+        tool_calls([("write_file", '{"path": "a.py", "content": "x\\udc00y"}')]),
+        text("half \ud800 of a pair, a whole one \U0001f600"))
+    session = make_client().session(system="build a controller", tools=TOOLS)
+    session.user("go")
+    replies = _run(session, {"write_file": "wrote 3 bytes"})
+    assert replies[0].tool_calls[0].arguments == {"path": "a.py", "content": "x\ufffdy"}
+    assert replies[1].content == "half \ufffd of a pair, a whole one \U0001f600"
+    assert re.fullmatch(r"[0-9a-f]{64}", session.digest())
