@@ -231,11 +231,11 @@ def _reap() -> None:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from plimsoll_ci.squeeze import planfile, progress
+    from plimsoll_ci.squeeze import progress, run
 
     job, options = _options(args)
     _reap()
-    outcome = planfile.make(job, options, progress.make())
+    outcome = run.make_plan(job, options, progress.make())
     if outcome.status == "planned":
         print(f"plan in {args.out}: {outcome.planned} gradings; grade them with `plimsoll-ci "
               f"squeeze run {args.job} --plan {args.out} --shard I/N --out DIR`")

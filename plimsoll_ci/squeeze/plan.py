@@ -155,3 +155,15 @@ def grading_context(job_ctx: dict[str, Any], grading: Grading,
     if made:
         where["session"] = [grading.group, int(grading.controller.rsplit("/", 1)[1])]
     return {"job": job_ctx, "grading": where, "code_checks": code_checks}
+
+
+class Work(NamedTuple):
+    """What a run grades and signs: every grading of the job in plan order, with its code checks
+    and its controller's path, the job section all records carry, and the session records to
+    sign before the gradings."""
+
+    gradings: list[Grading]
+    code: list[dict[str, Any]]
+    paths: list[str]
+    job_ctx: dict[str, Any]
+    sessions: list[tuple[dict[str, Any], dict[str, Any]]]

@@ -36,12 +36,10 @@ from typing import Any, NamedTuple
 from plimsoll_ci.attest import canonical
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading.fresh import FreshSet
-from plimsoll_ci.squeeze import account as acct
 from plimsoll_ci.squeeze import artifacts, checks, recipes
 from plimsoll_ci.squeeze import plan as plan_mod
 from plimsoll_ci.squeeze.job import Job
 from plimsoll_ci.squeeze.plan import Unseen
-from plimsoll_ci.squeeze.progress import Progress
 
 PLAN_FORMAT = "plimsoll-squeeze-plan/1"
 PLAN_FILE = "plan.json"
@@ -76,7 +74,7 @@ class Planned(NamedTuple):
     """What a run with a plan flies and grades."""
 
     unseen: Unseen
-    work: Any  # run.Work
+    work: plan_mod.Work
 
 
 def _made(context: dict[str, Any]) -> frozenset[tuple[str, int]]:
@@ -86,51 +84,6 @@ def _made(context: dict[str, Any]) -> frozenset[tuple[str, int]]:
         if role != "loop" and controller.startswith(plan_mod.BUILT):
             out.add((group, int(controller.rsplit("/", 1)[1])))
     return frozenset(out)
-
-
-def make(job: Job, options: Any, progress: Progress) -> Any:
-    """Make the plan folder `options.out` (see the module doc); a `run.Outcome` (`planned`, or
-    how a job that builds stopped: interrupted, breached, no rebuilds)."""
-    from plimsoll_ci.grading import fresh, seedsets
-    from plimsoll_ci.squeeze import run as run_mod
-
-    out = Path(options.out)
-    acct.refuse_used(out)
-    prepared = run_mod.prepare(job, options)
-    unseen = run_mod.unseen_of(job, options)
-    check = run_mod.lint(job, unseen, options.allow_weak_seeds, progress)
-    ctx = run_mod.start(job, options, progress, unseen, prepared)
-    built: list = []
-    if job.builds():
-        built_or_stop = run_mod._build(ctx)
-        if isinstance(built_or_stop, run_mod.Outcome):
-            return built_or_stop
-        built = built_or_stop
-    work = run_mod.local_work(ctx, built)
-    if work.sessions:
-        run_mod._sign(out, ctx.signer, work.sessions, [])
-    else:  # nothing for the plan's key to sign: no key is kept with the plan
-        (out / artifacts.PUBLIC_KEY).unlink(missing_ok=True)
-        ctx.account["key"] = None
-    if unseen.sealed is None:
-        seedsets.write_set(out / FRESH_FILE, unseen.seeds, bits=fresh.BITS)
-        kept = {"kind": "fresh", "file": FRESH_FILE}
-    else:
-        seedsets.write_public(out / HELD_OUT_FILE, unseen.sealed.document(), "commitment")
-        kept = {"kind": "held_out", "file": HELD_OUT_FILE}
-    doc = {"format": PLAN_FORMAT, "job": {"path": str(job.path), "sha256": job.sha256},
-           "context": work.job_ctx, "code_checks": work.code,
-           "allow_weak_seeds": bool(options.allow_weak_seeds), "seed_check": check.record(),
-           "planned": acct.now(), "unseen": kept}
-    acct.write(out / PLAN_FILE, canonical_text(doc))
-    ctx.account.update({"status": "planned", "finished": acct.now(),
-                        "gradings": {"planned": len(work.gradings), "signed": 0}})
-    acct.write(out / artifacts.RUN, acct.dumps(ctx.account))
-    progress.note(f"plan {out}: {len(work.gradings)} gradings against the committed set; grade "
-                  f"them with `squeeze run {job.path} --plan {out} --shard I/N --out DIR` on N "
-                  "machines, then `plimsoll-ci bundle merge DIR... --plan "
-                  f"{out} --out MERGED`")
-    return run_mod.Outcome("planned", 0, None, len(work.sessions), len(work.gradings))
 
 
 def canonical_text(doc: dict[str, Any]) -> str:
@@ -189,7 +142,6 @@ def follow(plan: Plan, job: Job, prepared: Any, sealed: Any) -> Planned:
     """Check that `job` is the job `plan` was made of (the job file, every controller's files,
     the recipes) and say what to fly and grade; BadInput naming what differs."""
     from plimsoll_ci.attest.record import practice_set_digest
-    from plimsoll_ci.squeeze import run as run_mod
 
     if job.sha256 != plan.doc["job"]["sha256"]:
         raise BadInput(f"{job.path}: not the job file the plan {plan.folder} was made of (its "
@@ -238,7 +190,7 @@ def follow(plan: Plan, job: Job, prepared: Any, sealed: Any) -> Planned:
                            "read (changed since the plan was made); grade the same checkout, "
                            "or plan again")
     where = [str(paths.get(g.controller) or job.base / g.controller) for g in gradings]
-    work = run_mod.Work(gradings, code, where, job_ctx, session_records(plan))
+    work = plan_mod.Work(gradings, code, where, job_ctx, session_records(plan))
     return Planned(unseen, work)
 
 

@@ -48,7 +48,7 @@ from plimsoll_ci.squeeze import artifacts, checks, pool, recipes, sessions
 from plimsoll_ci.squeeze import plan as plan_mod
 from plimsoll_ci.squeeze.grader import Graded, Setup, Task
 from plimsoll_ci.squeeze.job import Job
-from plimsoll_ci.squeeze.plan import Unseen
+from plimsoll_ci.squeeze.plan import Unseen, Work
 from plimsoll_ci.squeeze.progress import Progress
 from plimsoll_ci.squeeze.rebuild import Harness
 
@@ -103,18 +103,6 @@ class Prepared(NamedTuple):
     recipes: dict[str, dict[str, Any]]
     practice_seed_tokens: int
     counted: dict[str, recipes.Recipe]  # loops' recipes as counted (their text goes to sessions)
-
-
-class Work(NamedTuple):
-    """What a run grades and signs: every grading of the job in plan order, with its code checks
-    and its controller's path, the job section all records carry, and the session records to
-    sign before the gradings."""
-
-    gradings: list[plan_mod.Grading]
-    code: list[dict[str, Any]]
-    paths: list[str]
-    job_ctx: dict[str, Any]
-    sessions: list[tuple[dict[str, Any], dict[str, Any]]]
 
 
 def claim_out(out: Path) -> None:
@@ -302,6 +290,51 @@ def run(job: Job, options: Options, progress: Progress,
             built = built_or_stop
         work = local_work(ctx, built)
     return _grade(ctx, work, check.record())
+
+
+def make_plan(job: Job, options: Options, progress: Progress) -> Outcome:
+    """Make the plan folder `options.out` (see `planfile`'s doc); `planned`, or how a job that
+    builds stopped (interrupted, breached, no rebuilds)."""
+    from plimsoll_ci.grading import fresh, seedsets
+    from plimsoll_ci.squeeze import planfile as pf
+
+    out = Path(options.out)
+    acct.refuse_used(out)
+    prepared = prepare(job, options)
+    unseen = unseen_of(job, options)
+    check = lint(job, unseen, options.allow_weak_seeds, progress)
+    ctx = start(job, options, progress, unseen, prepared)
+    built: list = []
+    if job.builds():
+        built_or_stop = _build(ctx)
+        if isinstance(built_or_stop, Outcome):
+            return built_or_stop
+        built = built_or_stop
+    work = local_work(ctx, built)
+    if work.sessions:
+        _sign(out, ctx.signer, work.sessions, [])
+    else:  # nothing for the plan's key to sign: no key is kept with the plan
+        (out / artifacts.PUBLIC_KEY).unlink(missing_ok=True)
+        ctx.account["key"] = None
+    if unseen.sealed is None:
+        seedsets.write_set(out / pf.FRESH_FILE, unseen.seeds, bits=fresh.BITS)
+        kept = {"kind": "fresh", "file": pf.FRESH_FILE}
+    else:
+        seedsets.write_public(out / pf.HELD_OUT_FILE, unseen.sealed.document(), "commitment")
+        kept = {"kind": "held_out", "file": pf.HELD_OUT_FILE}
+    doc = {"format": pf.PLAN_FORMAT, "job": {"path": str(job.path), "sha256": job.sha256},
+           "context": work.job_ctx, "code_checks": work.code,
+           "allow_weak_seeds": bool(options.allow_weak_seeds), "seed_check": check.record(),
+           "planned": acct.now(), "unseen": kept}
+    acct.write(out / pf.PLAN_FILE, pf.canonical_text(doc))
+    ctx.account.update({"status": "planned", "finished": acct.now(),
+                        "gradings": {"planned": len(work.gradings), "signed": 0}})
+    acct.write(out / artifacts.RUN, acct.dumps(ctx.account))
+    progress.note(f"plan {out}: {len(work.gradings)} gradings against the committed set; grade "
+                  f"them with `squeeze run {job.path} --plan {out} --shard I/N --out DIR` on N "
+                  "machines, then `plimsoll-ci bundle merge DIR... --plan "
+                  f"{out} --out MERGED`")
+    return Outcome("planned", 0, None, len(work.sessions), len(work.gradings))
 
 
 def local_work(ctx: _Running, built: list) -> Work:
