@@ -282,13 +282,10 @@ def run(job: Job, options: Options, progress: Progress,
 
             planfile.copy_outputs(options.plan, Path(options.out))
     else:
-        built: list = []
-        if job.builds():
-            built_or_stop = _build(ctx)
-            if isinstance(built_or_stop, Outcome):
-                return built_or_stop
-            built = built_or_stop
-        work = local_work(ctx, built)
+        settled = _settle(ctx)
+        if isinstance(settled, Outcome):
+            return settled
+        work = settled
     return _grade(ctx, work, check.record())
 
 
@@ -304,13 +301,9 @@ def make_plan(job: Job, options: Options, progress: Progress) -> Outcome:
     unseen = unseen_of(job, options)
     check = lint(job, unseen, options.allow_weak_seeds, progress)
     ctx = start(job, options, progress, unseen, prepared)
-    built: list = []
-    if job.builds():
-        built_or_stop = _build(ctx)
-        if isinstance(built_or_stop, Outcome):
-            return built_or_stop
-        built = built_or_stop
-    work = local_work(ctx, built)
+    work = _settle(ctx)
+    if isinstance(work, Outcome):
+        return work
     if work.sessions:
         _sign(out, ctx.signer, work.sessions, [])
     else:  # nothing for the plan's key to sign: no key is kept with the plan
@@ -335,6 +328,18 @@ def make_plan(job: Job, options: Options, progress: Progress) -> Outcome:
                   "machines, then `plimsoll-ci bundle merge DIR... --plan "
                   f"{out} --out MERGED`")
     return Outcome("planned", 0, None, len(work.sessions), len(work.gradings))
+
+
+def _settle(ctx: _Running) -> Work | Outcome:
+    """Run the job's rebuild sessions, if it builds, and say what to grade; or how the sessions
+    stopped (interrupted, breached, no rebuilds)."""
+    built: list = []
+    if ctx.job.builds():
+        built_or_stop = _build(ctx)
+        if isinstance(built_or_stop, Outcome):
+            return built_or_stop
+        built = built_or_stop
+    return local_work(ctx, built)
 
 
 def local_work(ctx: _Running, built: list) -> Work:
