@@ -415,7 +415,10 @@ class ContentRun:
                         pieces: list[_Piece], todo: list[int], layers: list[list[Layer]]) -> bool:
         """Encoded regions of a joined batch, into `layers` by piece; True when a bound was hit
         (or a file's own budget would be), so that each piece must be decoded alone."""
-        budget = RegionBudget(self.limits.max_regions)
+        # Each file's bound counts per file: the joined pass may decode as many regions as the
+        # files have left between them, and each file's share is checked below.
+        left = {id(pieces[k].budget): pieces[k].budget.left for k in todo}
+        budget = RegionBudget(max(1, sum(left.values())))
         deadline = time.monotonic() + self.limits.decode_seconds
         dec = text_regions(joined, self.sc.bounds, classes, None, budget,
                            lambda: time.monotonic() > deadline)
