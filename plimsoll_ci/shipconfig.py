@@ -323,7 +323,11 @@ def load_withheld(config: Config, key: bytes | None = None) -> withheld.Withheld
 
 def glob_spec(patterns: Sequence[str]) -> Any:
     """Compiled gitignore globs (pathspec's `GitIgnoreSpec`: git's wildmatch rules, tested
-    against git's own cases); ValueError for one git would not take (a trailing `\\`)."""
+    against git's own cases); ValueError for one git would not take (a trailing `\\`).
+
+    pathspec's pure-Python backend, always: with `hyperscan` or `google-re2` installed it picks
+    them by itself, and they encode each path as strict UTF-8, so a repository path that is not
+    UTF-8 (kept as surrogate escapes) stopped the scan with a UnicodeEncodeError."""
     from pathspec import GitIgnoreSpec  # imported when globs are first matched
 
-    return GitIgnoreSpec.from_lines(patterns)
+    return GitIgnoreSpec.from_lines(patterns, backend="simple")
