@@ -10,6 +10,7 @@ SPACE, DOT, COLON, UNDERSCORE, COMMA = ord(" "), ord("."), ord(":"), ord("_"), o
 FIVE = ord("5")
 PLUS, MINUS, EQUALS = ord("+"), ord("-"), ord("=")
 PERCENT, BACKSLASH, AMPERSAND, NEWLINE = ord("%"), ord("\\"), ord("&"), ord("\n")
+CARRIAGE_RETURN = ord("\r")
 DEL = 0x7F  # the last ASCII byte (not printable)
 NON_ASCII = 0x80  # the first byte that is not ASCII: part of a UTF-8 encoded character
 CASE_BIT = 0x20  # an upper-case ASCII letter with this bit set is its lower case

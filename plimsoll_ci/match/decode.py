@@ -14,12 +14,13 @@ import binascii
 import html
 import re
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import unquote_to_bytes
 
 from plimsoll_ci.match.ascii import (
     AMPERSAND,
     BACKSLASH,
+    CARRIAGE_RETURN,
     DEL,
     EQUALS,
     NEWLINE,
@@ -224,6 +225,17 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
     """Maximal runs of a byte class (base64: 6+ bytes and up to two `=`; hex: 8+ bytes)."""
     if classes is None:
         return [(m.start(), m.end()) for m in rx.finditer(buf)]
+    starts, ends = _runs_np(buf, pad, classes)
+    out = []
+    for a0, b in zip(starts.tolist(), ends.tolist(), strict=True):
+        if pad and buf[b : b + 1] == b"=":
+            b += 2 if buf[b + 1 : b + 2] == b"=" else 1
+        out.append((a0, b))
+    return out
+
+
+def _runs_np(buf: bytes, pad: bool, classes: object) -> tuple[Any, Any]:
+    """(starts, ends) of the runs `_runs` keeps, as arrays; a base64 run's padding not in it."""
     import numpy as np
 
     n = len(buf)
@@ -258,7 +270,7 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
         keep = lens % 2 == 0
         starts, ends, lens = starts[keep], ends[keep], lens[keep]
     if not len(starts):
-        return []
+        return starts, ends
     a = np.frombuffer(buf, dtype=np.uint8)
     if pad:  # base64: runs that end in padding, or long runs that mix cases or letters and digits
         idx = np.empty(2 * len(starts), dtype=np.int64)
@@ -285,12 +297,58 @@ def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
         keep = ~digits_only | (lens >= 16)  # short digit strings are ids and numbers
         # digits only: every high nibble must be '2'..'7' (hex-encoded digits are "3x3x...")
         keep &= np.where(digits_only, high_bad == 0, high_bad * 5 <= lens // 2)
-    out = []
-    for a0, b in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True):
-        if pad and buf[b : b + 1] == b"=":
-            b += 2 if buf[b + 1 : b + 2] == b"=" else 1
-        out.append((a0, b))
-    return out
+    return starts[keep], ends[keep]
+
+
+_B64_TABLES: tuple[Any, Any] | None = None
+
+
+def _b64_tables() -> tuple[Any, Any]:
+    """byte -> its 6-bit value in either alphabet; byte -> 1 for `-_`, 2 for `+/`."""
+    import numpy as np
+
+    global _B64_TABLES
+    if _B64_TABLES is None:
+        value = np.zeros(256, dtype=np.uint8)
+        value[list(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")] = \
+            np.arange(64)
+        value[list(b"-_")] = (62, 63)
+        kind = np.zeros(256, dtype=np.uint8)
+        kind[list(b"-_")] = 1
+        kind[list(b"+/")] = 2
+        _B64_TABLES = value, kind
+    return _B64_TABLES
+
+
+def _b64_many(buf: bytes, starts: Any, ends: Any) -> tuple[bytes, list[int], list[int],  # noqa: ANN401
+                                                                list[bool]]:
+    """Each run `buf[s:e]` of the base64 alphabets (its padding left out) decoded as `_b64`
+    decodes it, all at once: the decoded bytes joined, where each run's bytes start and end in
+    them, and whether `_b64` gives any (not for a length of 4k+1, nor for both alphabets)."""
+    import numpy as np
+
+    value, kind = _b64_tables()
+    a = np.frombuffer(buf, dtype=np.uint8)
+    lens = (ends - starts).astype(np.int64)
+    coff = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=coff[1:])
+    quads = (lens + 3) // 4
+    qoff = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(quads, out=qoff[1:])
+    run = np.repeat(np.arange(len(lens)), lens)
+    within = np.arange(int(coff[-1]), dtype=np.int64) - coff[:-1][run]
+    chars = a[starts[run] + within]
+    both = np.bitwise_or.reduceat(kind[chars], coff[:-1]) == 3
+    vals = np.zeros((int(qoff[-1]), 4), dtype=np.uint8)  # a short last quad: zeros after it
+    vals.reshape(-1)[4 * qoff[:-1][run] + within] = value[chars]
+    out = np.empty((len(vals), 3), dtype=np.uint8)
+    v0, v1, v2, v3 = vals[:, 0], vals[:, 1], vals[:, 2], vals[:, 3]
+    out[:, 0] = (v0 << 2) | (v1 >> 4)  # (uint8: the shifts drop the high bits, as wanted)
+    out[:, 1] = (v1 << 4) | (v2 >> 2)
+    out[:, 2] = (v2 << 6) | v3
+    first = 3 * qoff[:-1]
+    return (out.tobytes(), first.tolist(), (first + lens * 3 // 4).tolist(),
+            ((lens % 4 != 1) & ~both).tolist())
 
 
 def _high_bad(tok: bytes) -> int:
@@ -380,39 +438,74 @@ class _Regions:
         return True
 
     def _base64(self, classes: object | None) -> None:
-        buf, lo, hi = self.buf, self.win.lo, self.win.hi
-        n, max_region, at_end = len(buf), self.bounds.max_region, self.win.at_end
+        if classes is not None:
+            self._base64_np(classes)
+            return
+        buf, hi = self.buf, self.win.hi
         block_end = -1
-        # (Source code brings thousands of these per megabyte, CamelCase names: the checks of
-        # `_looks_base64`, `_wrapped` and `too_long` are inlined where they usually end.)
-        for a, b in _runs(buf, _B64_RUN, True, classes):
+        for a, b in _runs(buf, _B64_RUN, True, None):
             if a < block_end:
                 continue  # a line of the wrapped block just decoded
             if a >= hi:
                 break
-            tok = buf[a:b]
-            if tok[-1] != EQUALS and (b - a < 12 or tok == tok.lower() or tok == tok.upper()):
-                continue  # (not `_looks_base64`)
-            lines = _wrapped(buf, a, b, max_region) if buf[b : b + 1] in _LINE_BREAKS else None
-            if lines is not None:  # one region, even when it starts before this window
-                end = lines[-1][1]
-                if end - a > self.bounds.max_region or (end >= len(buf) and not self.win.at_end):
-                    block_end = end
-                    if a >= lo:
-                        self.too_long("base64", a, end)
-                    continue
-                token, places = _unwrap(buf, lines)
-                data = _b64(token)
-                if data is not None:  # (else: no block after all; its lines are runs of their own)
-                    block_end = end
-                    if a >= lo:
-                        self.add("base64", a, data, places)
-                    continue
-            if a < lo:
-                continue
-            if (b - a > max_region or (b >= n and not at_end)) and self.too_long("base64", a, b):
-                continue
-            self.add("base64", a, _b64(tok))
+            if _looks_base64(buf[a:b]):
+                block_end = self._one_base64(a, b, block_end)
+
+    def _base64_np(self, classes: object) -> None:
+        """`_base64` for a large buffer: the runs that can neither start a wrapped block (they
+        end their line) nor pass the region bound are decoded all at once (`_b64_many`), and
+        only added one by one, in order, as the budget and the clock allow."""
+        import numpy as np
+
+        buf, lo, hi = self.buf, self.win.lo, self.win.hi
+        starts, run_ends = _runs_np(buf, True, classes)
+        if not len(starts):
+            return
+        n = len(buf)
+        a = np.frombuffer(buf, dtype=np.uint8)
+        ends = run_ends.astype(np.int64)  # with the padding (up to two `=`)
+        for _ in range(2):
+            ends += (ends < n) & (a[np.minimum(ends, n - 1)] == EQUALS)
+        after = a[np.minimum(ends, n - 1)]
+        # a run that ends its line may start a wrapped block
+        slow = (ends < n) & ((after == NEWLINE) | (after == CARRIAGE_RETURN))
+        slow |= ends - starts > self.bounds.max_region
+        if not self.win.at_end:
+            slow |= ends >= n
+        data, first, last, good = _b64_many(buf, starts, run_ends)
+        block_end = -1
+        for i, (s, e, one) in enumerate(zip(starts.tolist(), ends.tolist(), slow.tolist(),
+                                            strict=True)):
+            if s < block_end:
+                continue  # a line of the wrapped block just decoded
+            if s >= hi:
+                break
+            if one:
+                block_end = self._one_base64(s, e, block_end)
+            elif s >= lo and good[i]:
+                self.add("base64", s, data[first[i] : last[i]])
+
+    def _one_base64(self, a: int, b: int, block_end: int) -> int:
+        """One base64 run `buf[a:b]` that looks like base64 (a wrapped block's first line, or a
+        region of its own): decoded and added; the end of the block it starts, if any."""
+        buf, lo = self.buf, self.win.lo
+        lines = _wrapped(buf, a, b, self.bounds.max_region) \
+            if buf[b : b + 1] in _LINE_BREAKS else None
+        if lines is not None:  # one region, even when it starts before this window
+            end = lines[-1][1]
+            if end - a > self.bounds.max_region or (end >= len(buf) and not self.win.at_end):
+                if a >= lo:
+                    self.too_long("base64", a, end)
+                return end
+            token, places = _unwrap(buf, lines)
+            data = _b64(token)
+            if data is not None:  # (else: no block after all; its lines are runs of their own)
+                if a >= lo:
+                    self.add("base64", a, data, places)
+                return end
+        if a >= lo and not self.too_long("base64", a, b):
+            self.add("base64", a, _b64(buf[a:b]))
+        return block_end
 
     def _hex(self, classes: object | None) -> None:
         buf, lo, hi = self.buf, self.win.lo, self.win.hi

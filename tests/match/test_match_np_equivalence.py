@@ -137,3 +137,30 @@ def test_numpy_paths_match_the_small_paths(scanners, seed, monkeypatch):
         assert decode.text_regions(buf, bounds) == slow
         assert decode.text_regions(buf, bounds, extract.byte_classes(buf)) == slow
         monkeypatch.setattr(decode, "_SMALL", 64 * 1024)
+
+
+def test_runs_decoded_all_at_once_are_what_each_decodes_to_alone() -> None:
+    # Source code brings thousands of base64-looking runs per megabyte; a large buffer's are
+    # decoded in one vectorized pass, which must give what `_b64` gives each (or nothing).
+    import numpy as np
+
+    rng = random.Random(7)
+    alphabets = ["ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+                 "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+                 "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_"]
+    toks = [b"NotImplementedError", b"MzEuNQ", b"aGVsbG8gd29ybGQ", b"a-b+c/d_e", b"AAAAA",
+            base64.b64encode(bytes(range(256))).rstrip(b"="),
+            base64.urlsafe_b64encode(b"\xff\xfe\xfd" * 9).rstrip(b"=")]
+    for _ in range(3000):
+        alpha = rng.choice(alphabets)
+        toks.append("".join(rng.choice(alpha) for _ in range(rng.randint(6, 90))).encode())
+    buf = b" ".join(toks)
+    starts, pos = [], 0
+    for t in toks:
+        starts.append(pos)
+        pos += len(t) + 1
+    s = np.array(starts, dtype=np.int64)
+    data, first, last, good = decode._b64_many(buf, s, s + np.array([len(t) for t in toks]))
+    for i, t in enumerate(toks):
+        want = decode._b64(t)
+        assert (data[first[i] : last[i]] if good[i] else None) == want, t
