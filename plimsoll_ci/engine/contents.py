@@ -22,7 +22,7 @@ from plimsoll_ci.engine.records import Finding, Limits, Windowing, windowing
 from plimsoll_ci.match.charsets import Transcoder, text_encoding
 from plimsoll_ci.match.containers import Container, is_container
 from plimsoll_ci.match.decode import Bounds, Decoded, Layer, RegionBudget, Window, text_regions
-from plimsoll_ci.match.extract import SMALL, Match, byte_classes, find_values
+from plimsoll_ci.match.extract import Match, byte_classes, find_values, small_buffer
 from plimsoll_ci.match.index import ValueIndex
 from plimsoll_ci.match.jsontag import TopLevelKey
 from plimsoll_ci.withheld import FORMATS
@@ -210,6 +210,15 @@ def _values(index: ValueIndex, buf: bytes, within: range, limit: int, w: Windowi
     return out
 
 
+def _pieces_of(starts: list[int], offsets: list[int]) -> list[int]:
+    """For each offset into a joined buffer, the piece it is in (`starts`: where each begins)."""
+    if len(offsets) < 64:
+        return [bisect.bisect_right(starts, o) - 1 for o in offsets]
+    import numpy as np
+
+    return (np.searchsorted(np.asarray(starts), np.asarray(offsets), side="right") - 1).tolist()
+
+
 def _join(datas: list[bytes]) -> tuple[bytes, list[int]]:
     starts, pos = [], 0
     for d in datas:
@@ -356,7 +365,7 @@ class ContentRun:
         matches: list[list[Match]] | None = [[] for _ in pieces]
         layers: list[list[Layer]] = [[] for _ in pieces]
         alone = False
-        classes = byte_classes(joined) if len(joined) >= SMALL else None
+        classes = byte_classes(joined) if not small_buffer(len(joined)) else None
         try:
             found = _values(self.sc.index, joined, range(len(joined)), cap, self.w, classes)
             if len(found) > cap:
@@ -426,8 +435,9 @@ class ContentRun:
             return True
         wanted = set(todo)
         need: dict[int, int] = {}
-        for layer in dec.layers:
-            k = bisect.bisect_right(starts, layer.offset) - 1
+        # (source code brings thousands of regions per megabyte: each is placed by one lookup)
+        piece_of = _pieces_of(starts, [x.offset for x in dec.layers])
+        for layer, k in zip(dec.layers, piece_of, strict=True):
             if k in wanted:
                 layers[k].append(layer)
                 need[id(pieces[k].budget)] = need.get(id(pieces[k].budget), 0) + 1
@@ -453,7 +463,8 @@ class ContentRun:
                 decoded.append((layers[k], m._replace(start=m.start - dec_starts[k])))
         decoded = decoded or []
         where = [m.start for m in matches] + [_layer_at(x, m.start) for x, m in decoded]
-        files = [(x, eid) for x in layers for eid in sc.index.file_ids(x.data)]
+        files = [(x, eid) for x in layers for eid in sc.index.file_ids(x.data)] \
+            if sc.index.files else []
         places = _places(buf, seg, where + [x.offset for x, _ in files])
         out = [Finding(f.path, *places[m.start], seg.chain, eid, "value")
                for m in matches for eid in m.entries]
@@ -555,7 +566,7 @@ class _Windows:
         matches: list[Match] = []
         layers: list[Layer] = []
         matches = _values(run.sc.index, buf, range(lo, hi), f.left() + 1, w)
-        classes = byte_classes(buf) if n >= SMALL else None
+        classes = byte_classes(buf) if not small_buffer(n) else None
         try:
             if f.decodable(self.chain, self.binary, self.budget):
                 dec = f.decode(buf, run.sc.bounds, classes,

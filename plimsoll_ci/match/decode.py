@@ -13,8 +13,9 @@ from __future__ import annotations
 import binascii
 import html
 import re
+import sys
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 from urllib.parse import unquote_to_bytes
 
 from plimsoll_ci.match.ascii import (
@@ -112,6 +113,11 @@ _PCT = re.compile(rb"%[0-9A-Fa-f]{2}")
 _UESC = re.compile(rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})")
 _ENT = re.compile(rb"&#?[A-Za-z0-9]{1,10};")
 _SMALL = 64 * 1024  # as extract.SMALL: small inputs never import numpy
+_NUMPY_FROM = 4 * 1024  # as extract.NUMPY_FROM: numpy's passes, once it is imported
+
+
+def _small(n: int) -> bool:
+    return n < _SMALL and (n < _NUMPY_FROM or "numpy" not in sys.modules)
 _PRINTABLE = bytes(range(SPACE, DEL)) + b"\t\n\r"
 _TICK = 64  # `expired` is asked once per this many regions or lines
 
@@ -368,7 +374,7 @@ def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None,  # n
     `expired`: asked now and then (the caller's clock: this module reads none); once it says
     True, decoding stops and `Decoded.stopped` says where.
     """
-    if len(buf) < _SMALL:
+    if _small(len(buf)):
         return _Regions(buf, bounds, window, budget, expired).run(None)
     if classes is not None:
         return _Regions(buf, bounds, window, budget, expired).run(classes)
@@ -418,14 +424,18 @@ class _Regions:
         if not data:
             return
         if self.budget.left <= 0:
-            if not self.budget.spent:
-                self.notes.append(f"more than {self.budget.total} encoded regions: "
-                                  "the rest not decoded")
-            self.budget.spent = True
-            raise _Stop
+            self.spent()
         self.budget.left -= 1
         self.layers.append(_new_layer(Layer, (name, start, data, None, lines)))
         self.tick(start)
+
+    def spent(self) -> NoReturn:
+        """The file's region bound is reached: noted once, and decoding stops."""
+        if not self.budget.spent:
+            self.notes.append(f"more than {self.budget.total} encoded regions: "
+                              "the rest not decoded")
+        self.budget.spent = True
+        raise _Stop
 
     def too_long(self, name: str, start: int, end: int) -> bool:
         cut = end >= len(self.buf) and not self.win.at_end  # it runs on past this buffer
@@ -474,6 +484,7 @@ class _Regions:
             slow |= ends >= n
         data, first, last, good = _b64_many(buf, starts, run_ends)
         block_end = -1
+        budget, append, expired = self.budget, self.layers.append, self.expired
         for i, (s, e, one) in enumerate(zip(starts.tolist(), ends.tolist(), slow.tolist(),
                                             strict=True)):
             if s < block_end:
@@ -483,7 +494,14 @@ class _Regions:
             if one:
                 block_end = self._one_base64(s, e, block_end)
             elif s >= lo and good[i]:
-                self.add("base64", s, data[first[i] : last[i]])
+                if budget.left <= 0:  # (`add`, inlined: one call per region costs here)
+                    self.spent()
+                budget.left -= 1
+                append(_new_layer(Layer, ("base64", s, data[first[i] : last[i]], None, ())))
+                self.ticks += 1
+                if expired is not None and self.ticks % _TICK == 0 and expired():
+                    self.stopped = s
+                    raise _Stop
 
     def _one_base64(self, a: int, b: int, block_end: int) -> int:
         """One base64 run `buf[a:b]` that looks like base64 (a wrapped block's first line, or a
@@ -567,7 +585,7 @@ _FEW = 4096  # escape leads in a large buffer that are walked in Python rather t
 def _line_firsts(buf: bytes) -> Iterator[int]:
     """The first `%`, `\\` or `&` of each line that has one, in order (numpy finds them in a
     large buffer: one position per line reaches Python, however many the line holds)."""
-    if len(buf) < _SMALL:
+    if _small(len(buf)):
         pos = 0
         while True:
             m = _ESC_LEAD.search(buf, pos)

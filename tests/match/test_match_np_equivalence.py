@@ -125,6 +125,7 @@ def test_numpy_paths_match_the_small_paths(scanners, seed, monkeypatch):
             want = sorted(map(_key, small))
             assert sorted(map(_key, big)) == want, buf[:300]
             monkeypatch.setattr(extract, "SMALL", 1 << 40)
+            monkeypatch.setattr(extract, "NUMPY_FROM", 1 << 40)
             assert sorted(map(_key, extract.find_values(buf, ix))) == want
             monkeypatch.setattr(extract, "SMALL", 1)
             assert sorted(map(_key, extract.find_values(buf, ix))) == want
@@ -132,6 +133,7 @@ def test_numpy_paths_match_the_small_paths(scanners, seed, monkeypatch):
             monkeypatch.setattr(extract, "SMALL", 64 * 1024)
         bounds = scanners[0].bounds
         monkeypatch.setattr(decode, "_SMALL", 1 << 40)
+        monkeypatch.setattr(decode, "_NUMPY_FROM", 1 << 40)
         slow = decode.text_regions(buf, bounds)
         monkeypatch.setattr(decode, "_SMALL", 0)
         assert decode.text_regions(buf, bounds) == slow
