@@ -10,7 +10,6 @@ is `charsets`. Deeper nesting (base64 inside base64) is out of scope.
 
 from __future__ import annotations
 
-import binascii
 import html
 import re
 import sys
@@ -30,6 +29,13 @@ from plimsoll_ci.match.ascii import (
     SPACE,
     TWO,
 )
+from plimsoll_ci.match.b64 import LINE_BREAKS as _LINE_BREAKS
+from plimsoll_ci.match.b64 import RUN as _B64_RUN
+from plimsoll_ci.match.b64 import decode_many as _b64_many
+from plimsoll_ci.match.b64 import decode_run as _b64
+from plimsoll_ci.match.b64 import looks_base64 as _looks_base64
+from plimsoll_ci.match.b64 import unwrap as _unwrap
+from plimsoll_ci.match.b64 import wrapped as _wrapped
 from plimsoll_ci.match.classes import (
     C_B64,
     C_DIGIT,
@@ -102,10 +108,6 @@ class RegionBudget:
 # Base64: maximal runs of the alphabet (standard or URL-safe) of 6+ characters, decoded when they
 # end in padding ("MzEuNQ==" is `31.5`) or, unpadded, when 12+ characters mix both cases
 # (`_looks_base64`): identifiers in code are mostly shorter, unpadded, or of one case.
-_B64_RUN = re.compile(rb"[A-Za-z0-9+/_-]{6,}={0,2}")
-# The next line of a line-wrapped base64 block: a line break, the block's indentation, a run.
-_WRAP_NEXT = re.compile(rb"\r?\n([ \t]*)([A-Za-z0-9+/_-]+)(={0,2})")
-_WRAP_WIDTHS = (16, 1024)  # line widths of a wrapped block (GNU base64: 76, PEM: 64)
 _HEX_RUN = re.compile(rb"[0-9A-Fa-f]{8,}")
 # Escapes and entities: every line that holds one is decoded as a whole.
 _ESC_HIT = re.compile(rb"%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{1,10};")
@@ -118,88 +120,10 @@ _NUMPY_FROM = 4 * 1024  # as extract.NUMPY_FROM: numpy's passes, once it is impo
 
 def _small(n: int) -> bool:
     return n < _SMALL and (n < _NUMPY_FROM or "numpy" not in sys.modules)
+
+
 _PRINTABLE = bytes(range(SPACE, DEL)) + b"\t\n\r"
 _TICK = 64  # `expired` is asked once per this many regions or lines
-
-
-_URLSAFE = bytes.maketrans(b"-_", b"+/")
-_PADS = (b"", b"=", b"==", b"===")
-_LINE_BREAKS = (b"\n", b"\r")
-
-
-def _b64(tok: bytes) -> bytes | None:
-    # (binascii itself: `base64.b64decode` wraps the same call, at twice the cost per region)
-    t = tok.rstrip(b"=")
-    if len(t) % 4 == 1:
-        return None
-    pad = _PADS[-len(t) % 4]
-    try:
-        if b"-" in t or b"_" in t:
-            if b"+" in t or b"/" in t:
-                return None
-            return binascii.a2b_base64(t.translate(_URLSAFE) + pad)  # (urlsafe_b64decode)
-        return binascii.a2b_base64(t + pad, strict_mode=True)  # (b64decode, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-
-
-def _looks_base64(tok: bytes) -> bool:
-    # Plain words and numbers decode to noise; a base64 run mixes cases or digits with letters.
-    if tok.endswith(b"="):
-        return True
-    # Unpadded: 12+ characters with both cases (base64 of 12+ characters almost always has both;
-    # snake_case identifiers and numbers never do).
-    return len(tok) >= 12 and tok != tok.lower() and tok != tok.upper()
-
-
-def _wrapped(buf: bytes, a: int, b: int,  # noqa: PLR0911
-             limit: int) -> list[tuple[int, int]] | None:
-    """The lines (start, end) of a line-wrapped base64 block whose first line is `buf[a:b]`, or
-    None. Its lines after the first have the same indentation; every line but the last is as long
-    as the second one (the width: a multiple of 4 from 16 to 1024, as base64 tools wrap); the
-    last is no longer, and ends its line (or is padded, or closed by punctuation); the first is
-    as long as the width, or shorter when other text comes before it on its line."""
-    if buf[b : b + 1] not in (b"\n", b"\r") or b - a < 12 or buf[b - 1] == EQUALS:
-        return None  # (padding ends a block: it is never on its first line)
-    first = b - a
-    lines = [(a, b)]
-    width = indent = None
-    pos = b
-    while pos - a <= limit:  # (a block past the region bound is noted, not decoded)
-        m = _WRAP_NEXT.match(buf, pos)
-        if m is None:
-            break
-        n = m.end(2) - m.start(2)
-        if indent is None:
-            indent = m.group(1)
-        elif m.group(1) != indent:
-            break
-        after = buf[m.end(3) : m.end(3) + 1]
-        full = not m.group(3) and after in (b"\n", b"\r")
-        if width is None:
-            width = n if full and n >= first else first
-        if n > width or (n < width and not m.group(3) and after in (b" ", b"\t")):
-            break  # longer, or a word that begins a line of text: not this block's line
-        lines.append((m.start(2), m.end(3)))
-        if n < width or not full:
-            break
-        pos = m.end(3)
-    if len(lines) < 2 or width is None or width % 4 \
-            or not _WRAP_WIDTHS[0] <= width <= _WRAP_WIDTHS[1]:
-        return None
-    if first < width and not buf[buf.rfind(b"\n", 0, a) + 1 : a].strip():
-        return None  # a short first line with nothing before it: not where a block starts
-    return lines
-
-
-def _unwrap(buf: bytes, lines: list[tuple[int, int]]) -> tuple[bytes, tuple[tuple[int, int], ...]]:
-    """A wrapped block's base64 as one token, and (decoded offset, offset) of each line."""
-    parts, places, chars = [], [], 0
-    for start, end in lines:
-        places.append((chars * 3 // 4, start))
-        parts.append(buf[start:end])
-        chars += end - start
-    return b"".join(parts), tuple(places)
 
 
 def _unescape(region: bytes) -> bytes:
@@ -304,57 +228,6 @@ def _runs_np(buf: bytes, pad: bool, classes: object) -> tuple[Any, Any]:
         # digits only: every high nibble must be '2'..'7' (hex-encoded digits are "3x3x...")
         keep &= np.where(digits_only, high_bad == 0, high_bad * 5 <= lens // 2)
     return starts[keep], ends[keep]
-
-
-_B64_TABLES: tuple[Any, Any] | None = None
-
-
-def _b64_tables() -> tuple[Any, Any]:
-    """byte -> its 6-bit value in either alphabet; byte -> 1 for `-_`, 2 for `+/`."""
-    import numpy as np
-
-    global _B64_TABLES
-    if _B64_TABLES is None:
-        value = np.zeros(256, dtype=np.uint8)
-        value[list(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")] = \
-            np.arange(64)
-        value[list(b"-_")] = (62, 63)
-        kind = np.zeros(256, dtype=np.uint8)
-        kind[list(b"-_")] = 1
-        kind[list(b"+/")] = 2
-        _B64_TABLES = value, kind
-    return _B64_TABLES
-
-
-def _b64_many(buf: bytes, starts: Any, ends: Any) -> tuple[bytes, list[int], list[int],  # noqa: ANN401
-                                                                list[bool]]:
-    """Each run `buf[s:e]` of the base64 alphabets (its padding left out) decoded as `_b64`
-    decodes it, all at once: the decoded bytes joined, where each run's bytes start and end in
-    them, and whether `_b64` gives any (not for a length of 4k+1, nor for both alphabets)."""
-    import numpy as np
-
-    value, kind = _b64_tables()
-    a = np.frombuffer(buf, dtype=np.uint8)
-    lens = (ends - starts).astype(np.int64)
-    coff = np.zeros(len(lens) + 1, dtype=np.int64)
-    np.cumsum(lens, out=coff[1:])
-    quads = (lens + 3) // 4
-    qoff = np.zeros(len(lens) + 1, dtype=np.int64)
-    np.cumsum(quads, out=qoff[1:])
-    run = np.repeat(np.arange(len(lens)), lens)
-    within = np.arange(int(coff[-1]), dtype=np.int64) - coff[:-1][run]
-    chars = a[starts[run] + within]
-    both = np.bitwise_or.reduceat(kind[chars], coff[:-1]) == 3
-    vals = np.zeros((int(qoff[-1]), 4), dtype=np.uint8)  # a short last quad: zeros after it
-    vals.reshape(-1)[4 * qoff[:-1][run] + within] = value[chars]
-    out = np.empty((len(vals), 3), dtype=np.uint8)
-    v0, v1, v2, v3 = vals[:, 0], vals[:, 1], vals[:, 2], vals[:, 3]
-    out[:, 0] = (v0 << 2) | (v1 >> 4)  # (uint8: the shifts drop the high bits, as wanted)
-    out[:, 1] = (v1 << 4) | (v2 >> 2)
-    out[:, 2] = (v2 << 6) | v3
-    first = 3 * qoff[:-1]
-    return (out.tobytes(), first.tolist(), (first + lens * 3 // 4).tolist(),
-            ((lens % 4 != 1) & ~both).tolist())
 
 
 def _high_bad(tok: bytes) -> int:

@@ -73,7 +73,6 @@ _WS = re.compile(rb"(?:\s|" + NBSP + rb")+")
 _DIGIT_RUN = re.compile(rb"[0-9]+")
 _ODD_WS = re.compile(rb"[\t\n\r\x0b\x0c]|  ")  # white space that is not one plain space
 _WORD_RUN = re.compile(rb"[0-9A-Za-z\x80-\xff]+")
-_LOWER = bytes.maketrans(bytes(range(UPPER_A, UPPER_Z + 1)), bytes(range(LOWER_A, LOWER_Z + 1)))
 _IS_DIGIT = bytes(1 if ZERO <= c <= NINE else 0 for c in range(256))
 _IS_WORD = bytes(1 if (ZERO <= c <= NINE or UPPER_A <= c <= UPPER_Z or LOWER_A <= c <= LOWER_Z
                        or c >= NON_ASCII) else 0 for c in range(256))
@@ -359,16 +358,6 @@ def _luts():  # noqa: ANN202  (numpy arrays; imported lazily)
 
 
 _NP = None
-_LOWER_LUT = None
-
-
-def _LOWER_NP():  # noqa: N802, ANN202
-    import numpy as np
-
-    global _LOWER_LUT
-    if _LOWER_LUT is None:
-        _LOWER_LUT = np.frombuffer(bytes(range(256)).translate(_LOWER), dtype=np.uint8)
-    return _LOWER_LUT
 
 
 def _no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasses | None]:
