@@ -15,15 +15,29 @@ from __future__ import annotations
 import bisect
 import itertools
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-from plimsoll_ci.engine.records import Finding, Limits, Windowing, windowing
+from plimsoll_ci.engine.joined import SEP as _SEP
+from plimsoll_ci.engine.joined import join as _join
+from plimsoll_ci.engine.joined import layer_at as _layer_at
+from plimsoll_ci.engine.joined import pieces_of as _pieces_of
+from plimsoll_ci.engine.joined import values_in as _values
+from plimsoll_ci.engine.records import Finding, Limits, windowing
 from plimsoll_ci.match.charsets import Transcoder, text_encoding
 from plimsoll_ci.match.containers import Container, is_container
-from plimsoll_ci.match.decode import Bounds, Decoded, Layer, RegionBudget, Window, text_regions
-from plimsoll_ci.match.extract import Match, byte_classes, find_values, small_buffer
-from plimsoll_ci.match.index import ValueIndex
+from plimsoll_ci.match.decode import (
+    Bounds,
+    Bulk,
+    Decoded,
+    Layer,
+    RegionBudget,
+    Window,
+    regions_in_bulk,
+    text_regions,
+)
+from plimsoll_ci.match.extract import Match, byte_classes, small_buffer
 from plimsoll_ci.match.jsontag import TopLevelKey
 from plimsoll_ci.withheld import FORMATS
 
@@ -32,14 +46,11 @@ if TYPE_CHECKING:
 
 Read = Callable[[int], bytes]  # read(n): the next bytes of a content, at most n; b"" at its end
 
-_SEP = b"\x00\n\x00"  # no value spans it; its line break ends a line of escapes too
 _HEAD = 8192  # the first bytes, that tell binary content, UTF-16 text and containers
 _TAGS = (b'"plimsoll-withheld/', b'"plimsoll-sealed/')
 _LEAD = b" \t\r\n\xef\xbb\xbf"  # white space (and a UTF-8 byte-order mark) before a JSON text
 _CHUNK = 1024 * 1024  # bytes read at a time from a long content
 _PRINT_CONTEXT = 4096  # context around a window for its source fingerprints
-_VALUE_BEFORE = 4096  # context before a slice searched for values: where a token starts
-_VALUE_AFTER = 256 * 1024  # context after it: a value that starts in the slice ends in it
 
 
 def bytes_reader(data: bytes) -> Read:
@@ -179,54 +190,6 @@ def _places(buf: bytes, seg: _Seg, positions: Iterable[int]) -> dict[int, tuple[
     return out
 
 
-def _layer_at(layer: Layer, offset: int) -> int:
-    """The buffer position of a value found at `offset` in a decoded layer: the layer's start,
-    or in a wrapped base64 block the start of the line its encoding starts on."""
-    if not layer.lines:
-        return layer.offset
-    k = bisect.bisect_right([d for d, _ in layer.lines], offset) - 1
-    return layer.lines[max(k, 0)][1]
-
-
-def _values(index: ValueIndex, buf: bytes, within: range, limit: int, w: Windowing,
-            classes: object | None = None) -> list[Match]:
-    """The values that start in `buf[within.start:within.stop]`, searched `w.values` bytes at a
-    time (each slice with context before and after it), so the search's work arrays stay small;
-    at most about `limit` of them. `classes` (of all of `buf`) is used when `buf` is searched in
-    one go."""
-    lo, hi = within.start, within.stop
-    if lo == 0 and len(buf) <= w.values + _VALUE_AFTER:
-        return find_values(buf, index, classes, limit=limit, stop=hi)
-    out: list[Match] = []
-    for a in range(lo, hi, w.values):
-        b = min(a + w.values, hi)
-        s0, e0 = max(0, a - _VALUE_BEFORE), min(len(buf), b + _VALUE_AFTER)
-        found = find_values(buf[s0:e0], index, None, limit=limit - len(out) + _VALUE_BEFORE,
-                            stop=b - s0)
-        out += [m._replace(start=m.start + s0, end=m.end + s0) for m in found
-                if m.start + s0 >= a]
-        if len(out) > limit:
-            break
-    return out
-
-
-def _pieces_of(starts: list[int], offsets: list[int]) -> list[int]:
-    """For each offset into a joined buffer, the piece it is in (`starts`: where each begins)."""
-    if len(offsets) < 64:
-        return [bisect.bisect_right(starts, o) - 1 for o in offsets]
-    import numpy as np
-
-    return (np.searchsorted(np.asarray(starts), np.asarray(offsets), side="right") - 1).tolist()
-
-
-def _join(datas: list[bytes]) -> tuple[bytes, list[int]]:
-    starts, pos = [], 0
-    for d in datas:
-        starts.append(pos)
-        pos += len(d) + len(_SEP)
-    return _SEP.join(datas), starts
-
-
 class ContentRun:
     """The contents of many files through one scanner: `add` each, then `finish`."""
 
@@ -236,6 +199,9 @@ class ContentRun:
         self.w = scanner.windowing  # (smaller while an archive is held: `_container`)
         self.batch: list[_Piece] = []
         self.batch_bytes = 0
+        # the joined batch's base64 regions that came in bulk, and the piece of each (-1: one
+        # whose regions are not decoded)
+        self.bulk: tuple[Bulk, list[int]] | None = None
         self.findings: list[Finding] = []
         self.files: list[_File] = []
 
@@ -365,6 +331,7 @@ class ContentRun:
         matches: list[list[Match]] | None = [[] for _ in pieces]
         layers: list[list[Layer]] = [[] for _ in pieces]
         alone = False
+        self.bulk = None
         classes = byte_classes(joined) if not small_buffer(len(joined)) else None
         try:
             found = _values(self.sc.index, joined, range(len(joined)), cap, self.w, classes)
@@ -383,6 +350,7 @@ class ContentRun:
                 self.sc.index, p.data, range(len(p.data)), p.file.left() + 1, self.w)]
                 for p, s in zip(pieces, starts, strict=True)]
         if alone:  # a bound was hit in the joined pass: decode each piece alone (bounds per file)
+            self.bulk = None
             layers = [[] for _ in pieces]
             for k in todo:
                 p = pieces[k]
@@ -397,6 +365,12 @@ class ContentRun:
                                         lines=tuple((d, o + s) for d, o in x.lines))
                              for x in own.layers]
         decoded = self._decoded_joined(layers, cap)
+        if decoded is None and self.bulk is not None:  # each piece's layers searched alone: all
+            bulk, where = self.bulk
+            for i, k in enumerate(where):
+                if k >= 0:
+                    layers[k].append(bulk.layer(i))
+            layers = [sorted(xs, key=lambda x: x.offset) for xs in layers]
         for k, seg in enumerate(segs):
             if not seg.file.full:
                 self._emit(joined, seg, matches[k], layers[k],
@@ -408,17 +382,23 @@ class ContentRun:
         more than `cap` are found: each piece is then searched alone, under its own bound)."""
         flat = [(k, x) for k, xs in enumerate(layers) for x in xs]
         out: list[list[tuple[Layer, Match]]] = [[] for _ in layers]
-        if not flat:
-            return out
-        dec_joined, dec_starts = _join([x.data for _, x in flat])
-        found = _values(self.sc.index, dec_joined, range(len(dec_joined)), cap, self.w)
-        if len(found) > cap:
-            return None
-        for m in found:
-            i = bisect.bisect_right(dec_starts, m.start) - 1
-            k, x = flat[i]
-            out[k].append((x, m._replace(start=m.start - dec_starts[i])))
-        return out
+        found: list[Match] = []
+        if flat:
+            dec_joined, dec_starts = _join([x.data for _, x in flat])
+            found = _values(self.sc.index, dec_joined, range(len(dec_joined)), cap, self.w)
+            for m in found:
+                i = bisect.bisect_right(dec_starts, m.start) - 1
+                k, x = flat[i]
+                out[k].append((x, m._replace(start=m.start - dec_starts[i])))
+        if self.bulk is not None:  # (its regions are joined as `_join` joins them)
+            bulk, where = self.bulk
+            more = _values(self.sc.index, bulk.data, range(len(bulk.data)), cap, self.w)
+            found += more
+            for m in more:
+                i = bisect.bisect_right(bulk.places, m.start) - 1
+                if where[i] >= 0:
+                    out[where[i]].append((bulk.layer(i), m._replace(start=m.start - bulk.places[i])))
+        return None if len(found) > cap else out
 
     def _regions_joined(self, joined: bytes, starts: list[int], classes: object | None,
                         pieces: list[_Piece], todo: list[int], layers: list[list[Layer]]) -> bool:
@@ -429,18 +409,28 @@ class ContentRun:
         left = {id(pieces[k].budget): pieces[k].budget.left for k in todo}
         budget = RegionBudget(max(1, sum(left.values())))
         deadline = time.monotonic() + self.limits.decode_seconds
-        dec = text_regions(joined, self.sc.bounds, classes, None, budget,
-                           lambda: time.monotonic() > deadline)
+        expired = lambda: time.monotonic() > deadline  # noqa: E731
+        # Source code brings thousands of base64-looking runs per megabyte (CamelCase names):
+        # unless the set has whole-file entries (which every layer is hashed for), the plain
+        # ones come in bulk, and only those a value is found in become layers (`_decoded_joined`).
+        dec = text_regions(joined, self.sc.bounds, classes, None, budget, expired) \
+            if self.sc.index.files else regions_in_bulk(joined, self.sc.bounds, classes, budget,
+                                                        expired)
         if dec.notes or dec.stopped is not None:
             return True
         wanted = set(todo)
         need: dict[int, int] = {}
-        # (source code brings thousands of regions per megabyte: each is placed by one lookup)
         piece_of = _pieces_of(starts, [x.offset for x in dec.layers])
         for layer, k in zip(dec.layers, piece_of, strict=True):
             if k in wanted:
                 layers[k].append(layer)
                 need[id(pieces[k].budget)] = need.get(id(pieces[k].budget), 0) + 1
+        if dec.bulk is not None:
+            bulk_pieces = _pieces_of(starts, dec.bulk.offsets)
+            for k, n in Counter(bulk_pieces).items():
+                if k in wanted:
+                    need[id(pieces[k].budget)] = need.get(id(pieces[k].budget), 0) + n
+            self.bulk = (dec.bulk, [k if k in wanted else -1 for k in bulk_pieces])
         budgets = {id(p.budget): p.budget for p in pieces}
         if any(n > budgets[i].left for i, n in need.items()):
             return True

@@ -125,6 +125,12 @@ def decode_many(buf: bytes, starts: Any, ends: Any) -> tuple[bytes, list[int], l
     """Each run `buf[s:e]` of the base64 alphabets (its padding left out) decoded as `decode_run`
     decodes it, all at once: the decoded bytes joined, where each run's bytes start and end in
     them, and whether `decode_run` gives any (not for a length of 4k+1, nor for both alphabets)."""
+    out, first, last, good = decode_arrays(buf, starts, ends)
+    return out.tobytes(), first.tolist(), last.tolist(), good.tolist()
+
+
+def decode_arrays(buf: bytes, starts: Any, ends: Any) -> tuple[Any, Any, Any, Any]:  # noqa: ANN401
+    """`decode_many`, as numpy arrays."""
     import numpy as np
 
     value, kind = _tables()
@@ -147,5 +153,25 @@ def decode_many(buf: bytes, starts: Any, ends: Any) -> tuple[bytes, list[int], l
     out[:, 1] = (v1 << 4) | (v2 >> 2)
     out[:, 2] = (v2 << 6) | v3
     first = 3 * qoff[:-1]
-    return (out.tobytes(), first.tolist(), (first + lens * 3 // 4).tolist(),
-            ((lens % 4 != 1) & ~both).tolist())
+    return out.reshape(-1), first, first + lens * 3 // 4, (lens % 4 != 1) & ~both
+
+
+def join_decoded(out: Any, first: Any, last: Any, sep: bytes) -> tuple[bytes, list[int]]:  # noqa: ANN401
+    """The decoded runs `out[first[i]:last[i]]` joined with `sep` between them (as
+    `sep.join`), and where each starts in the result."""
+    import numpy as np
+
+    lens = last - first
+    k, gap = len(lens), len(sep)
+    places = np.zeros(k, dtype=np.int64)
+    if k > 1:
+        np.cumsum(lens[:-1] + gap, out=places[1:])
+    total = int(lens.sum()) + gap * max(k - 1, 0)
+    joined = np.empty(total, dtype=np.uint8)
+    before = np.cumsum(lens) - lens  # data bytes of the runs before each
+    n = int(lens.sum())
+    at = np.arange(n, dtype=np.int64)
+    joined[np.repeat(places - before, lens) + at] = out[np.repeat(first - before, lens) + at]
+    for j, byte in enumerate(sep):
+        joined[places[1:] - gap + j] = byte
+    return joined.tobytes(), places.tolist()

@@ -31,8 +31,10 @@ from plimsoll_ci.match.ascii import (
 )
 from plimsoll_ci.match.b64 import LINE_BREAKS as _LINE_BREAKS
 from plimsoll_ci.match.b64 import RUN as _B64_RUN
+from plimsoll_ci.match.b64 import decode_arrays as _b64_arrays
 from plimsoll_ci.match.b64 import decode_many as _b64_many
 from plimsoll_ci.match.b64 import decode_run as _b64
+from plimsoll_ci.match.b64 import join_decoded as _join_decoded
 from plimsoll_ci.match.b64 import looks_base64 as _looks_base64
 from plimsoll_ci.match.b64 import unwrap as _unwrap
 from plimsoll_ci.match.b64 import wrapped as _wrapped
@@ -69,10 +71,29 @@ class Layer(NamedTuple):
 _new_layer = tuple.__new__  # (Layer(...) without its Python-level __new__: one per region)
 
 
+class Bulk(NamedTuple):
+    """Base64 regions decoded all at once and handed over in bulk, not one layer each (most of
+    a source file's: its CamelCase names): where each starts in the buffer, and their decoded
+    bytes joined with `BULK_SEP` between them, each region's starting at `places[i]`."""
+
+    offsets: list[int]
+    data: bytes
+    places: list[int]
+
+    def layer(self, i: int) -> Layer:
+        """Region `i` as the layer `text_regions` would have made of it."""
+        end = self.places[i + 1] - len(BULK_SEP) if i + 1 < len(self.places) else len(self.data)
+        return Layer("base64", self.offsets[i], self.data[self.places[i] : end])
+
+
+BULK_SEP = b"\x00\n\x00"  # between the regions of a bulk: no value spans it
+
+
 class Decoded(NamedTuple):
     layers: list[Layer]
     notes: list[str]
     stopped: int | None = None  # where decoding stopped because `expired` said so
+    bulk: Bulk | None = None  # (`regions_in_bulk` only) base64 regions that are no layers
 
 
 class Window(NamedTuple):
@@ -258,6 +279,22 @@ def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None,  # n
         classes.release()  # type: ignore[attr-defined]
 
 
+def regions_in_bulk(buf: bytes, bounds: Bounds, classes: object | None,
+                    budget: RegionBudget, expired: Callable[[], bool] | None) -> Decoded:
+    """`text_regions` of a whole buffer, where the plain base64 regions (that start no wrapped
+    block and pass no bound) come back together in `Decoded.bulk` rather than as layers, when
+    that changes nothing: the budget holds every region and the clock has not run out before."""
+    if _small(len(buf)):
+        return _Regions(buf, bounds, None, budget, expired).run(None)
+    own = classes is None
+    classes = byte_classes(buf) if own else classes
+    try:
+        return _Regions(buf, bounds, None, budget, expired, bulk=True).run(classes)
+    finally:
+        if own:
+            classes.release()  # type: ignore[union-attr]
+
+
 class _Stop(Exception):
     """A bound (regions, time) stops the decoding of this buffer."""
 
@@ -265,9 +302,12 @@ class _Stop(Exception):
 class _Regions:
     """One `text_regions` pass: the regions found, the notes, the bounds that stop it."""
 
-    def __init__(self, buf: bytes, bounds: Bounds, window: Window | None,
-                 budget: RegionBudget | None, expired: Callable[[], bool] | None) -> None:
+    def __init__(self, buf: bytes, bounds: Bounds, window: Window | None,  # noqa: PLR0913
+                 budget: RegionBudget | None, expired: Callable[[], bool] | None,
+                 bulk: bool = False) -> None:
         self.buf = buf
+        self.want_bulk = bulk
+        self.bulk: Bulk | None = None
         self.bounds = bounds
         self.win = window if window is not None else Window(0, len(buf))
         self.budget = budget if budget is not None else RegionBudget(bounds.max_regions)
@@ -284,7 +324,7 @@ class _Regions:
             self._escapes()
         except _Stop:
             pass
-        return Decoded(self.layers, self.notes, self.stopped)
+        return Decoded(self.layers, self.notes, self.stopped, self.bulk)
 
     def tick(self, pos: int) -> None:
         self.ticks += 1
@@ -355,6 +395,8 @@ class _Regions:
         slow |= ends - starts > self.bounds.max_region
         if not self.win.at_end:
             slow |= ends >= n
+        if self.want_bulk and self._in_bulk(starts, ends, slow, run_ends):
+            return
         data, first, last, good = _b64_many(buf, starts, run_ends)
         block_end = -1
         budget, append, expired = self.budget, self.layers.append, self.expired
@@ -375,6 +417,41 @@ class _Regions:
                 if expired is not None and self.ticks % _TICK == 0 and expired():
                     self.stopped = s
                     raise _Stop
+
+    def _in_bulk(self, starts: Any, ends: Any, slow: Any, run_ends: Any) -> bool:  # noqa: ANN401
+        """The base64 runs of a whole buffer with the plain ones in `self.bulk`; False (nothing
+        done) when the budget might not hold them all or the clock has run out: then they are
+        taken one by one. The runs that may start a wrapped block go first, as the loop takes
+        them, since a block swallows the runs in it."""
+        import numpy as np
+
+        out, first, last, good = _b64_arrays(self.buf, starts, run_ends)
+        plain = ~slow & good
+        one = np.flatnonzero(slow)
+        if len(one) + int(plain.sum()) > self.budget.left or (
+                self.expired is not None and self.expired()):
+            return False
+        block_end, blocks = -1, []
+        for i in one.tolist():
+            s = int(starts[i])
+            if s < block_end:
+                continue  # a line of the wrapped block just decoded
+            end = self._one_base64(s, int(ends[i]), block_end)
+            if end != block_end:
+                blocks.append((s, end))
+                block_end = end
+        if blocks:  # a run after a block's first line and before its end is one of its lines
+            head = np.array([a for a, _ in blocks], dtype=np.int64)
+            tail = np.array([b for _, b in blocks], dtype=np.int64)
+            j = np.maximum(np.searchsorted(head, starts, side="right") - 1, 0)
+            plain &= ~((starts > head[j]) & (starts < tail[j]))
+        idx = np.flatnonzero(plain)
+        if len(idx):
+            data, places = _join_decoded(out, first[idx], last[idx], BULK_SEP)
+            self.bulk = Bulk(starts[idx].tolist(), data, places)
+            self.budget.left -= len(idx)
+            self.ticks += len(idx)
+        return True
 
     def _one_base64(self, a: int, b: int, block_end: int) -> int:
         """One base64 run `buf[a:b]` that looks like base64 (a wrapped block's first line, or a

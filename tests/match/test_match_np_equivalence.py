@@ -166,3 +166,33 @@ def test_runs_decoded_all_at_once_are_what_each_decodes_to_alone() -> None:
     for i, t in enumerate(toks):
         want = decode._b64(t)
         assert (data[first[i] : last[i]] if good[i] else None) == want, t
+
+
+def _layers_key(dec: decode.Decoded) -> list[tuple]:
+    bulk = [dec.bulk.layer(i) for i in range(len(dec.bulk.offsets))] if dec.bulk else []
+    return sorted((x.offset, x.chain, x.data, x.lines) for x in [*dec.layers, *bulk])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_regions_in_bulk_are_the_regions_text_regions_gives(seed: int) -> None:
+    # A batch's plain base64 regions come in bulk (no layer each); with their layers made,
+    # they are what `text_regions` gives, notes and all, and the budget counts them alike.
+    rng = random.Random(seed)
+    camel = " ".join(rng.choice(["NotImplementedError", "DeprecationWarning", "HTTPAdapterFoo",
+                                 "getResponseHeaders"]) for _ in range(3000))
+    wrapped = base64.encodebytes(b"seed 3107713414 " * 40).decode()
+    for _ in range(6):
+        buf = (randbuf(rng) + camel.encode() + b"\n" + wrapped.encode()) * rng.randint(1, 3)
+        bounds = decode.Bounds()
+        want = decode.text_regions(buf, bounds)
+        budget = decode.RegionBudget(bounds.max_regions)
+        got = decode.regions_in_bulk(buf, bounds, None, budget, None)
+        assert got.notes == want.notes and got.stopped == want.stopped
+        assert _layers_key(got) == _layers_key(want)
+        assert budget.left == bounds.max_regions - len(_layers_key(want))
+        for n in (len(_layers_key(want)) - 1, len(want.layers) // 3):  # the bound is hit
+            tight = decode.Bounds(max_regions=n)
+            short = decode.regions_in_bulk(buf, tight, None, decode.RegionBudget(n), None)
+            alone = decode.text_regions(buf, tight)
+            assert short.notes == alone.notes and short.notes
+            assert _layers_key(short) == _layers_key(alone)

@@ -118,13 +118,15 @@ def test_a_batch_over_the_region_bound_in_total_but_not_per_file_is_decoded_in_o
     from plimsoll_ci.engine import contents
 
     calls: list[int] = []
-    real = contents.text_regions
 
-    def counted(buf, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        calls.append(len(buf))
-        return real(buf, *args, **kwargs)
+    def counted(real):  # noqa: ANN001, ANN202
+        def call(buf, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            calls.append(len(buf))
+            return real(buf, *args, **kwargs)
+        return call
 
-    monkeypatch.setattr(contents, "text_regions", counted)
+    for name in ("text_regions", "regions_in_bulk"):  # (a file's alone, a batch's joined)
+        monkeypatch.setattr(contents, name, counted(getattr(contents, name)))
     enc = base64.b64encode
     files = [(f"f{i}.py", b"".join(b"x = '" + enc(b"region %d of file %d" % (k, i)) + b"'\n"
                                     for k in range(3))) for i in range(6)]
