@@ -522,8 +522,8 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
     n_cand = int(np.searchsorted(starts, getattr(out, "stop", len(buf)) + index.max_lead))
     if index.text_shapes:
         sel = np.isin(lens[:n_cand], np.fromiter(index.text_shapes, dtype=np.int64))
-        if sel.any():
-            for s, ln in _pairs(starts[sel], lens[sel]):
+        if sel.any():  # (`sel` covers the candidates only: the runs that start before `stop`)
+            for s, ln in _pairs(starts[:n_cand][sel], lens[:n_cand][sel]):
                 _text(buf, s, ln, index, out)
     if not index.text_runs:
         return

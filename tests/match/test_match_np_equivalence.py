@@ -196,3 +196,25 @@ def test_regions_in_bulk_are_the_regions_text_regions_gives(seed: int) -> None:
             alone = decode.text_regions(buf, tight)
             assert short.notes == alone.notes and short.notes
             assert _layers_key(short) == _layers_key(alone)
+
+
+def test_a_set_whose_texts_have_no_run_lengths_is_searched_up_to_a_stop() -> None:
+    # A set written before texts had run lengths (shape: `first` and `len` only) takes the
+    # looser first-word prefilter. With a `stop` (a window of a long file, a slice of a large
+    # batch) before the end of a large buffer, the vectorized pass indexed all word runs with a
+    # mask of the candidates only: IndexError, so such a file could not be scanned at all.
+    from plimsoll_ci.engine import Limits
+
+    doc, _ = build_set(values=[("w", "oauthlib")])
+    for e in doc["entries"]:
+        e.get("shape", {}).pop("runs", None)
+        e.get("shape", {}).pop("tag", None)
+    sc = Scanner(parse(doc))
+    assert sc.index.text_shapes and not sc.index.text_runs
+    buf = b"oauthlib word " * 6000
+    half = len(buf) // 2
+    got = extract.find_values(buf, sc.index, stop=half)
+    assert [m.start for m in got] == list(range(0, half, 14))
+    windowed = Scanner(parse(doc), Limits(max_memory=100 * 2**20))
+    found, notes = windowed.scan_contents([("a.txt", b"oauthlib word " * 200_000)])
+    assert len(found) == windowed.limits.max_findings and notes
