@@ -255,7 +255,7 @@ def main() -> int:
                    stdout=subprocess.DEVNULL, check=True)  # warm the page cache for everyone
 
     # every ref, as `git log -p --all` and gitleaks (`git log -p -U0 --full-history --all`) read
-    history = [sys.executable, "-m", "plimsoll_ci", "history", "--all", "--set",
+    history = [sys.executable, "-P", "-m", "plimsoll_ci", "history", "--all", "--set",
                str(work / "withheld.json"), "--config", str(work / "audit.yaml"), "--format",
                "json", "--no-progress", "-o", str(work / "report.json"), "--jobs", str(args.jobs)]
     cache = repo / ".git" / "plimsoll-cache"

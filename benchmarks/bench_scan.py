@@ -186,7 +186,9 @@ def gitleaks_config(values: list[str], folder: Path) -> Path:
 
 
 def plimsoll(*args: str) -> list[str]:
-    return [sys.executable, "-m", "plimsoll_ci", "scan", *args]
+    # -P: the working folder is not put first on the import path, so `--against`'s PYTHONPATH
+    # (and nothing else) says which engine runs
+    return [sys.executable, "-P", "-m", "plimsoll_ci", "scan", *args]
 
 
 def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
