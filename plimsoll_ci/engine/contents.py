@@ -397,7 +397,8 @@ class ContentRun:
             for m in more:
                 i = bisect.bisect_right(bulk.places, m.start) - 1
                 if where[i] >= 0:
-                    out[where[i]].append((bulk.layer(i), m._replace(start=m.start - bulk.places[i])))
+                    at = m._replace(start=m.start - bulk.places[i])
+                    out[where[i]].append((bulk.layer(i), at))
         return None if len(found) > cap else out
 
     def _regions_joined(self, joined: bytes, starts: list[int], classes: object | None,

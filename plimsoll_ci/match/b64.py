@@ -120,8 +120,8 @@ def _tables() -> tuple[Any, Any]:
     return _TABLES
 
 
-def decode_many(buf: bytes, starts: Any, ends: Any) -> tuple[bytes, list[int], list[int],  # noqa: ANN401
-                                                                 list[bool]]:
+def decode_many(buf: bytes, starts: Any,  # noqa: ANN401
+                ends: Any) -> tuple[bytes, list[int], list[int], list[bool]]:  # noqa: ANN401
     """Each run `buf[s:e]` of the base64 alphabets (its padding left out) decoded as `decode_run`
     decodes it, all at once: the decoded bytes joined, where each run's bytes start and end in
     them, and whether `decode_run` gives any (not for a length of 4k+1, nor for both alphabets)."""
@@ -156,7 +156,8 @@ def decode_arrays(buf: bytes, starts: Any, ends: Any) -> tuple[Any, Any, Any, An
     return out.reshape(-1), first, first + lens * 3 // 4, (lens % 4 != 1) & ~both
 
 
-def join_decoded(out: Any, first: Any, last: Any, sep: bytes) -> tuple[bytes, list[int]]:  # noqa: ANN401
+def join_decoded(out: Any, first: Any, last: Any,  # noqa: ANN401
+                 sep: bytes) -> tuple[bytes, list[int]]:
     """The decoded runs `out[first[i]:last[i]]` joined with `sep` between them (as
     `sep.join`), and where each starts in the result."""
     import numpy as np

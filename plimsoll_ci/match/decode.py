@@ -532,6 +532,25 @@ _ESC_LEAD = re.compile(rb"[%\\&]")
 _FEW = 4096  # escape leads in a large buffer that are walked in Python rather than by line
 
 
+_IS_HEX = bytes(c in b"0123456789abcdefABCDEF" for c in range(256))
+_NAMES = bytes(c < DEL and (chr(c).isalnum() or c == ord("#")) for c in range(256))  # after `&`
+
+
+def _could_escape(a: Any, leads: Any) -> Any:  # noqa: ANN401
+    """Which `%`, `\\` and `&` at `leads` in the bytes `a` the bytes after them could make
+    the start of `_ESC_HIT` (`%XX`, `\\uXXXX`, `\\xXX`, `&` and a letter, a digit or `#`)."""
+    import numpy as np
+
+    hexes, names = np.frombuffer(_IS_HEX, dtype=bool), np.frombuffer(_NAMES, dtype=bool)
+    q = [leads + k for k in range(6)]  # the lead and the five bytes after it (0 past the end)
+    c = [np.where(x < len(a), a[np.minimum(x, len(a) - 1)], 0) for x in q]
+    hx = [hexes[x] for x in c]
+    esc = ((c[1] == ord("x")) & hx[2] & hx[3]) | (
+        (c[1] == ord("u")) & hx[2] & hx[3] & hx[4] & hx[5])
+    return ((c[0] == PERCENT) & hx[1] & hx[2]) | ((c[0] == BACKSLASH) & esc) | (
+        (c[0] == AMPERSAND) & names[c[1]])
+
+
 def _line_firsts(buf: bytes) -> Iterator[int]:
     """The first `%`, `\\` or `&` of each line that has one, in order (numpy finds them in a
     large buffer: one position per line reaches Python, however many the line holds)."""
@@ -551,6 +570,9 @@ def _line_firsts(buf: bytes) -> Iterator[int]:
 
     a = np.frombuffer(buf, dtype=np.uint8)
     cands = run_positions((a == PERCENT) | (a == BACKSLASH) | (a == AMPERSAND))
+    # Only a lead that the bytes after it could make an escape or an entity counts: the first
+    # escape of a line is found from the first such lead (source code is full of `%s` and `\n`)
+    cands = cands[_could_escape(a, cands)]
     if len(cands) <= _FEW:  # few: skip to each one's line end in Python
         skip = 0
         for c in cands.tolist():

@@ -218,3 +218,21 @@ def test_a_set_whose_texts_have_no_run_lengths_is_searched_up_to_a_stop() -> Non
     windowed = Scanner(parse(doc), Limits(max_memory=100 * 2**20))
     found, notes = windowed.scan_contents([("a.txt", b"oauthlib word " * 200_000)])
     assert len(found) == windowed.limits.max_findings and notes
+
+
+@pytest.mark.parametrize("tail", [b"", b"%3", b"%", b"\\u004", b"\\x4", b"&", b"&#", b"\\"])
+def test_escape_lines_are_found_from_the_leads_that_could_start_one(tail: bytes,
+                                                                     monkeypatch) -> None:
+    # Source code is full of `%s`, `%d` and `\n`: only a lead that the bytes after it could make
+    # an escape or an entity starts the search of its line, in the vectorized pass as in `re`'s.
+    rng = random.Random(len(tail))
+    parts = ["print('%s' % x)\n", "s = 'a\\nb'\n", "x = y & z\n", "%d%%\n", "url = '%33%31'\n",
+             "'\\x33\\x31' '\\u0033'\n", "&amp; &#51; &lt;\n", "%2d %ZZ \\xZZ \\u12G4\n", "&&\n"]
+    buf = "".join(rng.choice(parts) for _ in range(9000)).encode() + tail
+    bounds = decode.Bounds()
+    monkeypatch.setattr(decode, "_SMALL", 1 << 40)
+    monkeypatch.setattr(decode, "_NUMPY_FROM", 1 << 40)
+    slow = decode.text_regions(buf, bounds)
+    monkeypatch.setattr(decode, "_SMALL", 0)
+    assert decode.text_regions(buf, bounds) == slow
+    assert any(x.chain.startswith(("percent", "escapes", "html")) for x in slow.layers)
