@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -134,26 +135,38 @@ def test_a_signal_stops_every_sandbox_and_leaves_a_bundle_that_verifies(tmp_path
     env = dict(os.environ, TMPDIR=str(temp))
     proc = subprocess.Popen([sys.executable, "-m", "plimsoll_ci", "squeeze", "run", str(job),
                              "--out", str(out), "--jobs", "2"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-    seen = []
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:  # wait for the first finished grading
-        line = proc.stderr.readline()
-        seen.append(line)
-        if "[1/26]" in line or not line:
-            break
+    # Its stderr is read to the end all along (a thread), so the run never waits on a full pipe:
+    # a pipe left unread once the first grading was seen had stopped a run under load, with no
+    # sandbox left running for the signal.
+    seen: list[str] = []
+    first = threading.Event()
+
+    def drain() -> None:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            seen.append(line)
+            if "[1/26]" in line:
+                first.set()
+        first.set()  # (the end: no first grading, the assertion below says so)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    first.wait(240)  # the first finished grading
     assert any("[1/26]" in x for x in seen), "".join(seen)
-    until = time.monotonic() + 30
-    while not _procs_under(str(temp)) and time.monotonic() < until:
+    until = time.monotonic() + 60
+    while not _procs_under(str(temp)) and time.monotonic() < until and proc.poll() is None:
         time.sleep(0.05)  # between two gradings: wait for the next sandbox to start
-    assert _procs_under(str(temp)), "no sandbox was running when the signal came"
+    assert _procs_under(str(temp)), f"no sandbox was running when the signal came: {seen[-5:]}"
+    done = len(seen)
     if how == "SIGTERM":
         proc.send_signal(signal.SIGTERM)
     else:
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal does on Ctrl-C
-    _, rest = proc.communicate(timeout=120)
-    assert proc.returncode == (143 if how == "SIGTERM" else 130), "".join(seen) + rest
+    proc.wait(timeout=120)
+    reader.join(30)
+    rest = "".join(seen[done:])
+    assert proc.returncode == (143 if how == "SIGTERM" else 130), "".join(seen)
     assert "every sandbox stopped" in rest
     time.sleep(1)
     assert _procs_under(str(temp)) == []  # no runsc, no runner, no worker left
