@@ -3,6 +3,8 @@ finders and the encoded-region finders, and the runs of a class."""
 
 from __future__ import annotations
 
+import sys
+
 from plimsoll_ci.match.ascii import (
     LOWER_A,
     LOWER_F,
@@ -118,6 +120,12 @@ def run_positions(mask):  # noqa: ANN001, ANN202
 
     t = np.flatnonzero(mask)
     return t.astype(np.int32) if len(mask) < 2**31 - 16 else t
+
+
+def pure_python(n: int, small: int, numpy_from: int) -> bool:
+    """Whether a buffer of `n` bytes takes the pure-Python (`re`) path: under `small` bytes
+    (numpy's import costs more), or under `numpy_from` once something has imported numpy."""
+    return n < small and (n < numpy_from or "numpy" not in sys.modules)
 
 
 def byte_classes(buf: bytes) -> ByteClasses:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import html
 import re
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, NoReturn
 from urllib.parse import unquote_to_bytes
@@ -32,7 +31,6 @@ from plimsoll_ci.match.ascii import (
 from plimsoll_ci.match.b64 import LINE_BREAKS as _LINE_BREAKS
 from plimsoll_ci.match.b64 import RUN as _B64_RUN
 from plimsoll_ci.match.b64 import decode_arrays as _b64_arrays
-from plimsoll_ci.match.b64 import decode_many as _b64_many
 from plimsoll_ci.match.b64 import decode_run as _b64
 from plimsoll_ci.match.b64 import join_decoded as _join_decoded
 from plimsoll_ci.match.b64 import looks_base64 as _looks_base64
@@ -45,6 +43,7 @@ from plimsoll_ci.match.classes import (
     C_LOWER,
     C_UPPER,
     byte_classes,
+    pure_python,
     run_positions,
 )
 from plimsoll_ci.match.workspace import work_array
@@ -140,7 +139,7 @@ _NUMPY_FROM = 4 * 1024  # as extract.NUMPY_FROM: numpy's passes, once it is impo
 
 
 def _small(n: int) -> bool:
-    return n < _SMALL and (n < _NUMPY_FROM or "numpy" not in sys.modules)
+    return pure_python(n, _SMALL, _NUMPY_FROM)
 
 
 _PRINTABLE = bytes(range(SPACE, DEL)) + b"\t\n\r"
@@ -376,7 +375,7 @@ class _Regions:
 
     def _base64_np(self, classes: object) -> None:
         """`_base64` for a large buffer: the runs that can neither start a wrapped block (they
-        end their line) nor pass the region bound are decoded all at once (`_b64_many`), and
+        end their line) nor pass the region bound are decoded all at once (`b64.decode_arrays`), and
         only added one by one, in order, as the budget and the clock allow."""
         import numpy as np
 
@@ -395,9 +394,10 @@ class _Regions:
         slow |= ends - starts > self.bounds.max_region
         if not self.win.at_end:
             slow |= ends >= n
-        if self.want_bulk and self._in_bulk(starts, ends, slow, run_ends):
+        arrays = _b64_arrays(buf, starts, run_ends)
+        if self.want_bulk and self._in_bulk(starts, ends, slow, arrays):
             return
-        data, first, last, good = _b64_many(buf, starts, run_ends)
+        data, first, last, good = (arrays[0].tobytes(), *(x.tolist() for x in arrays[1:]))
         block_end = -1
         budget, append, expired = self.budget, self.layers.append, self.expired
         for i, (s, e, one) in enumerate(zip(starts.tolist(), ends.tolist(), slow.tolist(),
@@ -418,14 +418,14 @@ class _Regions:
                     self.stopped = s
                     raise _Stop
 
-    def _in_bulk(self, starts: Any, ends: Any, slow: Any, run_ends: Any) -> bool:  # noqa: ANN401
+    def _in_bulk(self, starts: Any, ends: Any, slow: Any, arrays: tuple) -> bool:  # noqa: ANN401
         """The base64 runs of a whole buffer with the plain ones in `self.bulk`; False (nothing
         done) when the budget might not hold them all or the clock has run out: then they are
         taken one by one. The runs that may start a wrapped block go first, as the loop takes
         them, since a block swallows the runs in it."""
         import numpy as np
 
-        out, first, last, good = _b64_arrays(self.buf, starts, run_ends)
+        out, first, last, good = arrays  # (`b64.decode_arrays` of the runs)
         plain = ~slow & good
         one = np.flatnonzero(slow)
         if len(one) + int(plain.sum()) > self.budget.left or (

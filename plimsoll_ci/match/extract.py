@@ -17,7 +17,6 @@ at a value's ends (`_private`) must be there too.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -53,6 +52,7 @@ from plimsoll_ci.match.classes import (  # noqa: F401  (byte_classes: callers im
     C_WORD,
     ByteClasses,
     byte_classes,
+    pure_python,
     run_positions,
 )
 from plimsoll_ci.match.digitruns import DigitRuns, clock_runs, grouped_heads, sig_digits
@@ -68,7 +68,7 @@ NUMPY_FROM = 4 * 1024
 
 def small_buffer(n: int) -> bool:
     """Whether a buffer of `n` bytes takes the pure-Python (`re`) path rather than numpy's."""
-    return n < SMALL and (n < NUMPY_FROM or "numpy" not in sys.modules)
+    return pure_python(n, SMALL, NUMPY_FROM)
 _WS = re.compile(rb"(?:\s|" + NBSP + rb")+")
 _DIGIT_RUN = re.compile(rb"[0-9]+")
 _ODD_WS = re.compile(rb"[\t\n\r\x0b\x0c]|  ")  # white space that is not one plain space

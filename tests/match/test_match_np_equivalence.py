@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from plimsoll_ci.match import decode, extract
+from plimsoll_ci.match import b64, decode, extract
 from plimsoll_ci.scan import Scanner
 from plimsoll_ci.withheld import build_set, parse
 
@@ -143,7 +143,7 @@ def test_numpy_paths_match_the_small_paths(scanners, seed, monkeypatch):
 
 def test_runs_decoded_all_at_once_are_what_each_decodes_to_alone() -> None:
     # Source code brings thousands of base64-looking runs per megabyte; a large buffer's are
-    # decoded in one vectorized pass, which must give what `_b64` gives each (or nothing).
+    # decoded in one vectorized pass, which must give what `b64.decode_run` gives each (or nothing).
     import numpy as np
 
     rng = random.Random(7)
@@ -162,9 +162,9 @@ def test_runs_decoded_all_at_once_are_what_each_decodes_to_alone() -> None:
         starts.append(pos)
         pos += len(t) + 1
     s = np.array(starts, dtype=np.int64)
-    data, first, last, good = decode._b64_many(buf, s, s + np.array([len(t) for t in toks]))
+    data, first, last, good = b64.decode_many(buf, s, s + np.array([len(t) for t in toks]))
     for i, t in enumerate(toks):
-        want = decode._b64(t)
+        want = b64.decode_run(t)
         assert (data[first[i] : last[i]] if good[i] else None) == want, t
 
 
