@@ -118,16 +118,17 @@ class Scanner:
         """Every folder name and the file name of a shipped path."""
         parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
         out: list[Finding] = []
+        last = len(parts) - 1
         for i, part in enumerate(parts):
-            is_file = i == len(parts) - 1
-            where = path if is_file else "/".join(parts[: i + 1]) + "/"
-            kind = "file name" if is_file else "folder name"
+            kind = "file name" if i == last else "folder name"
             hits = self._names.get((part, kind))
             if hits is None:  # folder names repeat across files: scan each name once
                 hits = self._name(part, "", kind)
                 if len(self._names) < 100_000:
                     self._names[(part, kind)] = hits
-            out += [f._replace(path=where) for f in hits]
+            if hits:  # (most names hold nothing: their place is spelled out only when one does)
+                where = path if i == last else "/".join(parts[: i + 1]) + "/"
+                out += [f._replace(path=where) for f in hits]
         return out
 
     # -- contents -----------------------------------------------------------------------------
