@@ -15,7 +15,7 @@ from plimsoll_ci.match.ascii import EQUALS
 RUN = re.compile(rb"[A-Za-z0-9+/_-]{6,}={0,2}")
 # The next line of a line-wrapped base64 block: a line break, the block's indentation, a run.
 _WRAP_NEXT = re.compile(rb"\r?\n([ \t]*)([A-Za-z0-9+/_-]+)(={0,2})")
-_WRAP_WIDTHS = (16, 1024)  # line widths of a wrapped block (GNU base64: 76, PEM: 64)
+WRAP_WIDTHS = (16, 1024)  # line widths of a wrapped block (GNU base64: 76, PEM: 64)
 
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
 _PADS = (b"", b"=", b"==", b"===")
@@ -83,7 +83,7 @@ def wrapped(buf: bytes, a: int, b: int,  # noqa: PLR0911
             break
         pos = m.end(3)
     if len(lines) < 2 or width is None or width % 4 \
-            or not _WRAP_WIDTHS[0] <= width <= _WRAP_WIDTHS[1]:
+            or not WRAP_WIDTHS[0] <= width <= WRAP_WIDTHS[1]:
         return None
     if first < width and not buf[buf.rfind(b"\n", 0, a) + 1 : a].strip():
         return None  # a short first line with nothing before it: not where a block starts

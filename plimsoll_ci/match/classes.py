@@ -9,14 +9,24 @@ from plimsoll_ci.match.ascii import (
     LOWER_A,
     LOWER_F,
     LOWER_Z,
+    NBSP_LEAD,
+    NBSP_TAIL,
     NINE,
     NON_ASCII,
+    SPACE,
     UPPER_A,
     UPPER_F,
     UPPER_Z,
     ZERO,
 )
 from plimsoll_ci.match.workspace import give_back, pooled, work_array
+
+try:  # the one compiled part, optional (built when the package is installed with a C compiler)
+    from plimsoll_ci.match import _runs as native
+except ImportError:  # pragma: no cover - installed without a compiler: numpy finds the same runs
+    native = None
+
+NATIVE_MAX = 2**31 - 16  # the compiled runs are int32 pairs: a larger buffer takes numpy's
 
 # Byte classes, one gather per buffer shared by the number, word and encoded-region finders.
 C_UPPER, C_LOWER, C_DIGIT, C_HEX, C_B64P, C_WORD, C_B64 = 1, 2, 4, 8, 16, 32, 64
@@ -106,12 +116,26 @@ class ByteClasses:
         """(starts, ends) of the maximal runs of bytes that have class `bit` (one bit)."""
         import numpy as np
 
+        if native is not None and self.n < NATIVE_MAX:
+            starts, ends, _ = long_runs(self.cls, bit, 1, False)
+            return starts, ends
         m = work_array("m", self.n + 2, np.uint8)
         np.bitwise_and(self.padded, bit, out=m)
         d = work_array("d", self.n + 1, bool)
         np.not_equal(m[1:], m[:-1], out=d)
         t = run_positions(d)
         return t[0::2], t[1::2]
+
+
+def long_runs(cls, bit: int, minimum: int, with_bits: bool):  # noqa: ANN001, ANN201
+    """With the compiled part: (starts, ends, bits) of the maximal runs of class `bit` in the
+    class array `cls`, `minimum` bytes or longer (int32 arrays; `bits`, with `with_bits`, the OR
+    of each run's class bytes, else None), found in one pass."""
+    import numpy as np
+
+    pairs, ors = native.runs(cls, bit, minimum, with_bits)
+    t = np.frombuffer(pairs, dtype=np.int32)
+    return t[0::2], t[1::2], (np.frombuffer(ors, dtype=np.uint8) if with_bits else None)
 
 
 def run_positions(mask):  # noqa: ANN001, ANN202
@@ -141,3 +165,23 @@ def mask_runs(mask):  # noqa: ANN001, ANN202
     m[1:-1] = mask
     t = np.flatnonzero(m[1:] != m[:-1])
     return t[0::2], t[1::2]
+
+
+def no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasses | None]:
+    """`buf` with every no-break space made two spaces (as `bytes.replace`), and its classes."""
+    import numpy as np
+
+    a = np.frombuffer(buf, dtype=np.uint8)
+    p = np.flatnonzero(a[:-1] == NBSP_LEAD)
+    p = p[a[p + 1] == NBSP_TAIL]
+    if not len(p):
+        return buf, classes
+    ba = bytearray(buf)
+    arr = np.frombuffer(ba, dtype=np.uint8)
+    arr[p] = SPACE
+    arr[p + 1] = SPACE
+    if classes is not None:  # a space is in no class
+        classes = classes.copy()
+        classes.padded[p + 1] = 0
+        classes.padded[p + 2] = 0
+    return bytes(ba), classes

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, NoReturn
 from urllib.parse import unquote_to_bytes
 
+from plimsoll_ci.match import candidates as _c
 from plimsoll_ci.match.ascii import (
     AMPERSAND,
     BACKSLASH,
@@ -24,9 +25,7 @@ from plimsoll_ci.match.ascii import (
     EQUALS,
     NEWLINE,
     PERCENT,
-    SEVEN,
     SPACE,
-    TWO,
 )
 from plimsoll_ci.match.b64 import LINE_BREAKS as _LINE_BREAKS
 from plimsoll_ci.match.b64 import RUN as _B64_RUN
@@ -37,16 +36,10 @@ from plimsoll_ci.match.b64 import looks_base64 as _looks_base64
 from plimsoll_ci.match.b64 import unwrap as _unwrap
 from plimsoll_ci.match.b64 import wrapped as _wrapped
 from plimsoll_ci.match.classes import (
-    C_B64,
-    C_DIGIT,
-    C_HEX,
-    C_LOWER,
-    C_UPPER,
     byte_classes,
     pure_python,
     run_positions,
 )
-from plimsoll_ci.match.workspace import work_array
 
 
 class Bounds(NamedTuple):
@@ -170,91 +163,6 @@ def _escape_kind(tok: bytes) -> str:
     return "+".join(kinds) or "escapes"
 
 
-def _runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
-          classes: object | None) -> list[tuple[int, int]]:
-    """Maximal runs of a byte class (base64: 6+ bytes and up to two `=`; hex: 8+ bytes)."""
-    if classes is None:
-        return [(m.start(), m.end()) for m in rx.finditer(buf)]
-    starts, ends = _runs_np(buf, pad, classes)
-    out = []
-    for a0, b in zip(starts.tolist(), ends.tolist(), strict=True):
-        if pad and buf[b : b + 1] == b"=":
-            b += 2 if buf[b + 1 : b + 2] == b"=" else 1
-        out.append((a0, b))
-    return out
-
-
-def _runs_np(buf: bytes, pad: bool, classes: object) -> tuple[Any, Any]:
-    """(starts, ends) of the runs `_runs` keeps, as arrays; a base64 run's padding not in it."""
-    import numpy as np
-
-    n = len(buf)
-    cls = classes.padded[1:]  # type: ignore[attr-defined]  # n + 1: the last 0 ends every run
-    k = 6 if pad else 8
-    # Erode the mask so only runs of k+ bytes remain: e[i] is true when m[i:i+k] all are. Short
-    # runs (most words) then never reach the slower run bookkeeping below. The work arrays keep
-    # a 0 before the mask, so every run starts and ends inside them.
-    bufs = (work_array("e0", n + 3, np.uint8), work_array("e1", n + 3, np.uint8))
-    cur = bufs[0]
-    cur[0] = 0
-    np.bitwise_and(cls, C_B64 if pad else C_HEX, out=cur[1 : n + 2])
-    ln, width, flip = n + 1, 1, 1
-    while width * 2 <= k:
-        nxt = bufs[flip]
-        nxt[0] = 0
-        np.bitwise_and(cur[1 : 1 + ln - width], cur[1 + width : 1 + ln], out=nxt[1 : 1 + ln - width])
-        cur, ln, flip, width = nxt, ln - width, 1 - flip, width * 2
-    if width < k:
-        w = k - width
-        nxt = bufs[flip]
-        nxt[0] = 0
-        np.bitwise_and(cur[1 : 1 + ln - w], cur[1 + w : 1 + ln], out=nxt[1 : 1 + ln - w])
-        cur, ln = nxt, ln - w
-    cur[1 + ln] = 0
-    d = work_array("d", ln + 1, bool)
-    np.not_equal(cur[1 : ln + 2], cur[: ln + 1], out=d)
-    t = run_positions(d)
-    starts, ends = t[0::2], t[1::2] + (k - 1)
-    lens = ends - starts
-    if not pad:
-        keep = lens % 2 == 0
-        starts, ends, lens = starts[keep], ends[keep], lens[keep]
-    if not len(starts):
-        return starts, ends
-    a = np.frombuffer(buf, dtype=np.uint8)
-    if pad:  # base64: runs that end in padding, or long runs that mix cases or letters and digits
-        idx = np.empty(2 * len(starts), dtype=np.int64)
-        idx[0::2], idx[1::2] = starts, ends
-        bits = np.bitwise_or.reduceat(cls, idx)[0::2]
-        both = C_UPPER | C_LOWER  # base64 of 12+ characters almost always has both cases
-        mixed = (bits & both) == both
-        padded = ends < n
-        padded[padded] = a[ends[padded]] == EQUALS
-        keep = ((lens >= 6) & padded) | ((lens >= 12) & mixed)
-    else:  # hex: even runs whose high nibbles (every other byte) are mostly '2'..'7'
-        # The runs' bytes gathered into one array (hex runs cover a small part of a buffer):
-        # their class bits, and their high-nibble bytes (even offsets: every run is even).
-        off = np.zeros(len(lens) + 1, dtype=np.int64)
-        np.cumsum(lens, out=off[1:])
-        pos = np.arange(int(off[-1]), dtype=np.int64)
-        pos += np.repeat(starts - off[:-1], lens)
-        bits = np.bitwise_or.reduceat(cls[pos], off[:-1])
-        digits_only = (bits & (C_UPPER | C_LOWER | C_DIGIT)) == C_DIGIT  # no letters
-        high = a[pos[0::2]]
-        high -= TWO
-        bad = (high > SEVEN - TWO).view(np.uint8)
-        high_bad = np.add.reduceat(bad, off[:-1] // 2, dtype=np.int64)
-        keep = ~digits_only | (lens >= 16)  # short digit strings are ids and numbers
-        # digits only: every high nibble must be '2'..'7' (hex-encoded digits are "3x3x...")
-        keep &= np.where(digits_only, high_bad == 0, high_bad * 5 <= lens // 2)
-    return starts[keep], ends[keep]
-
-
-def _high_bad(tok: bytes) -> int:
-    """High nibbles outside '2'..'7': hex-encoded text has almost none."""
-    return len(tok[0::2].translate(None, b"234567"))
-
-
 def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None,  # noqa: PLR0913
                  window: Window | None = None, budget: RegionBudget | None = None,
                  expired: Callable[[], bool] | None = None) -> Decoded:
@@ -365,7 +273,7 @@ class _Regions:
             return
         buf, hi = self.buf, self.win.hi
         block_end = -1
-        for a, b in _runs(buf, _B64_RUN, True, None):
+        for a, b in _c.runs(buf, _B64_RUN, True, None):
             if a < block_end:
                 continue  # a line of the wrapped block just decoded
             if a >= hi:
@@ -380,7 +288,8 @@ class _Regions:
         import numpy as np
 
         buf, lo, hi = self.buf, self.win.lo, self.win.hi
-        starts, run_ends = _runs_np(buf, True, classes)
+        every = _c.long_runs(buf, True, classes)
+        starts, run_ends = _c.kept_runs(buf, True, classes, every)
         if not len(starts):
             return
         n = len(buf)
@@ -391,6 +300,7 @@ class _Regions:
         after = a[np.minimum(ends, n - 1)]
         # a run that ends its line may start a wrapped block
         slow = (ends < n) & ((after == NEWLINE) | (after == CARRIAGE_RETURN))
+        slow[slow] = _c.may_wrap(a, starts[slow], ends[slow], every)
         slow |= ends - starts > self.bounds.max_region
         if not self.win.at_end:
             slow |= ends >= n
@@ -477,13 +387,13 @@ class _Regions:
 
     def _hex(self, classes: object | None) -> None:
         buf, lo, hi = self.buf, self.win.lo, self.win.hi
-        for a, b in _runs(buf, _HEX_RUN, False, classes):
+        for a, b in _c.runs(buf, _HEX_RUN, False, classes):
             if a < lo:
                 continue
             if a >= hi:
                 break
             tok = buf[a:b]
-            bad = _high_bad(tok)
+            bad = _c.high_bad(tok)
             if (b - a) % 2 or bad * 5 > (b - a) // 2 or self.too_long("hex", a, b):
                 continue
             if tok.isdigit() and (b - a < 16 or bad):

@@ -152,3 +152,38 @@ def sig_digits(a, starts, ends, lens, dot_cont, pick):  # noqa: ANN001, ANN202
         np.where(zero_j, n_i - li - ti, (n_i - li) + n_j - tj),
     )
     return np.where(dot_cont[idx], frac_sig, plain_sig)
+
+
+_HEX_OR_UNDERSCORE = bytes(1 if c in b"0123456789abcdefABCDEF_" else 0 for c in range(256))
+
+
+def _prefixed_min_digits(base: int, length: int) -> int:
+    """The fewest digits in `base` that can write an integer of `length` decimal digits."""
+    h = 1
+    while len(str(base**h - 1)) < length:
+        h += 1
+    return h
+
+
+def prefixed_long_enough(ap, starts, nxt, length: int):  # noqa: ANN001, ANN202
+    """Which prefixed integers (`0x1f`, `0o17`, `0b1`, at `starts`; `ap` the buffer with two
+    bytes before it) have digits enough to reach `length` decimal digits: h digits in base b
+    write less than b**h. Only when every number entry is an integer (its canonical form has
+    `digits` in its shape): a prefixed integer's canonical form is one, so it can equal only an
+    entry of as many digits. Most are short (`0x1D`, flags and tables) and skip the exact check."""
+    import numpy as np
+
+    ok = np.ones(len(starts), dtype=bool)
+    table = np.frombuffer(_HEX_OR_UNDERSCORE, dtype=np.uint8).astype(bool)
+    lower = nxt | 0x20
+    for base, letter in ((16, ord("x")), (8, ord("o")), (2, ord("b"))):
+        mine = lower == letter
+        if not mine.any():
+            continue
+        need = min(_prefixed_min_digits(base, length), 64)  # (fewer checked: more kept)
+        at = starts[mine].astype(np.int64) + 4  # the first digit: ap[s + 2] is the "0"
+        fine = np.ones(len(at), dtype=bool)
+        for j in range(need):  # digits and underscores enough in a row after the prefix
+            fine &= table[ap[np.minimum(at + j, len(ap) - 1)]]
+        ok[mine] = fine
+    return ok

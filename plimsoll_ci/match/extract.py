@@ -31,7 +31,6 @@ from plimsoll_ci.match.ascii import (
     MINUS,
     NBSP,
     NBSP_LEAD,
-    NBSP_TAIL,
     NINE,
     NON_ASCII,
     PLUS,
@@ -52,10 +51,17 @@ from plimsoll_ci.match.classes import (  # noqa: F401  (byte_classes: callers im
     C_WORD,
     ByteClasses,
     byte_classes,
+    no_nbsp,
     pure_python,
     run_positions,
 )
-from plimsoll_ci.match.digitruns import DigitRuns, clock_runs, grouped_heads, sig_digits
+from plimsoll_ci.match.digitruns import (
+    DigitRuns,
+    clock_runs,
+    grouped_heads,
+    prefixed_long_enough,
+    sig_digits,
+)
 from plimsoll_ci.match.index import TAG_BITS, ValueIndex, word_tag
 from plimsoll_ci.match.workspace import work_array
 
@@ -113,7 +119,7 @@ def find_values(buf: bytes, index: ValueIndex, classes=None,  # noqa: ANN001
         if NBSP in buf:  # a no-break space is white space; two spaces keep every offset
             buf = buf.replace(NBSP, b"  ")
     elif bytes([NBSP_LEAD]) in buf:  # (a one-byte search is many times quicker than a two-byte one)
-        buf, classes = _no_nbsp(buf, classes)
+        buf, classes = no_nbsp(buf, classes)
     if not small and classes is None and (index.has_numbers or index.has_texts):
         classes = byte_classes(buf)
     try:
@@ -360,26 +366,6 @@ def _luts():  # noqa: ANN202  (numpy arrays; imported lazily)
 _NP = None
 
 
-def _no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasses | None]:
-    """`buf` with every no-break space made two spaces (as `bytes.replace`), and its classes."""
-    import numpy as np
-
-    a = np.frombuffer(buf, dtype=np.uint8)
-    p = np.flatnonzero(a[:-1] == NBSP_LEAD)
-    p = p[a[p + 1] == NBSP_TAIL]
-    if not len(p):
-        return buf, classes
-    ba = bytearray(buf)
-    arr = np.frombuffer(ba, dtype=np.uint8)
-    arr[p] = SPACE
-    arr[p + 1] = SPACE
-    if classes is not None:  # a space is in no class
-        classes = classes.copy()
-        classes.padded[p + 1] = 0
-        classes.padded[p + 2] = 0
-    return bytes(ba), classes
-
-
 _NEXT_LUT = None
 
 
@@ -461,9 +447,12 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
     pick_cont = live & cont & (total >= index.min_sig)
     pick_sep = np.zeros(len(lens), dtype=bool)
     if index.has_ints:
-        pick_sep = live & (((lens == 1) & first0 & hexpfx[nxt])
-                           | ((nxt == UNDERSCORE) & nxt2d))
+        prefixed = live & (lens == 1) & first0 & hexpfx[nxt]  # 0x.., 0o.., 0b..
+        pick_sep = prefixed | (live & (nxt == UNDERSCORE) & nxt2d)
         pick_cont &= ~pick_sep
+        if not index.has_decimals and prefixed.any():
+            pick_sep[prefixed] = prefixed_long_enough(ap, starts[prefixed], nxt[prefixed],
+                                              index.min_int_length)
     if pick_cont.any() and not index.has_decimals:
         # Integers only: a token with a fraction equals one only when it has an exponent
         # ("3.107713414e9") or its fraction is all zeros ("3107713414.00"); most floats have

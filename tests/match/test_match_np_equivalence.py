@@ -1,5 +1,6 @@
 """The numpy paths find exactly what the small (pure `re`) paths find, on random tricky buffers.
 
+Each with the runs of a class found by the compiled part and by numpy's passes (its fallback).
 Values: `_numbers_np`/`_texts_np` against `_numbers_small`/`_texts_small`, and `find_values` with
 and without shared byte classes; regions: `text_regions` with numpy forced off and on. Sets with
 and without decimals, text entries, and keyed (HMAC) sets.
@@ -8,11 +9,12 @@ and without decimals, text entries, and keyed (HMAC) sets.
 from __future__ import annotations
 
 import base64
+import os
 import random
 
 import pytest
 
-from plimsoll_ci.match import b64, decode, extract
+from plimsoll_ci.match import b64, classes, decode, extract
 from plimsoll_ci.scan import Scanner
 from plimsoll_ci.withheld import build_set, parse
 
@@ -97,6 +99,18 @@ def _key(m):
     return (m.start, m.end, m.kind, tuple(m.entries))
 
 
+@pytest.fixture(params=["compiled", "numpy"])
+def runs_by(request, monkeypatch):
+    """The runs of a class found by the compiled part, or by numpy's passes (its fallback)."""
+    if request.param == "numpy":
+        monkeypatch.setattr(classes, "native", None)
+    elif classes.native is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but the compiled part (plimsoll_ci.match._runs) is not built")
+        pytest.skip("the compiled part is not built here (no C compiler at install)")
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def scanners():
     out = []
@@ -108,7 +122,7 @@ def scanners():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_numpy_paths_match_the_small_paths(scanners, seed, monkeypatch):
+def test_numpy_paths_match_the_small_paths(scanners, seed, runs_by, monkeypatch):
     rng = random.Random(seed)
     for _ in range(15):
         buf = randbuf(rng)
@@ -174,7 +188,7 @@ def _layers_key(dec: decode.Decoded) -> list[tuple]:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_regions_in_bulk_are_the_regions_text_regions_gives(seed: int) -> None:
+def test_regions_in_bulk_are_the_regions_text_regions_gives(seed: int, runs_by: str) -> None:
     # A batch's plain base64 regions come in bulk (no layer each); with their layers made,
     # they are what `text_regions` gives, notes and all, and the budget counts them alike.
     rng = random.Random(seed)

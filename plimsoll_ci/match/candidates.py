@@ -1,0 +1,150 @@
+"""Runs of a buffer that may hold an encoded value, for `decode`: the base64 candidates (6+
+bytes of either alphabet, decoded when padded or when 12+ mix both cases), the hex candidates
+(8+ even, mostly printable when decoded), and which base64 runs could start a wrapped block.
+A large buffer's runs are found from its byte classes, by the compiled part when it is built
+(`classes.long_runs`), else by numpy's passes."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from plimsoll_ci.match import classes as _classes
+from plimsoll_ci.match.ascii import EQUALS, SEVEN, TWO
+from plimsoll_ci.match.b64 import WRAP_WIDTHS
+from plimsoll_ci.match.classes import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER, run_positions
+from plimsoll_ci.match.workspace import work_array
+
+
+def runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
+          classes: object | None) -> list[tuple[int, int]]:
+    """Maximal runs of a byte class (base64: 6+ bytes and up to two `=`; hex: 8+ bytes)."""
+    if classes is None:
+        return [(m.start(), m.end()) for m in rx.finditer(buf)]
+    starts, ends = runs_np(buf, pad, classes)
+    out = []
+    for a0, b in zip(starts.tolist(), ends.tolist(), strict=True):
+        if pad and buf[b : b + 1] == b"=":
+            b += 2 if buf[b + 1 : b + 2] == b"=" else 1
+        out.append((a0, b))
+    return out
+
+
+def runs_np(buf: bytes, pad: bool, classes: object) -> tuple[Any, Any]:
+    """(starts, ends) of the runs `runs` keeps, as arrays; a base64 run's padding not in it."""
+    return kept_runs(buf, pad, classes, long_runs(buf, pad, classes))
+
+
+def long_runs(buf: bytes, pad: bool, classes: object) -> tuple[Any, Any, Any]:
+    """(starts, ends, bits or None) of every maximal run of the base64 alphabet (6+ bytes) or of
+    hex characters (8+), before `kept_runs` picks those that look encoded; `bits`, when the
+    compiled part found them, the OR of each run's class bits."""
+    n = len(buf)
+    cls = classes.padded[1:]  # type: ignore[attr-defined]  # n + 1: the last 0 ends every run
+    k = 6 if pad else 8
+    bit = C_B64 if pad else C_HEX
+    if _classes.native is not None and n < _classes.NATIVE_MAX:  # one pass, compiled
+        return _classes.long_runs(cls[:n], bit, k, True)
+    return (*eroded_runs(cls, n, bit, k), None)
+
+
+def kept_runs(buf: bytes, pad: bool, classes: object,
+               runs: tuple[Any, Any, Any]) -> tuple[Any, Any]:
+    """The `long_runs` that look encoded (see `runs`)."""
+    import numpy as np
+
+    n = len(buf)
+    cls = classes.padded[1:]  # type: ignore[attr-defined]
+    starts, ends, run_bits = runs
+    lens = ends - starts
+    if not pad:
+        keep = lens % 2 == 0
+        starts, ends, lens = starts[keep], ends[keep], lens[keep]
+        run_bits = run_bits[keep] if run_bits is not None else None
+    if not len(starts):
+        return starts, ends
+    a = np.frombuffer(buf, dtype=np.uint8)
+    if pad:  # base64: runs that end in padding, or long runs that mix cases or letters and digits
+        bits = run_bits
+        if bits is None:  # the OR of each run's class bits
+            idx = np.empty(2 * len(starts), dtype=np.int64)
+            idx[0::2], idx[1::2] = starts, ends
+            bits = np.bitwise_or.reduceat(cls, idx)[0::2]
+        both = C_UPPER | C_LOWER  # base64 of 12+ characters almost always has both cases
+        mixed = (bits & both) == both
+        padded = ends < n
+        padded[padded] = a[ends[padded]] == EQUALS
+        keep = ((lens >= 6) & padded) | ((lens >= 12) & mixed)
+    else:  # hex: even runs whose high nibbles (every other byte) are mostly '2'..'7'
+        # The runs' bytes gathered into one array (hex runs cover a small part of a buffer):
+        # their class bits, and their high-nibble bytes (even offsets: every run is even).
+        off = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=off[1:])
+        pos = np.arange(int(off[-1]), dtype=np.int64)
+        pos += np.repeat(starts - off[:-1], lens)
+        bits = np.bitwise_or.reduceat(cls[pos], off[:-1]) if run_bits is None else run_bits
+        digits_only = (bits & (C_UPPER | C_LOWER | C_DIGIT)) == C_DIGIT  # no letters
+        high = a[pos[0::2]]
+        high -= TWO
+        bad = (high > SEVEN - TWO).view(np.uint8)
+        high_bad = np.add.reduceat(bad, off[:-1] // 2, dtype=np.int64)
+        keep = ~digits_only | (lens >= 16)  # short digit strings are ids and numbers
+        # digits only: every high nibble must be '2'..'7' (hex-encoded digits are "3x3x...")
+        keep &= np.where(digits_only, high_bad == 0, high_bad * 5 <= lens // 2)
+    return starts[keep], ends[keep]
+
+
+def may_wrap(a: Any, starts: Any, ends: Any, every: tuple[Any, Any, Any]) -> Any:  # noqa: ANN401
+    """Which runs `a[s:e]` that end their line could be a wrapped block's first line: for the
+    others `b64.wrapped` says None, and they are plain runs. A block's width (a multiple of 4,
+    16-1024) is its first line's length, or its second line's when that is full and no shorter;
+    the second line's run is the first of the alphabet after the line break. Of those, `every`
+    holds the ones of 6+ bytes: when the next one is shorter, the one after it stands in, which
+    can only keep a run here that `wrapped` then declines."""
+    import numpy as np
+
+    first = ends - starts
+    lo, hi = WRAP_WIDTHS
+    own = (first % 4 == 0) & (first >= lo) & (first <= hi)
+    nxt_starts, nxt_ends = every[0], every[1]
+    j = np.searchsorted(nxt_starts, ends)
+    has = j < len(nxt_starts)
+    second = np.zeros(len(first), dtype=np.int64)
+    second[has] = nxt_ends[j[has]] - nxt_starts[j[has]]
+    by_second = has & (second % 4 == 0) & (second >= first) & (second >= lo) & (second <= hi)
+    return (first >= 12) & (a[ends - 1] != EQUALS) & (own | by_second)
+
+
+def eroded_runs(cls: Any, n: int, bit: int, k: int) -> tuple[Any, Any]:  # noqa: ANN401
+    """(starts, ends) of the maximal runs of class `bit`, `k` or more bytes long, in numpy: the
+    mask is eroded so only runs of k+ bytes remain (e[i] is true when m[i:i+k] all are), and
+    short runs (most words) never reach the run bookkeeping. The work arrays keep a 0 before the
+    mask, so every run starts and ends inside them."""
+    import numpy as np
+
+    bufs = (work_array("e0", n + 3, np.uint8), work_array("e1", n + 3, np.uint8))
+    cur = bufs[0]
+    cur[0] = 0
+    np.bitwise_and(cls, bit, out=cur[1 : n + 2])
+    ln, width, flip = n + 1, 1, 1
+    while width * 2 <= k:
+        nxt = bufs[flip]
+        nxt[0] = 0
+        np.bitwise_and(cur[1 : 1 + ln - width], cur[1 + width : 1 + ln], out=nxt[1 : 1 + ln - width])
+        cur, ln, flip, width = nxt, ln - width, 1 - flip, width * 2
+    if width < k:
+        w = k - width
+        nxt = bufs[flip]
+        nxt[0] = 0
+        np.bitwise_and(cur[1 : 1 + ln - w], cur[1 + w : 1 + ln], out=nxt[1 : 1 + ln - w])
+        cur, ln = nxt, ln - w
+    cur[1 + ln] = 0
+    d = work_array("d", ln + 1, bool)
+    np.not_equal(cur[1 : ln + 2], cur[: ln + 1], out=d)
+    t = run_positions(d)
+    return t[0::2], t[1::2] + (k - 1)
+
+
+def high_bad(tok: bytes) -> int:
+    """High nibbles outside '2'..'7': hex-encoded text has almost none."""
+    return len(tok[0::2].translate(None, b"234567"))

@@ -1,0 +1,168 @@
+"""The compiled runs (`match/_runs.c`) are the runs numpy finds, and a plain loop finds.
+
+The compiled part is optional: a machine that installs the package without a C compiler finds the
+same runs with numpy. So each claim here holds for the SSE2 build, for the portable build (the
+path other processors take, built here with `PLIMSOLL_RUNS_PORTABLE`), and against numpy's
+passes. In CI the compiled part must be there: a missing build fails instead of skipping.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from plimsoll_ci.match import candidates, classes
+from plimsoll_ci.match.classes import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER, C_WORD
+
+SOURCE = Path(classes.__file__).with_name("_runs.c")
+IN_CI = os.environ.get("CI") == "true"
+
+
+def need(module: object, what: str) -> None:
+    if module is None:
+        if IN_CI:
+            pytest.fail(f"CI=true but {what} is missing: the package must be built with its C part")
+        pytest.skip(f"{what} is not built here (no C compiler when the package was installed)")
+
+
+@pytest.fixture(scope="module")
+def portable(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """The extension built again without SSE2: the plain-C path of other processors."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    need(cc, "a C compiler")
+    out = tmp_path_factory.mktemp("portable") / ("_runs" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-DPLIMSOLL_RUNS_PORTABLE",
+                    f"-I{sysconfig.get_paths()['include']}", str(SOURCE), "-o", str(out)],
+                   check=True, capture_output=True)
+    spec = importlib.util.spec_from_file_location("_runs", out)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def reference(cls: bytes, bit: int, minimum: int) -> list[tuple[int, int, int]]:
+    """(start, end, OR of the class bytes) of each maximal run, the plain way."""
+    out, i, n = [], 0, len(cls)
+    while i < n:
+        if not cls[i] & bit:
+            i += 1
+            continue
+        j, acc = i, 0
+        while j < n and cls[j] & bit:
+            acc |= cls[j]
+            j += 1
+        if j - i >= minimum:
+            out.append((i, j, acc))
+        i = j
+    return out
+
+
+def compiled(module: object, cls: bytes, bit: int, minimum: int) -> list[tuple[int, int, int]]:
+    pairs, bits = module.runs(cls, bit, minimum, True)
+    t = np.frombuffer(pairs, dtype=np.int32).tolist()
+    plain, none = module.runs(cls, bit, minimum)
+    assert plain == pairs and none is None
+    return list(zip(t[0::2], t[1::2], bits, strict=True))
+
+
+def random_classes(rng: random.Random) -> bytes:
+    """Class bytes with runs of every length, dense or sparse, across 64-byte block edges."""
+    n = rng.choice([0, 1, 7, 63, 64, 65, 127, 128, 129, rng.randint(0, 3000)])
+    density = rng.choice([0.02, 0.3, 0.7, 0.97, 1.0])
+    out = bytearray()
+    while len(out) < n:
+        run = rng.choice([1, 2, 5, 6, 7, 8, 9, 12, 63, 64, 65, rng.randint(1, 200)])
+        fill = rng.random() < density
+        out += bytes(rng.randrange(1, 256) if fill else rng.choice([0, 0, 0x80, 1, 2])
+                     for _ in range(run))
+    return bytes(out[:n])
+
+
+@pytest.mark.parametrize("build", ["sse2", "portable"])
+@pytest.mark.parametrize("seed", range(3))
+def test_compiled_runs_are_the_maximal_runs_a_plain_loop_finds(build: str, seed: int,
+                                                                request: pytest.FixtureRequest
+                                                                ) -> None:
+    if build == "sse2":
+        need(classes.native, "the compiled runs (plimsoll_ci.match._runs)")
+        module = classes.native
+    else:
+        module = request.getfixturevalue("portable")
+    rng = random.Random(seed)
+    for _ in range(150):
+        cls = random_classes(rng)
+        for bit in (1, 2, 4, 8, 16, 32, 64, 128):
+            for minimum in (1, 2, 6, 8, 64, 65):
+                assert compiled(module, cls, bit, minimum) == reference(cls, bit, minimum), (
+                    len(cls), bit, minimum)
+
+
+def test_runs_of_a_whole_buffer_and_of_none_and_up_to_the_last_byte() -> None:
+    need(classes.native, "the compiled runs")
+    for n in (1, 63, 64, 65, 1000):
+        full = bytes([C_WORD]) * n
+        assert compiled(classes.native, full, C_WORD, 1) == [(0, n, C_WORD)]
+        assert compiled(classes.native, full, C_WORD, n + 1) == []
+        assert compiled(classes.native, bytes(n), C_WORD, 1) == []
+        tail = bytes(n - 1) + bytes([C_DIGIT])
+        assert compiled(classes.native, tail, C_DIGIT, 1) == [(n - 1, n, C_DIGIT)]
+    assert compiled(classes.native, b"", C_WORD, 1) == []
+
+
+@pytest.mark.parametrize("args, error", [
+    ((b"\x01", 0, 1), ValueError), ((b"\x01", 256, 1), ValueError),
+    ((b"\x01", 1, 0), ValueError), (("text", 1, 1), TypeError),
+    ((np.zeros(8, dtype=np.int32)[::2], 1, 1), (TypeError, ValueError, BufferError)),
+])
+def test_bad_arguments_are_refused_with_an_error_not_a_crash(args: tuple, error: type) -> None:
+    need(classes.native, "the compiled runs")
+    with pytest.raises(error):
+        classes.native.runs(*args)
+
+
+def source_like(rng: random.Random) -> bytes:
+    words = ["def", "NotImplementedError", "self", "x", "0x7fffffff", "3107713414", "MzEuNQ==",
+             "aGVsbG8gd29ybGQ", "deadbeefcafe0123", "33313037373133343134", "\n", " ", "    ",
+             "(", ")", "=", "_", "getResponseHeaders", "é", "\xa0", "1_000", "3.14159265358979"]
+    return "".join(rng.choice(words) + rng.choice(["", " ", ".", "\n"])
+                   for _ in range(rng.randint(1, 20000))).encode()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_class_runs_and_encoded_runs_are_numpys_with_the_compiled_part(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What the engine asks for (word and digit runs; base64 and hex candidates) is the same
+    # with the compiled part as with numpy's passes.
+    need(classes.native, "the compiled runs")
+    rng = random.Random(seed)
+    for _ in range(8):
+        buf = source_like(rng)
+        cl = classes.byte_classes(buf)
+        with_native = [cl.runs(bit) for bit in (C_DIGIT, C_WORD, C_UPPER, C_LOWER, C_HEX, C_B64)]
+        regions = [candidates.runs_np(buf, pad, cl) for pad in (True, False)]
+        monkeypatch.setattr(classes, "native", None)
+        with_numpy = [cl.runs(bit) for bit in (C_DIGIT, C_WORD, C_UPPER, C_LOWER, C_HEX, C_B64)]
+        for (s1, e1), (s2, e2) in zip(with_native, with_numpy, strict=True):
+            assert s1.tolist() == s2.tolist() and e1.tolist() == e2.tolist()
+        for pad, (s1, e1) in zip((True, False), regions, strict=True):
+            s2, e2 = candidates.runs_np(buf, pad, cl)
+            assert s1.tolist() == s2.tolist() and e1.tolist() == e2.tolist()
+        monkeypatch.undo()
+        cl.release()
+
+
+def test_the_installed_package_carries_its_compiled_part_in_ci() -> None:
+    # CI installs the package as its README says; the compiled part must come with it there,
+    # or every scan silently takes the slower numpy passes.
+    if not IN_CI:
+        pytest.skip("checked in CI (CI=true), where the package is installed with a compiler")
+    assert classes.native is not None, f"plimsoll_ci.match._runs did not build ({sys.version})"
