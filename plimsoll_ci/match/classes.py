@@ -59,6 +59,15 @@ def _cls_lut():  # noqa: ANN202
 
 
 _CLS_LUT16 = None
+_CLS_BYTES = None
+
+
+def _cls_lut_bytes() -> bytes:
+    """The byte -> class table as bytes (the compiled `classify` reads it)."""
+    global _CLS_BYTES
+    if _CLS_BYTES is None:
+        _CLS_BYTES = _cls_lut().tobytes()
+    return _CLS_BYTES
 
 
 def _cls_lut16():  # noqa: ANN202
@@ -89,10 +98,13 @@ class ByteClasses:
         arr[:2] = 0
         arr[2 + n - n % 2 :] = 0
         half = n // 2
-        if half:
+        if native is not None:  # one pass, compiled
+            arr[2 + n :] = 0
+            native.classify(buf, _cls_lut_bytes(), arr[2 : 2 + n])
+        elif half:
             np.take(_cls_lut16(), a[: 2 * half].view(np.uint16),
                     out=arr.view(np.uint16)[1 : 1 + half], mode="clip")
-        if n % 2:
+        if n % 2 and native is None:
             arr[1 + n] = _cls_lut()[a[-1]]
         self.padded = arr[1 : n + 3]
 

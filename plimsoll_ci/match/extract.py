@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from plimsoll_ci.match.ascii import (
-    CASE_BIT,
     COLON,
     COMMA,
     DOT,
@@ -62,7 +61,8 @@ from plimsoll_ci.match.digitruns import (
     prefixed_long_enough,
     sig_digits,
 )
-from plimsoll_ci.match.index import TAG_BITS, ValueIndex, word_tag
+from plimsoll_ci.match.index import ValueIndex, word_tag
+from plimsoll_ci.match.wordruns import WordRuns, text_candidates
 from plimsoll_ci.match.workspace import work_array
 
 SMALL = 64 * 1024  # below this many bytes the pure-Python path costs less than importing numpy
@@ -84,10 +84,6 @@ _IS_WORD = bytes(1 if (ZERO <= c <= NINE or UPPER_A <= c <= UPPER_Z or LOWER_A <
                        or c >= NON_ASCII) else 0 for c in range(256))
 _EXPONENT = (LOWER_E, UPPER_E)
 _SIGNS = (PLUS, MINUS)
-# Four bytes at once (the first-word tag): bit 6 is set in letters, CASE_BIT in lower case,
-# NON_ASCII in bytes past ASCII.
-_EACH4 = 0x01010101
-_BIT6_4, _CASE_4, _HIGH_4 = 0x40 * _EACH4, CASE_BIT * _EACH4, NON_ASCII * _EACH4
 _CONT = bytes(1 if c in b"eE_xXoObB" else 0 for c in range(256))  # continue a number token
 _GROUPED = re.compile(rb"[1-9][0-9]{0,2}(?:,[0-9]{3}){2,6}")  # 4,820,193,756
 GROUPED_MIN_DIGITS = 7  # three groups at least: `4,820` is as likely a list as a number
@@ -499,7 +495,6 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
               out: list[Match]) -> None:
     import numpy as np
 
-    a = np.frombuffer(buf, dtype=np.uint8)
     if classes is None:
         classes = byte_classes(buf)
     starts, ends = classes.runs(C_WORD)
@@ -516,62 +511,7 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
                 _text(buf, s, ln, index, out)
     if not index.text_runs:
         return
-    # Keys of the first one, two and three run lengths, matched against the entries' keys; only
-    # the runs whose own length is some entry's first run length are keyed at all.
-    nl = len(lens)
-    wanted: list[set[int]] = [set(), set(), set()]
-    for runs in index.text_runs:
-        r = [min(x, 255) for x in runs[:3]]
-        key = 0
-        for x in r:
-            key = key * 256 + x
-        wanted[len(r) - 1].add(key)
-    # Lengths clipped to 255 as bytes, then the first one or two of a key looked up in tables
-    # (a byte and a byte pair index them); a third length is checked on the survivors only.
-    lc = work_array("lc", nl + 2, np.uint16)
-    np.minimum(lens, 255, out=lc[:nl], casting="unsafe")
-    lc[nl:] = 0  # past the last run: no run (as a length of 0 never is)
-    one = np.zeros(256, dtype=bool)
-    one[list(wanted[0])] = True
-    two = np.zeros(65536, dtype=bool)
-    two[list(wanted[1])] = True
-    pre3 = np.zeros(65536, dtype=bool)
-    pre3[[k >> 8 for k in wanted[2]]] = True
-    pair = work_array("pair", nl, np.uint16)
-    np.left_shift(lc[:nl], 8, out=pair)
-    np.bitwise_or(pair, lc[1 : nl + 1], out=pair)
-    sel = two[pair]
-    if wanted[0]:
-        sel |= one[lc[:nl]]
-    if wanted[2]:
-        c3 = np.flatnonzero(pre3[pair])
-        if len(c3):
-            k3 = (pair[c3].astype(np.int64) << 8) | lc[c3 + 2]
-            w3 = np.array(sorted(wanted[2]), dtype=np.int64)
-            hit = w3[np.minimum(np.searchsorted(w3, k3), len(w3) - 1)] == k3
-            sel[c3[hit]] = True
-    cand = np.flatnonzero(sel[:n_cand])
-    if not index.untagged and len(cand):
-        # the tag of the first word: its first four bytes lowercased, and its length
-        cs, cl = starts[cand], lens[cand]
-        tp = work_array("tp", len(a) + 4, np.uint8)
-        tp[: len(a)] = a
-        tp[len(a) :] = 0
-        w4 = np.ndarray(shape=(len(a),), dtype="<u4", buffer=tp, strides=(1,))[cs]
-        nb = np.minimum(cl, 4).astype(np.uint64)
-        key = w4.astype(np.uint64) & ((np.uint64(1) << (np.uint64(8) * nb)) - np.uint64(1))
-        # within a word, bytes 0x40-0x5f are the upper-case letters: set their CASE_BIT
-        b6 = key & np.uint64(_BIT6_4)
-        up = b6 & ~((key & np.uint64(_CASE_4)) << np.uint64(1)) \
-            & ~((key & np.uint64(_HIGH_4)) >> np.uint64(1))
-        key |= up >> np.uint64(1)
-        key |= np.minimum(cl, 255).astype(np.uint64) << np.uint64(32)
-        with np.errstate(over="ignore"):
-            tag = (key * np.uint64(index.mult)) >> np.uint64(64 - TAG_BITS)
-        tag_ok = np.zeros(1 << TAG_BITS, dtype=bool)
-        tag_ok[[t for t in index.tags if 0 <= t < 1 << TAG_BITS]] = True
-        cand = cand[tag_ok[tag]]
-    idx = cand
+    idx = text_candidates(buf, WordRuns(starts, lens, n_cand), index)
     if not len(idx):
         return
     k = index.max_runs

@@ -1,0 +1,107 @@
+"""The word runs a text entry could start at, for `extract`: a run is kept when its length and
+the next one or two make a key some entry has (the entries' word run lengths), and, for a set
+whose entries carry tags, when its word's tag is some entry's (its first four bytes, ASCII
+letters lowered, and its length, hashed with the set's multiplier). The compiled part does it in
+one pass when it is built (`_runs.text_candidates`); numpy's passes do the same otherwise."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from plimsoll_ci.match import classes as _classes
+from plimsoll_ci.match.ascii import CASE_BIT, NON_ASCII
+from plimsoll_ci.match.index import TAG_BITS, ValueIndex
+from plimsoll_ci.match.workspace import work_array
+
+# Four bytes at once (the first-word tag): bit 6 is set in letters, CASE_BIT in lower case,
+# NON_ASCII in bytes past ASCII.
+_EACH4 = 0x01010101
+_BIT6_4, _CASE_4, _HIGH_4 = 0x40 * _EACH4, CASE_BIT * _EACH4, NON_ASCII * _EACH4
+
+
+class WordRuns(NamedTuple):
+    starts: Any  # where each word run starts (int32 from the compiled part)
+    lens: Any  # its length
+    count: int  # the first this many are candidates (the rest is context past a `stop`)
+
+
+def text_candidates(buf: bytes, runs: WordRuns, index: ValueIndex) -> Any:  # noqa: ANN401
+    """The indexes (into `runs`) of the candidate runs, in order."""
+    import numpy as np
+
+    # Keys of the first one, two and three run lengths, matched against the entries' keys; only
+    # the runs whose own length is some entry's first run length are keyed at all.
+    wanted: list[set[int]] = [set(), set(), set()]
+    for lengths in index.text_runs:
+        r = [min(x, 255) for x in lengths[:3]]
+        key = 0
+        for x in r:
+            key = key * 256 + x
+        wanted[len(r) - 1].add(key)
+    # Lengths clipped to 255 as bytes, then the first one or two of a key looked up in tables
+    # (a byte and a byte pair index them); a third length is checked on the survivors only.
+    one = np.zeros(256, dtype=bool)
+    one[list(wanted[0])] = True
+    two = np.zeros(65536, dtype=bool)
+    two[list(wanted[1])] = True
+    pre3 = np.zeros(65536, dtype=bool)
+    pre3[[k >> 8 for k in wanted[2]]] = True
+    w3 = np.array(sorted(wanted[2]), dtype=np.int64)
+    tag_ok = None
+    if not index.untagged:
+        tag_ok = np.zeros(1 << TAG_BITS, dtype=bool)
+        tag_ok[[t for t in index.tags if 0 <= t < 1 << TAG_BITS]] = True
+    starts, lens, n_cand = runs
+    if _classes.native is not None and lens.dtype == np.int32:  # one pass, compiled
+        tables = b"".join(x.tobytes() for x in (one, two, pre3, tag_ok, w3) if x is not None)
+        return np.frombuffer(_classes.native.text_candidates(
+            buf, np.ascontiguousarray(starts), lens, n_cand, tables, index.mult,
+            0 if tag_ok is None else TAG_BITS), dtype=np.int32)
+    return _candidates_np(np.frombuffer(buf, dtype=np.uint8), runs,
+                          (one, two, pre3, w3, tag_ok), index.mult)
+
+
+def _candidates_np(a, runs: WordRuns, tables: tuple, mult: int):  # noqa: ANN001, ANN202
+    """`text_candidates` with numpy's passes, where the compiled part is not built."""
+    import numpy as np
+
+    starts, lens, n_cand = runs
+    one, two, pre3, w3, tag_ok = tables
+    nl = len(lens)
+    # Lengths clipped to 255 as bytes, then the first one or two of a key looked up in tables
+    # (a byte and a byte pair index them); a third length is checked on the survivors only.
+    lc = work_array("lc", nl + 2, np.uint16)
+    np.minimum(lens, 255, out=lc[:nl], casting="unsafe")
+    lc[nl:] = 0  # past the last run: no run (as a length of 0 never is)
+    pair = work_array("pair", nl, np.uint16)
+    np.left_shift(lc[:nl], 8, out=pair)
+    np.bitwise_or(pair, lc[1 : nl + 1], out=pair)
+    sel = two[pair]
+    if one.any():
+        sel |= one[lc[:nl]]
+    if len(w3):
+        c3 = np.flatnonzero(pre3[pair])
+        if len(c3):
+            k3 = (pair[c3].astype(np.int64) << 8) | lc[c3 + 2]
+            hit = w3[np.minimum(np.searchsorted(w3, k3), len(w3) - 1)] == k3
+            sel[c3[hit]] = True
+    cand = np.flatnonzero(sel[:n_cand])
+    if tag_ok is not None and len(cand):
+        # the tag of the first word: its first four bytes lowercased, and its length
+        cs, cl = starts[cand], lens[cand]
+        tp = work_array("tp", len(a) + 4, np.uint8)
+        tp[: len(a)] = a
+        tp[len(a) :] = 0
+        w4 = np.ndarray(shape=(len(a),), dtype="<u4", buffer=tp, strides=(1,))[cs]
+        nb = np.minimum(cl, 4).astype(np.uint64)
+        key = w4.astype(np.uint64) & ((np.uint64(1) << (np.uint64(8) * nb)) - np.uint64(1))
+        # within a word, bytes 0x40-0x5f are the upper-case letters: set their CASE_BIT
+        b6 = key & np.uint64(_BIT6_4)
+        up = b6 & ~((key & np.uint64(_CASE_4)) << np.uint64(1)) \
+            & ~((key & np.uint64(_HIGH_4)) >> np.uint64(1))
+        key |= up >> np.uint64(1)
+        key |= np.minimum(cl, 255).astype(np.uint64) << np.uint64(32)
+        with np.errstate(over="ignore"):
+            tag = (key * np.uint64(mult)) >> np.uint64(64 - TAG_BITS)
+        cand = cand[tag_ok[tag]]
+    return cand
