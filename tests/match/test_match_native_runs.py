@@ -254,3 +254,15 @@ def test_compiled_classes_are_the_table_gathers_classes(monkeypatch: pytest.Monk
         classes.native.classify(b"abc", bytes(256), bytearray(2))
     with pytest.raises(TypeError):  # out must be writable
         classes.native.classify(b"abc", bytes(256), b"xyz")
+
+
+def test_compiled_base64_refuses_runs_outside_the_text() -> None:
+    need(classes.native, "the compiled runs")
+    i32 = np.array([0], dtype=np.int32)
+    for starts, ends in ((i32, i32 + 9), (i32 + 2, i32 + 1), (i32 - 1, i32 + 2),
+                         (i32, np.array([1, 2], dtype=np.int32))):
+        with pytest.raises(ValueError):
+            classes.native.b64_runs(b"QUJD", starts, ends)
+    data, good = classes.native.b64_runs(b"QUJDRA-_+/", np.array([0, 6], dtype=np.int32),
+                                         np.array([6, 10], dtype=np.int32))
+    assert data[:4] == b"ABCD" and list(good) == [1, 0]  # (the second mixes both alphabets)

@@ -155,7 +155,7 @@ def test_numpy_paths_match_the_small_paths(scanners, seed, runs_by, monkeypatch)
         monkeypatch.setattr(decode, "_SMALL", 64 * 1024)
 
 
-def test_runs_decoded_all_at_once_are_what_each_decodes_to_alone() -> None:
+def test_runs_decoded_all_at_once_are_what_each_decodes_to_alone(runs_by: str) -> None:
     # Source code brings thousands of base64-looking runs per megabyte; a large buffer's are
     # decoded in one vectorized pass, which must give what `b64.decode_run` gives each (or nothing).
     import numpy as np
@@ -175,8 +175,9 @@ def test_runs_decoded_all_at_once_are_what_each_decodes_to_alone() -> None:
     for t in toks:
         starts.append(pos)
         pos += len(t) + 1
-    s = np.array(starts, dtype=np.int64)
-    data, first, last, good = b64.decode_many(buf, s, s + np.array([len(t) for t in toks]))
+    s = np.array(starts, dtype=np.int32)  # (int32, as the compiled runs give them)
+    data, first, last, good = b64.decode_many(buf, s, s + np.array([len(t) for t in toks],
+                                                                   dtype=np.int32))
     for i, t in enumerate(toks):
         want = b64.decode_run(t)
         assert (data[first[i] : last[i]] if good[i] else None) == want, t
