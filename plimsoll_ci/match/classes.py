@@ -29,13 +29,14 @@ except ImportError:  # pragma: no cover - installed without a compiler: numpy fi
 NATIVE_MAX = 2**31 - 16  # the compiled runs are int32 pairs: a larger buffer takes numpy's
 
 # Byte classes, one gather per buffer shared by the number, word and encoded-region finders.
-C_UPPER, C_LOWER, C_DIGIT, C_HEX, C_B64P, C_WORD, C_B64 = 1, 2, 4, 8, 16, 32, 64
+C_UPPER, C_LOWER, C_DIGIT, C_HEX, C_B64P, C_WORD, C_B64, C_ESC = 1, 2, 4, 8, 16, 32, 64, 128
 _CLS_LUT = None
 
 
 def _cls_lut():  # noqa: ANN202
     """byte -> bits: upper, lower, digit, hex character (digit or a-f/A-F), base64 punctuation
-    (+/_-), word byte (letter, digit, >= 0x80), base64 alphabet (letter, digit, +/_-)."""
+    (+/_-), word byte (letter, digit, >= 0x80), base64 alphabet (letter, digit, +/_-), the
+    lead of an escape or entity (`%`, `\\`, `&`)."""
     import numpy as np
 
     global _CLS_LUT
@@ -53,6 +54,8 @@ def _cls_lut():  # noqa: ANN202
                 v |= C_B64P | C_B64
             elif c >= NON_ASCII:
                 v |= C_WORD
+            elif c in b"%\\&":
+                v |= C_ESC
             table[c] = v
         _CLS_LUT = np.frombuffer(bytes(table), dtype=np.uint8)
     return _CLS_LUT

@@ -36,6 +36,7 @@ from plimsoll_ci.match.b64 import looks_base64 as _looks_base64
 from plimsoll_ci.match.b64 import unwrap as _unwrap
 from plimsoll_ci.match.b64 import wrapped as _wrapped
 from plimsoll_ci.match.classes import (
+    C_ESC,
     byte_classes,
     pure_python,
     run_positions,
@@ -228,7 +229,7 @@ class _Regions:
         try:
             self._base64(classes)
             self._hex(classes)
-            self._escapes()
+            self._escapes(classes)
         except _Stop:
             pass
         return Decoded(self.layers, self.notes, self.stopped, self.bulk)
@@ -403,7 +404,7 @@ class _Regions:
                 continue  # not hex-encoded text (ids, hashes, digit strings): nothing to find in it
             self.add("hex", a, data)
 
-    def _escapes(self) -> None:
+    def _escapes(self, classes: object | None) -> None:
         """Each line that holds an escape or entity, decoded whole (the region is placed at its
         first one): a line is looked at once, from its first `%`, `\\` or `&`, so a long line
         costs one pass."""
@@ -411,7 +412,7 @@ class _Regions:
         if b"%" not in buf and b"\\" not in buf and b"&" not in buf:
             return
         n = len(buf)
-        for first in _line_firsts(buf):
+        for first in _line_firsts(buf, classes):
             if first >= win.hi:
                 return
             ls = buf.rfind(b"\n", 0, first) + 1
@@ -461,9 +462,10 @@ def _could_escape(a: Any, leads: Any) -> Any:  # noqa: ANN401
         (c[0] == AMPERSAND) & names[c[1]])
 
 
-def _line_firsts(buf: bytes) -> Iterator[int]:
+def _line_firsts(buf: bytes, classes: object | None) -> Iterator[int]:
     """The first `%`, `\\` or `&` of each line that has one, in order (numpy finds them in a
-    large buffer: one position per line reaches Python, however many the line holds)."""
+    large buffer, from its byte `classes` when it has them: one position per line reaches
+    Python, however many the line holds)."""
     if _small(len(buf)):
         pos = 0
         while True:
@@ -479,7 +481,13 @@ def _line_firsts(buf: bytes) -> Iterator[int]:
     import numpy as np
 
     a = np.frombuffer(buf, dtype=np.uint8)
-    cands = run_positions((a == PERCENT) | (a == BACKSLASH) | (a == AMPERSAND))
+    if classes is not None:  # (every lead of every run of leads: `%%` is two)
+        starts, ends = classes.runs(C_ESC)  # type: ignore[attr-defined]
+        lens = ends - starts
+        cands = starts if not len(lens) or lens.max() == 1 else \
+            np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
+    else:
+        cands = run_positions((a == PERCENT) | (a == BACKSLASH) | (a == AMPERSAND))
     # Only a lead that the bytes after it could make an escape or an entity counts: the first
     # escape of a line is found from the first such lead (source code is full of `%s` and `\n`)
     cands = cands[_could_escape(a, cands)]

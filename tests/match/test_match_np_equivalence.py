@@ -236,13 +236,14 @@ def test_a_set_whose_texts_have_no_run_lengths_is_searched_up_to_a_stop() -> Non
 
 
 @pytest.mark.parametrize("tail", [b"", b"%3", b"%", b"\\u004", b"\\x4", b"&", b"&#", b"\\"])
-def test_escape_lines_are_found_from_the_leads_that_could_start_one(tail: bytes,
+def test_escape_lines_are_found_from_the_leads_that_could_start_one(tail: bytes, runs_by: str,
                                                                      monkeypatch) -> None:
     # Source code is full of `%s`, `%d` and `\n`: only a lead that the bytes after it could make
     # an escape or an entity starts the search of its line, in the vectorized pass as in `re`'s.
     rng = random.Random(len(tail))
     parts = ["print('%s' % x)\n", "s = 'a\\nb'\n", "x = y & z\n", "%d%%\n", "url = '%33%31'\n",
-             "'\\x33\\x31' '\\u0033'\n", "&amp; &#51; &lt;\n", "%2d %ZZ \\xZZ \\u12G4\n", "&&\n"]
+             "'\\x33\\x31' '\\u0033'\n", "&amp; &#51; &lt;\n", "%2d %ZZ \\xZZ \\u12G4\n", "&&\n",
+             "%%33 &&amp; \\\\x33 %&\\u0033\n"]  # (leads in a row: each one counts)
     buf = "".join(rng.choice(parts) for _ in range(9000)).encode() + tail
     bounds = decode.Bounds()
     monkeypatch.setattr(decode, "_SMALL", 1 << 40)
@@ -250,4 +251,5 @@ def test_escape_lines_are_found_from_the_leads_that_could_start_one(tail: bytes,
     slow = decode.text_regions(buf, bounds)
     monkeypatch.setattr(decode, "_SMALL", 0)
     assert decode.text_regions(buf, bounds) == slow
+    assert decode.text_regions(buf, bounds, extract.byte_classes(buf)) == slow  # (from classes)
     assert any(x.chain.startswith(("percent", "escapes", "html")) for x in slow.layers)
