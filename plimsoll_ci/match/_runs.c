@@ -50,29 +50,37 @@ static inline uint64_t mask64(const uint8_t *c, uint8_t bit) {
 #endif
 }
 
-/* The run boundaries of class `bit` in c[0:n]: t[k] = i wherever the class starts or stops, so
-   runs are (t[0], t[1]), (t[2], t[3]), ...; t holds n + 1 entries. 64 bytes make one mask, and
-   its edges are the bits where it differs from itself shifted by one. */
-static Py_ssize_t edges(const uint8_t *c, Py_ssize_t n, uint8_t bit, int32_t *t) {
+static inline uint64_t block_mask(const uint8_t *c, Py_ssize_t n, Py_ssize_t base, uint8_t bit) {
+    if (base >= n) return 0;
+    if (base + 64 <= n) return mask64(c + base, bit);
+    uint8_t tail[64] = {0};  /* the tail, zero-padded: a run that reaches the end ends at n */
+    memcpy(tail, c + base, (size_t)(n - base));
+    return mask64(tail, bit);
+}
+
+/* The boundaries of the runs of class `bit` in c[0:n] that are `w` + 1 (1..64) or more long:
+   t[k] = i wherever such a run starts or stops, so runs are (t[0], t[1]), (t[2], t[3]), ...;
+   t holds n + 1 entries. 64 bytes make one mask; it is eroded (bit i stays when bytes i..i+w
+   all are in the class: the next block's mask supplies the bits past this one), and the edges
+   of what remains are the long runs' starts and, w bytes before them, their ends. Short runs
+   (most words, for the base64 and hex candidates) never cost an edge. */
+static Py_ssize_t edges(const uint8_t *c, Py_ssize_t n, uint8_t bit, int w, int32_t *t) {
     Py_ssize_t k = 0;
-    uint64_t carry = 0;  /* whether the byte before this block is in the class */
+    uint64_t carry = 0;  /* whether the eroded bit before this block is set */
+    uint64_t m = block_mask(c, n, 0, bit);
     for (Py_ssize_t base = 0; base < n; base += 64) {
-        uint64_t m;
-        if (base + 64 <= n) {
-            m = mask64(c + base, bit);
-        } else {  /* the tail, zero-padded: a run that reaches the end ends at n */
-            uint8_t tail[64] = {0};
-            memcpy(tail, c + base, (size_t)(n - base));
-            m = mask64(tail, bit);
-        }
-        uint64_t edge = m ^ ((m << 1) | carry);
-        carry = m >> 63;
-        while (edge) {
-            t[k++] = (int32_t)(base + __builtin_ctzll(edge));
+        uint64_t next = block_mask(c, n, base + 64, bit), e = m;
+        for (int j = 1; j <= w; j++) e &= (m >> j) | (next << (64 - j));
+        uint64_t edge = e ^ ((e << 1) | carry);
+        carry = e >> 63;
+        while (edge) {  /* a start at an even k, an end (moved by w) at an odd one */
+            t[k] = (int32_t)(base + __builtin_ctzll(edge) + (k & 1) * w);
+            k++;
             edge &= edge - 1;
         }
+        m = next;
     }
-    if (carry) t[k++] = (int32_t)n;
+    if (carry) t[k++] = (int32_t)n;  /* (only when w is 0: bytes past n are in no class) */
     return k;
 }
 
@@ -115,7 +123,8 @@ static PyObject *runs(PyObject *self, PyObject *args, PyObject *kwargs) {
         return PyErr_NoMemory();
     }
     Py_BEGIN_ALLOW_THREADS
-    count = keep_long(t, edges(c, n, (uint8_t)bit, t) / 2, minimum);
+    int w = minimum < 64 ? (int)minimum - 1 : 63;
+    count = keep_long(t, edges(c, n, (uint8_t)bit, w, t) / 2, minimum > 64 ? minimum : 1);
     for (Py_ssize_t r = 0; with_bits && r < count; r++) {
         uint8_t acc = 0;
         for (int32_t i = t[2 * r]; i < t[2 * r + 1]; i++) acc |= c[i];
@@ -317,11 +326,62 @@ done:
     return result;
 }
 
+/* base64_runs(classes, text, bit, both) -> (pairs, keep): the runs of class `bit` (the
+   base64 alphabet) 6 or more long, as `runs` gives them, and keep[r] = 1 for those that look
+   like base64 (`candidates.kept_runs`): followed by `=` in `text`, or 12+ long with every bit of
+   `both` (upper and lower case) among their class bytes. */
+static PyObject *base64_runs(PyObject *self, PyObject *args) {
+    Py_buffer view, text;
+    int bit, both;
+    if (!PyArg_ParseTuple(args, "y*y*ii", &view, &text, &bit, &both)) return NULL;
+    PyObject *result = NULL, *pairs = NULL, *keep = NULL;
+    Py_ssize_t n = view.len;
+    if (bit < 1 || bit > 255 || both < 1 || both > 255 || n != text.len || n > INT32_MAX - 16) {
+        PyErr_SetString(PyExc_ValueError, "base64_runs: classes as long as the text, bits 1..255");
+        goto done;
+    }
+    int32_t *t = malloc((size_t)(n + 1) * sizeof(int32_t));
+    if (t == NULL) { PyErr_NoMemory(); goto done; }
+    const uint8_t *c = (const uint8_t *)view.buf, *x = (const uint8_t *)text.buf;
+    Py_ssize_t count;
+    Py_BEGIN_ALLOW_THREADS
+    count = edges(c, n, (uint8_t)bit, 5, t) / 2;
+    Py_END_ALLOW_THREADS
+    pairs = PyBytes_FromStringAndSize((const char *)t, count * 2 * (Py_ssize_t)sizeof(int32_t));
+    keep = PyBytes_FromStringAndSize(NULL, count);
+    if (pairs != NULL && keep != NULL) {
+        uint8_t *k = (uint8_t *)PyBytes_AS_STRING(keep);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t r = 0; r < count; r++) {
+            int32_t a = t[2 * r], e = t[2 * r + 1];
+            int ok = e < n && x[e] == '=';
+            if (!ok && e - a >= 12) {
+                uint8_t acc = 0;
+                for (int32_t i = a; i < e && (acc & both) != both; i++) acc |= c[i];
+                ok = (acc & both) == both;
+            }
+            k[r] = (uint8_t)ok;
+        }
+        Py_END_ALLOW_THREADS
+        result = PyTuple_Pack(2, pairs, keep);
+    }
+    free(t);
+done:
+    Py_XDECREF(pairs);
+    Py_XDECREF(keep);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&text);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"runs", (PyCFunction)(void (*)(void))runs, METH_VARARGS | METH_KEYWORDS,
      "runs(classes, bit, minimum, with_bits=False) -> (pairs, bits): the maximal runs of bytes "
      "with class `bit`, `minimum` or more long, as int32 (start, end) pairs; with_bits, the OR "
      "of each run's class bytes."},
+    {"base64_runs", base64_runs, METH_VARARGS,
+     "base64_runs(classes, text, bit, both) -> (pairs, keep): base64 candidate runs (see the "
+     "source)."},
     {"b64_runs", b64_runs, METH_VARARGS,
      "b64_runs(text, starts, ends) -> (out, good): base64 runs decoded, joined (see the source)."},
     {"classify", classify, METH_VARARGS,

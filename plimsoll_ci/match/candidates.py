@@ -37,13 +37,21 @@ def runs_np(buf: bytes, pad: bool, classes: object) -> tuple[Any, Any]:
 
 def long_runs(buf: bytes, pad: bool, classes: object) -> tuple[Any, Any, Any]:
     """(starts, ends, bits or None) of every maximal run of the base64 alphabet (6+ bytes) or of
-    hex characters (8+), before `kept_runs` picks those that look encoded; `bits`, when the
-    compiled part found them, the OR of each run's class bits."""
+    hex characters (8+), before `kept_runs` picks those that look encoded; when the compiled part
+    found them, `bits` is the OR of each hex run's class bits, and for base64 already the pick
+    (bools)."""
     n = len(buf)
     cls = classes.padded[1:]  # type: ignore[attr-defined]  # n + 1: the last 0 ends every run
     k = 6 if pad else 8
     bit = C_B64 if pad else C_HEX
-    if _classes.native is not None and n < _classes.NATIVE_MAX:  # one pass, compiled
+    native = _classes.native
+    if native is not None and n < _classes.NATIVE_MAX:  # one pass, compiled
+        if pad:  # (and which look like base64: the third is `kept_runs`'s pick, as bools)
+            import numpy as np
+
+            pairs, keep = native.base64_runs(cls[:n], buf, bit, C_UPPER | C_LOWER)
+            t = np.frombuffer(pairs, dtype=np.int32)
+            return t[0::2], t[1::2], np.frombuffer(keep, dtype=bool)
         return _classes.long_runs(cls[:n], bit, k, True)
     return (*eroded_runs(cls, n, bit, k), None)
 
@@ -56,6 +64,8 @@ def kept_runs(buf: bytes, pad: bool, classes: object,
     n = len(buf)
     cls = classes.padded[1:]  # type: ignore[attr-defined]
     starts, ends, run_bits = runs
+    if pad and run_bits is not None and run_bits.dtype == bool:  # picked by the compiled part
+        return starts[run_bits], ends[run_bits]
     lens = ends - starts
     if not pad:
         keep = lens % 2 == 0

@@ -266,3 +266,17 @@ def test_compiled_base64_refuses_runs_outside_the_text() -> None:
     data, good = classes.native.b64_runs(b"QUJDRA-_+/", np.array([0, 6], dtype=np.int32),
                                          np.array([6, 10], dtype=np.int32))
     assert data[:4] == b"ABCD" and list(good) == [1, 0]  # (the second mixes both alphabets)
+
+
+def test_compiled_base64_candidates_are_refused_for_classes_of_another_text() -> None:
+    need(classes.native, "the compiled runs")
+    text = b"MzEuNQ== NotImplementedError abcdefghijklm"
+    cl = classes.byte_classes(text)
+    pairs, keep = classes.native.base64_runs(cl.cls, text, C_B64, C_UPPER | C_LOWER)
+    t = np.frombuffer(pairs, dtype=np.int32).tolist()
+    assert list(zip(t[0::2], t[1::2], keep, strict=True)) == [
+        (0, 6, 1), (9, 28, 1), (29, 42, 0)]  # padded; mixed case; one case only
+    for args in ((cl.cls, text[:-1], C_B64, 3), (cl.cls, text, 0, 3), (cl.cls, text, C_B64, 0)):
+        with pytest.raises(ValueError):
+            classes.native.base64_runs(*args)
+    cl.release()
