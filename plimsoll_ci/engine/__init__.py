@@ -50,6 +50,7 @@ class Scanner:
                 self.index.add_file(e.id, bytes.fromhex(e.digest))
         self.sources = [e for e in wset.entries if e.kind == "source"]
         self._names: dict[tuple[str, str], list[Finding]] = {}
+        self._folders: dict[str, list[Finding]] = {}  # a path's folders -> their findings
         self.redact_tokens: set[str] = set()
 
     # -- names --------------------------------------------------------------------------------
@@ -116,16 +117,33 @@ class Scanner:
 
     def scan_name(self, path: str) -> list[Finding]:
         """Every folder name and the file name of a shipped path."""
-        parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+        norm = path.replace("\\", "/")
+        head, _, name = norm.rpartition("/")
+        if name in ("", "."):  # (a path that ends in a separator: its last part is the file)
+            return self._parts(path, [p for p in norm.split("/") if p not in ("", ".")])
+        folders = self._folders.get(head)
+        if folders is None:  # files share their folders: each folder path is judged once
+            folders = self._parts(path, [p for p in head.split("/") if p not in ("", ".")],
+                                  file=False)
+            if len(self._folders) < 100_000:
+                self._folders[head] = folders
+        hits = self._named(name, "file name")
+        return [*folders, *(f._replace(path=path) for f in hits)] if hits else list(folders)
+
+    def _named(self, part: str, kind: str) -> list[Finding]:
+        hits = self._names.get((part, kind))
+        if hits is None:  # folder names repeat across files: scan each name once
+            hits = self._name(part, "", kind)
+            if len(self._names) < 100_000:
+                self._names[(part, kind)] = hits
+        return hits
+
+    def _parts(self, path: str, parts: list[str], file: bool = True) -> list[Finding]:
+        """The findings of each name in `parts` (the last one the file's when `file`)."""
         out: list[Finding] = []
-        last = len(parts) - 1
+        last = len(parts) - 1 if file else -1
         for i, part in enumerate(parts):
-            kind = "file name" if i == last else "folder name"
-            hits = self._names.get((part, kind))
-            if hits is None:  # folder names repeat across files: scan each name once
-                hits = self._name(part, "", kind)
-                if len(self._names) < 100_000:
-                    self._names[(part, kind)] = hits
+            hits = self._named(part, "file name" if i == last else "folder name")
             if hits:  # (most names hold nothing: their place is spelled out only when one does)
                 where = path if i == last else "/".join(parts[: i + 1]) + "/"
                 out += [f._replace(path=where) for f in hits]

@@ -286,3 +286,26 @@ def test_names_scanned_in_one_joined_pass_find_what_one_by_one_finds():
     assert sorted({(f.path, f.entry) for f in batched.findings}) == [
         (Redactor(one).text(p), e) for p, e in expected]
     assert len(expected) == 5
+
+
+def test_folder_names_judged_once_per_folder_give_each_path_its_own_places():
+    # A folder path's findings are kept for the next file in it: every path still gets each of
+    # its folders' findings at that folder's place, and its file name's at its own path, however
+    # the path is spelled (backslashes, `.` and empty parts, a trailing separator).
+    from plimsoll_ci.scan import Scanner
+
+    wset = make_set([("seeds.txt:2", SEED), ("t.txt:1", "31.5")])
+    paths = [f"a/{SEED}/x.txt", f"a/{SEED}/y-{SEED}.txt", f"a\\{SEED}\\z.txt", f"./a/{SEED}/./w",
+             f"a//{SEED}//v", f"b/c/{SEED}/", "b/c/31.5/31.50", "31.5", f"{SEED}", "/", "",
+             "plain/file.txt", "plain/other.txt"]
+    cached, fresh = Scanner(wset), Scanner(wset)
+    for p in paths * 2:  # (the second round comes from the cache)
+        got = sorted((f.path, f.entry, f.chain) for f in cached.scan_name(p))
+        parts = [x for x in p.replace("\\", "/").split("/") if x not in ("", ".")]
+        want = sorted(
+            (p if i == len(parts) - 1 else "/".join(parts[: i + 1]) + "/", f.entry, f.chain)
+            for i, part in enumerate(parts)
+            for f in fresh._name(part, "", "file name" if i == len(parts) - 1 else "folder name"))
+        assert got == want, p
+    assert ("a/" + SEED + "/", "seeds.txt:2", "folder name") in {
+        (f.path, f.entry, f.chain) for f in cached.scan_name(f"a/{SEED}/x.txt")}
