@@ -459,7 +459,7 @@ class Verdicts:
         names, self._names = self._names, []
         todo: list[tuple[str, str, str]] = []
         for label, shipped in names:
-            key = name_key(shipped)
+            key = name_key(shipped) if self.cache is not None else ""  # (no cache: no key)
             cached = self.cache.get(key) if self.cache is not None else None
             if cached is not None:
                 self.placer.name(label, shipped, cached)

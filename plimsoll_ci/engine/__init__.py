@@ -86,8 +86,13 @@ class Scanner:
         from plimsoll_ci.match.decode import text_regions
         from plimsoll_ci.match.extract import find_values
 
-        parts = sorted({p for path in paths for p in path.replace("\\", "/").split("/")
-                        if p not in ("", ".") and (p, "file name") not in self._names})
+        seen, folders, names = self._names, self._folders, set()
+        for path in paths:
+            head, _, name = path.replace("\\", "/").rpartition("/")
+            names.add(name)
+            if head not in folders:  # (a folder path judged before: its parts are known)
+                names.update(head.split("/"))
+        parts = sorted(p for p in names if p not in ("", ".") and (p, "file name") not in seen)
         if len(parts) < 8 or len(self._names) > 100_000:
             return  # one by one is as quick
         datas = [p.encode("utf-8", "surrogateescape") for p in parts]
