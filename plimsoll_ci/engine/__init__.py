@@ -27,6 +27,9 @@ __all__ = ["Finding", "Limits", "Scanner", "Windowing", "dedupe", "memory_floor"
 _SEP = b"\x00\n\x00"  # no value spans it; its line break ends a line of escapes too
 
 
+_NOTHING: list[Finding] = []  # the findings of most names (shared: never added to)
+
+
 class Scanner:
     """Scans names and contents against one withheld set."""
 
@@ -118,7 +121,7 @@ class Scanner:
         for part, found in zip(parts, hits, strict=True):
             for kind in ("file name", "folder name"):
                 self._names[(part, kind)] = [Finding("", 0, col, kind + sub, eid, "value", "name")
-                                             for col, eid, sub in found]
+                                             for col, eid, sub in found] if found else _NOTHING
 
     def scan_name(self, path: str) -> list[Finding]:
         """Every folder name and the file name of a shipped path."""
