@@ -23,11 +23,13 @@ alone, if this grows.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, NamedTuple, Protocol
 
@@ -520,6 +522,23 @@ class _Placed:
                 f.line, f.column, f.chain, f.entry)
 
 
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """While numpy may first be imported (by the engine, for a large buffer): one OpenBLAS
+    thread, unless the user chose a number. The engine uses numpy for byte arrays, never for
+    linear algebra, and OpenBLAS's extra threads spin at its start: about 100 ms of CPU, and of
+    wall time on a busy machine, in a cold hook run. The environment is restored afterwards
+    (builders and other children see the user's own)."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        yield
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("OPENBLAS_NUM_THREADS", None)
+
+
 class ShipScan:
     """One ship scan: `add` shipped files (or `scan` them all), then `finish` -> `ScanResult`.
 
@@ -553,9 +572,10 @@ class ShipScan:
     def scan(self, items: Iterable[Item]) -> ScanResult:
         """`add` every item, then `finish`."""
         try:
-            for item in items:
-                self.add(item)
-            return self.finish()
+            with one_blas_thread():
+                for item in items:
+                    self.add(item)
+                return self.finish()
         finally:
             self.close()
 
