@@ -103,6 +103,18 @@ def test_items_read_by_blob_id_count_and_find_like_items_with_data() -> None:
     assert len(asked) == 1  # one read for the batch
 
 
+def test_a_failed_blob_read_is_raised_by_the_scan_and_leaves_no_thread_behind() -> None:
+    import threading
+
+    def read(oids: list[str]) -> dict[str, bytes]:
+        raise BadInput("git object is missing; the repository is incomplete")
+
+    lazy = [Item(i.label, None, blob="0" * 40 if n else "1" * 40) for n, i in enumerate(_tree())]
+    with pytest.raises(BadInput, match="is missing"):
+        ShipScan(make_set(), read=read).scan(lazy)
+    assert threading.active_count() == 1  # the reading thread was joined; workers can fork
+
+
 def test_a_bound_hit_in_a_joined_batch_counts_per_file_as_for_a_file_alone() -> None:
     # Each file has two encoded regions: under a bound of three per file, over it per batch.
     enc = base64.b64encode
