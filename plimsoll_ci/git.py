@@ -167,6 +167,20 @@ def common_dir(repo: str | os.PathLike[str]) -> Path | None:
     return d if d.is_absolute() else Path(repo) / d
 
 
+def locate(path: str | os.PathLike[str]) -> tuple[Path, Path] | None:
+    """(top folder, common git folder) of the work tree containing the folder `path`, from one
+    `git rev-parse` (`toplevel` and `common_dir` in one process); None outside git."""
+    try:
+        proc = run(path, "rev-parse", "--show-toplevel", "--git-common-dir", check=False)
+    except BadInput:
+        return None
+    lines = os.fsdecode(proc.stdout).splitlines()
+    if proc.returncode != 0 or len(lines) < 2 or not lines[0].strip():
+        return None
+    common = Path(lines[1])
+    return Path(lines[0]).resolve(), common if common.is_absolute() else Path(path) / common
+
+
 def open_repo(path: str) -> Repo:
     """Find the repository containing `path`; `BadInput` when there is none (or git is too old)."""
     version = git_version()

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from plimsoll_ci import __version__, git, report, scan, ship, shipconfig, withheld
+from plimsoll_ci import __version__, git, globs, report, scan, ship, shipconfig, withheld
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.match.canonical import classify
 from plimsoll_ci.match.canonical import digest as value_digest
@@ -110,10 +110,25 @@ def _scanner_version() -> str:
     return "|".join(parts)
 
 
-@functools.lru_cache(maxsize=8)
+_GIT_DIRS: dict[Path, Path | None] = {}  # repository top -> its common git folder
+
+
 def git_dir(repo: Path) -> Path | None:
     """The repository's (common) git folder, where the hook keeps its caches."""
-    return git.common_dir(repo)
+    if repo not in _GIT_DIRS:
+        _GIT_DIRS[repo] = git.common_dir(repo)
+    return _GIT_DIRS[repo]
+
+
+def locate(cwd: Path) -> Path:
+    """The top folder of the repository containing `cwd` (its git folder remembered for
+    `git_dir`: one `git rev-parse` for both); `BadInput` outside git."""
+    found = git.locate(cwd)
+    if found is None:
+        return git.repo_root(cwd)  # says why
+    repo, gd = found
+    _GIT_DIRS.setdefault(repo, gd)
+    return repo
 
 
 def open_cache(repo: Path | None, wset: Any, limits: Limits) -> CleanCache:
@@ -131,12 +146,15 @@ def _config_doc(c: ship.Config) -> dict:
             "withheld": str(c.withheld) if c.withheld else None, "key_env": c.key_env,
             "key_file": str(c.key_file) if c.key_file else None, "mode": c.mode,
             "limits": c.limits,
+            "globs": globs.translations(p for s in c.ship.values()
+                                        for p in (*s.include, *s.exclude, *s.inputs)),
             "ship": [[s.name, list(s.include), list(s.exclude),
                       s.command if isinstance(s.command, str | None) else list(s.command),
                       list(s.inputs), s.root, s.timeout, s.line] for s in c.ship.values()]}
 
 
 def _config_from_doc(d: dict) -> ship.Config:
+    globs.remember(d["globs"])
     sets = {}
     for name, inc, exc, cmd, inputs, root, timeout, line in d["ship"]:
         sets[name] = ship.ShipSet(name, tuple(inc), tuple(exc),
@@ -148,9 +166,12 @@ def _config_from_doc(d: dict) -> ship.Config:
                        sets)
 
 
-def staged_config(repo: Path, path: Path) -> ship.Config:
-    """`ship.config_at(repo, path, ":")`, remembered by the staged text's digest: a warm hook
-    neither imports nor runs the YAML parser.
+def staged_config(repo: Path, path: Path, entries: Sequence[git.FileEntry] | None = None
+                  ) -> ship.Config:
+    """`ship.config_at(repo, path, ":")`, remembered by the staged blob's id (from `entries`,
+    the index as `git.index_entries` lists it, listed here when not given) with the
+    translations of its globs: a warm hook neither imports nor runs the YAML parser, nor
+    imports pathspec.
     """
     gd = git_dir(repo)
     try:
@@ -159,13 +180,20 @@ def staged_config(repo: Path, path: Path) -> ship.Config:
         gd = None
     if gd is None:
         return ship.config_at(repo, path, ":")
-    staged = git.show_blob(repo, f":{rel}")
+    staged = next((e.oid for e in (git.index_entries(repo) if entries is None else entries)
+                   if e.path == rel and e.mode != git.MODE_SUBMODULE), None)
     if staged is None:
         return ship.config_at(repo, path, ":")
-    parser = [Path(m.__file__).stat() for m in (ship, shipconfig)]  # type: ignore[arg-type]
-    tag = hashlib.sha256(b"\0".join([staged, str(path.resolve()).encode(),
-                                      *(f"{st.st_size}:{st.st_mtime_ns}".encode()
-                                        for st in parser)])).hexdigest()
+    code = [Path(m.__file__) for m in (ship, shipconfig, globs)]  # type: ignore[arg-type]
+    stats = []
+    for f in (*code, *globs.translator_files()):
+        try:
+            st = f.stat()
+            stats.append(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
+        except OSError:
+            stats.append(str(f).encode())
+    tag = hashlib.sha256(b"\0".join([staged.encode(), str(path.resolve()).encode(),
+                                      *stats])).hexdigest()
     memo = gd / "plimsoll" / f"config-{tag[:32]}.json"
     try:
         return _config_from_doc(json.loads(memo.read_text(encoding="utf-8")))
@@ -245,7 +273,8 @@ def _check_not_empty(config: ship.Config, files: Sequence[ship.ShippedFile], whe
                        "nothing)")
 
 
-def _config(config_path: str | None, repo: Path, rev: str | None) -> ship.Config:
+def _config(config_path: str | None, repo: Path, rev: str | None,
+            entries: Sequence[git.FileEntry] | None = None) -> ship.Config:
     if config_path is not None:
         p = Path(config_path)
         return ship.load_config(p if p.is_absolute() else repo / p)
@@ -254,7 +283,7 @@ def _config(config_path: str | None, repo: Path, rev: str | None) -> ship.Config
         raise BadInput(f"{repo}: no {ship.CONFIG_NAME} at the repository root; create one "
                        "(see docs/ship-sets.md) or pass --config")
     if rev == ":":
-        return staged_config(repo, found)
+        return staged_config(repo, found, entries)
     return ship.config_at(repo, found, rev)
 
 
@@ -296,17 +325,18 @@ def ship_scan(filenames: Sequence[str], cwd: Path, config_path: str | None = Non
               out: IO[str] | None = None, env: dict[str, str] | None = None) -> int:
     """The `plimsoll-ship-scan` hook; returns the exit code (0 pass, 1 refused, 2 bad input)."""
     out = out or sys.stdout
-    repo = git.repo_root(Path(cwd))
+    repo = locate(Path(cwd))
     frm, to = push_range(env)
     if to is not None:
         return _push(repo, git.commits_between(repo, frm, to), config_path, out)
     first_push = new_commits(repo, env)
     if first_push is not None:
         return _push(repo, first_push, config_path, out)
-    config = _config(config_path, repo, ":")
+    entries = git.index_entries(repo)  # listed once: the staged config's id and what ships
+    config = _config(config_path, repo, ":", entries)
     if not _relevant(filenames, config, repo):
         return 0
-    files = ship.from_index(repo, config, read=False)
+    files = ship.from_index(repo, config, read=False, entries=entries)
     _check_not_empty(config, files, "the index")
     wset = load_set(config)
     cache = open_cache(repo, wset, make_limits(config.limits, str(config.path)))

@@ -23,13 +23,16 @@ alone, if this grows.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, NamedTuple, Protocol
+from typing import Any, BinaryIO, NamedTuple, Protocol
 
 from plimsoll_ci import pool
 from plimsoll_ci.engine import Finding, Limits, Scanner, dedupe, memory_floor, windowing
@@ -278,6 +281,30 @@ def _judge(batch: Batch, scanner: Scanner | None = None) -> Judged:
     return verdicts, stray, scanner.redact_tokens - known
 
 
+def _read_behind(read: Callable[[list[str]], Mapping[str, bytes]], oids: list[str]
+                 ) -> Callable[[], Mapping[str, bytes]]:
+    """`read(oids)` started in a thread (it mostly waits on git); the function returned waits
+    for it and returns its result, or raises what it raised."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["blobs"] = read(oids)
+        except BaseException as e:  # raised again in the caller's thread
+            box["error"] = e
+
+    worker = threading.Thread(target=work, name="plimsoll-read-blobs", daemon=True)
+    worker.start()
+
+    def result() -> Mapping[str, bytes]:
+        worker.join()
+        if "error" in box:
+            raise box["error"]
+        return box["blobs"]
+
+    return result
+
+
 class Verdicts:
     """The scanning half of every ship scan: items in, one verdict per content and per shipped
     name out, handed to a `Placer`.
@@ -378,17 +405,21 @@ class Verdicts:
 
     def flush(self, full: bool = False) -> None:
         """Scan everything queued; its verdicts are placed in turn (before `finish` returns)."""
-        self._check_names()
+        pending, self._pending = self._pending, []
+        self._pending_bytes = self._unread = 0
+        need = [it.blob for _, _, it in pending if it.data is None]
+        # git reads the blobs while this process checks the names (and builds the engine)
+        reading = _read_behind(self.read, need) if need and self.read is not None else None
+        try:
+            self._check_names()
+        finally:
+            blobs = reading() if reading is not None else {}
         streams, self._streams = self._streams, []
         for label, item in streams:
             self._work.put(self._scan_stream, (label, item),
                            functools.partial(self.placer.content, label, ""), here=True)
-        pending, self._pending = self._pending, []
-        self._pending_bytes = self._unread = 0
         if not pending:
             return
-        need = [it.blob for _, _, it in pending if it.data is None]
-        blobs = self.read(need) if need and self.read is not None else {}
         bound = self.limits.max_file_bytes
         batch: Batch = []
         placed: list[tuple[str, list[str]]] = []  # (content key, labels sharing the verdict)
@@ -520,6 +551,23 @@ class _Placed:
                 f.line, f.column, f.chain, f.entry)
 
 
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """While numpy may first be imported (by the engine, for a large buffer): one OpenBLAS
+    thread, unless the user chose a number. The engine uses numpy for byte arrays, never for
+    linear algebra, and OpenBLAS's extra threads spin at its start: about 100 ms of CPU, and of
+    wall time on a busy machine, in a cold hook run. The environment is restored afterwards
+    (builders and other children see the user's own)."""
+    if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
+        yield
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop("OPENBLAS_NUM_THREADS", None)
+
+
 class ShipScan:
     """One ship scan: `add` shipped files (or `scan` them all), then `finish` -> `ScanResult`.
 
@@ -553,9 +601,10 @@ class ShipScan:
     def scan(self, items: Iterable[Item]) -> ScanResult:
         """`add` every item, then `finish`."""
         try:
-            for item in items:
-                self.add(item)
-            return self.finish()
+            with one_blas_thread():
+                for item in items:
+                    self.add(item)
+                return self.finish()
         finally:
             self.close()
 

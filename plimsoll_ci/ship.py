@@ -116,7 +116,7 @@ class _Matcher:
         self.spec = glob_spec(patterns) if patterns else None
 
     def __call__(self, path: str) -> bool:
-        return self.spec is not None and self.spec.match_file(path)
+        return self.spec is not None and self.spec.match(path)
 
 
 def select(paths: Iterable[str], ship_set: ShipSet) -> list[str]:
@@ -289,14 +289,18 @@ def _from_entries(repo: Path, entries: list[git.FileEntry], config: Config,
 
 
 def from_index(repo_root: Path, config: Config, set_name: str | None = None,
-               read: bool = True) -> list[ShippedFile]:
+               read: bool = True, entries: list[git.FileEntry] | None = None
+               ) -> list[ShippedFile]:
     """What each ship set ships from the staged content (the git index), never the working tree.
 
     With `read=False` glob-set files carry empty data and their blob id (the hook reads only the
-    blobs it has not already judged clean).
+    blobs it has not already judged clean). `entries`: the index as `git.index_entries` listed
+    it already (the hook lists it once).
     """
     repo = Path(repo_root).resolve()
-    return _from_entries(repo, git.index_entries(repo), config, set_name, "the index", read)
+    if entries is None:
+        entries = git.index_entries(repo)
+    return _from_entries(repo, entries, config, set_name, "the index", read)
 
 
 def from_rev(repo_root: Path, rev: str, config: Config, set_name: str | None = None,

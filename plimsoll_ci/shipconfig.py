@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from plimsoll_ci import git, withheld
 from plimsoll_ci.errors import ConfigError
+from plimsoll_ci.globs import Globs
 
 CONFIG_NAME = "plimsoll.yaml"
 DEFAULT_TIMEOUT = 600.0
@@ -321,13 +322,8 @@ def load_withheld(config: Config, key: bytes | None = None) -> withheld.Withheld
     return withheld.load(config.withheld, key=key if key is not None else load_key(config))
 
 
-def glob_spec(patterns: Sequence[str]) -> Any:
-    """Compiled gitignore globs (pathspec's `GitIgnoreSpec`: git's wildmatch rules, tested
-    against git's own cases); ValueError for one git would not take (a trailing `\\`).
-
-    pathspec's pure-Python backend, always: with `hyperscan` or `google-re2` installed it picks
-    them by itself, and they encode each path as strict UTF-8, so a repository path that is not
-    UTF-8 (kept as surrogate escapes) stopped the scan with a UnicodeEncodeError."""
-    from pathspec import GitIgnoreSpec  # imported when globs are first matched
-
-    return GitIgnoreSpec.from_lines(patterns, backend="simple")
+def glob_spec(patterns: Sequence[str]) -> Globs:
+    """Compiled gitignore globs (`globs.Globs`: pathspec's translation, matched as its
+    `GitIgnoreSpec` matches in pure Python); ValueError for one git would not take (a trailing
+    `\\`)."""
+    return Globs(patterns)

@@ -1,5 +1,6 @@
 """The hook's start-up: it loads the matching engine only when some content needs scanning, and
-numpy only when a scan is large (a commit's few small files never pay its import)."""
+numpy only when a scan is large (a commit's few small files never pay its import), and the YAML
+parser and pathspec only when the staged config is new to it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from harness_repo import git, hook_env
 
-HEAVY = ("numpy", "plimsoll_ci.engine.contents", "plimsoll_ci.match.extract")
+HEAVY = ("numpy", "plimsoll_ci.engine.contents", "plimsoll_ci.match.extract", "pathspec", "yaml")
 PROBE = f"""
 import json, sys
 from plimsoll_ci.cli import main
@@ -41,3 +42,16 @@ def test_a_commit_of_one_small_change_scans_it_without_numpy(harness: Path) -> N
     git(harness, "add", "viewer/app.mjs")
     rc, loaded = hook_loads(harness, "viewer/app.mjs")
     assert rc == 0 and loaded == ["plimsoll_ci.engine.contents", "plimsoll_ci.match.extract"]
+
+
+def test_a_warm_hook_run_imports_neither_the_yaml_parser_nor_pathspec(harness: Path) -> None:
+    rc, loaded = hook_loads(harness, "viewer/app.mjs")  # the first run parses the config
+    assert rc == 0 and "yaml" in loaded and "pathspec" in loaded
+    for changed in ("README.md", "viewer/app.mjs"):  # nothing shipped; every content known
+        rc, loaded = hook_loads(harness, changed)
+        assert rc == 0 and "yaml" not in loaded and "pathspec" not in loaded
+    (harness / "plimsoll.yaml").write_text((harness / "plimsoll.yaml").read_text()
+                                           .replace('"**/*.test.mjs"', '"**/*.spec.mjs"'))
+    git(harness, "add", "plimsoll.yaml")  # a new staged config: parsed and translated again
+    rc, loaded = hook_loads(harness, "plimsoll.yaml")
+    assert rc == 0 and "yaml" in loaded and "pathspec" in loaded

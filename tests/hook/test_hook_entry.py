@@ -222,6 +222,21 @@ def test_the_remembered_config_is_the_config(harness: Path) -> None:
     assert list((harness / ".git/plimsoll").glob("config-*.json"))
 
 
+def test_the_remembered_config_follows_the_staged_version_not_the_working_tree(
+        harness: Path) -> None:
+    from plimsoll_ci import hook
+
+    path = harness / "plimsoll.yaml"
+    first = hook.staged_config(harness, path)
+    assert first.ship["viewer"].exclude == ("**/*.test.mjs",)
+    path.write_text(path.read_text().replace('"**/*.test.mjs"', '"**/*.spec.mjs"'))
+    assert hook.staged_config(harness, path) == first  # edited, not staged: the staged one
+    git(harness, "add", "plimsoll.yaml")
+    assert hook.staged_config(harness, path).ship["viewer"].exclude == ("**/*.spec.mjs",)
+    git(harness, "reset", "-q", "plimsoll.yaml")  # back to the first: remembered, the same
+    assert hook.staged_config(harness, path) == first
+
+
 def test_a_withheld_set_with_no_entries_is_bad_input_in_the_hook(harness: Path) -> None:
     from plimsoll_ci import withheld
 

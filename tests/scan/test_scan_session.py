@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import base64
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from scankit import SEED, make_set, zip_bytes
@@ -96,6 +101,18 @@ def test_items_read_by_blob_id_count_and_find_like_items_with_data() -> None:
     lazy = [Item(i.label, None, blob=blob_id(i.data)) for i in _tree()]
     assert ShipScan(make_set(), read=read).scan(lazy) == ShipScan(make_set()).scan(_tree())
     assert len(asked) == 1  # one read for the batch
+
+
+def test_a_failed_blob_read_is_raised_by_the_scan_and_leaves_no_thread_behind() -> None:
+    import threading
+
+    def read(oids: list[str]) -> dict[str, bytes]:
+        raise BadInput("git object is missing; the repository is incomplete")
+
+    lazy = [Item(i.label, None, blob="0" * 40 if n else "1" * 40) for n, i in enumerate(_tree())]
+    with pytest.raises(BadInput, match="is missing"):
+        ShipScan(make_set(), read=read).scan(lazy)
+    assert threading.active_count() == 1  # the reading thread was joined; workers can fork
 
 
 def test_a_bound_hit_in_a_joined_batch_counts_per_file_as_for_a_file_alone() -> None:
@@ -210,3 +227,25 @@ def test_a_member_name_seen_in_an_earlier_batch_is_redacted_alike_from_the_cache
     assert again == ShipScan(make_set()).scan(items[2:])
     assert {f.chain for f in again.findings if f.where == "name"} == {
         "zip member seed-[withheld].json (file name)"}
+
+
+BLAS_PROBE = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from scankit import SEED, make_set
+from plimsoll_ci.scan import Item, ShipScan
+data = ("gate drone thrust 1234567\\n" * 40_000 + SEED + "\\n").encode()  # 1 MB: numpy's path
+result = ShipScan(make_set(), jobs=1).scan([Item("big.txt", data, "big.txt", None)])
+print(json.dumps([len(result.findings), "numpy" in sys.modules,
+                  len(os.listdir("/proc/self/task")), "OPENBLAS_NUM_THREADS" in os.environ]))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_a_large_scan_loads_numpy_without_openblas_threads_and_restores_the_environment() -> None:
+    # OpenBLAS starts a thread per core at numpy's import, spinning (about 100 ms of CPU on a
+    # cold hook run); the engine never does linear algebra with it.
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", BLAS_PROBE, str(Path(__file__).parent)],
+                         capture_output=True, text=True, env=env, check=True).stdout
+    assert json.loads(out) == [1, True, 1, False]
