@@ -565,40 +565,51 @@ class Log:
         proc.wait()
 
 
-def _tokens(stream: IO[bytes]) -> Iterator[bytes]:
-    rest = b""
-    while True:
-        chunk = stream.read(1 << 20)
-        if not chunk:
-            break
-        parts = (rest + chunk).split(b"\0")
-        rest = parts.pop()
-        yield from parts
-    if rest:
-        yield rest
-
-
 def _parse_log(stream: IO[bytes]) -> Iterator[Commit]:
+    """The commits of a `git log -z --raw --format=_HEADER` stream, each once its changes are in.
+
+    The stream is NUL-separated tokens: a header (`\x01...`, after a newline unless it is the
+    first), then for each change its ":<old mode> <new mode> <old id> <new id> <status>" record
+    (the first after a newline) and its path. The token after a record is always its path, so a
+    path may hold any byte. Reads take what the pipe holds (`read1`): git writes the next part
+    while this one is parsed.
+    """
+    read = getattr(stream, "read1", stream.read)
     current: Commit | None = None
     changes: list[Change] = []
-    meta: list[bytes] | None = None
-    for tok in _tokens(stream):
-        if meta is not None:  # the token after a ":..." record is always its path
-            changes.append(Change(tok, meta[1].decode("ascii"), meta[3].decode("ascii")))
-            meta = None
-            continue
-        if tok[:1] == b"\n":
-            tok = tok.lstrip(b"\n")
-        head = tok[:1]
-        if head == b":":  # ":<old mode> <new mode> <old id> <new id> <status>"
-            meta = tok.split(b" ")
-        elif head == b"\x01":
-            if current is not None:
-                yield current
-            ids, times, author = tok[1:].decode("utf-8", "replace").split("\x02", 2)
-            oid, *parents = ids.split()
-            tree, ctime = times.split()
-            changes = []
-            current = Commit(oid, tuple(parents), tree, int(ctime), author, changes)
+    meta: tuple[str, str] | None = None  # (mode, id) of a record whose path is the next token
+    modes: dict[bytes, str] = {}
+    rest = b""
+    while True:
+        chunk = read(1 << 20)
+        if not chunk:
+            if not rest:
+                break
+            parts, rest = [rest], b""
+        else:
+            parts = (rest + chunk).split(b"\0") if rest else chunk.split(b"\0")
+            rest = parts.pop()
+        for tok in parts:
+            if meta is not None:
+                changes.append(Change(tok, *meta))
+                meta = None
+                continue
+            if tok[:1] == b"\n":
+                tok = tok.lstrip(b"\n")
+            head = tok[:1]
+            if head == b":":
+                fields = tok.split(b" ")
+                mode = modes.get(fields[1])
+                if mode is None:
+                    mode = modes[fields[1]] = fields[1].decode("ascii")
+                meta = (mode, fields[3].decode("ascii"))
+            elif head == b"\x01":
+                if current is not None:
+                    yield current
+                ids, times, author = tok[1:].decode("utf-8", "replace").split("\x02", 2)
+                oid, *parents = ids.split()
+                tree, ctime = times.split()
+                changes = []
+                current = Commit(oid, tuple(parents), tree, int(ctime), author, changes)
     if current is not None:
         yield current
