@@ -254,11 +254,44 @@ def commits_not_on(repo: str | os.PathLike[str], ref: str, remote: str) -> list[
 
 def rev_list(repo: Repo | str, revs: Sequence[str], first_parent: bool = False) -> list[list[str]]:
     """The commits of `revs`, oldest first (topological), each as [commit, parent...]."""
-    args = ["rev-list", "--topo-order", "--reverse", "--parents"]
-    if first_parent:
-        args.append("--first-parent")
-    out = output(_top(repo), *args, *_rev_words(revs), "--")
-    return [line.split() for line in out.decode("ascii").splitlines() if line]
+    return RevList(repo, revs, first_parent).graph()
+
+
+class RevList:
+    """`rev_list` started at once (git walks the range while the caller does other work); `graph`
+    waits for it; `close` it always.
+    """
+
+    def __init__(self, repo: Repo | str, revs: Sequence[str], first_parent: bool = False) -> None:
+        self.top = _top(repo)
+        self._done = False
+        args = ["rev-list", "--topo-order", "--reverse", "--parents"]
+        if first_parent:
+            args.append("--first-parent")
+        try:
+            self._proc = subprocess.Popen(
+                _argv(["-C", self.top, *args, *_rev_words(revs), "--"]), stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=environment())
+        except OSError as e:  # git is not installed
+            raise BadInput(f"git: cannot run ({e.strerror}); install git") from None
+
+    def graph(self) -> list[list[str]]:
+        """[commit, parent...] for each commit, oldest first; `BadInput` when git failed."""
+        out, err = self._proc.communicate()
+        self._done = True
+        if self._proc.returncode != 0:
+            msg = err.decode("utf-8", "replace").strip().splitlines()
+            raise BadInput(f"git rev-list in {self.top}: {msg[-1] if msg else 'failed'}")
+        return [line.split() for line in out.decode("ascii").splitlines() if line]
+
+    def close(self) -> None:
+        """End the git process (killed when its output was not read)."""
+        if self._done:
+            return
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.communicate()
+        self._done = True
 
 
 _REF_OPTIONS = ("--all", "--branches", "--tags", "--remotes")
