@@ -34,14 +34,14 @@ def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryR
     # workers start first, before the log, the progress bar's thread or any other long-lived git
     # process (none may inherit its pipes), and scan while the walk runs.
     listing: RevList | None = RevList(repo, revs)
-    log: Log | None = Log(repo, revs)
+    log: Log | None = Log(repo, revs) if options.use_cache else None
     workers = judge = scans = progress = session = None
     try:
         session = open_session(repo, wset, options, notes)
         for n in session.cache.notes:
             session.notes.add(n)
         cold = not session.cache.clean and not session.cache.found
-        if cold:
+        if cold and log is not None:
             log.close()
             log = None
         graph = listing.graph()
@@ -148,7 +148,8 @@ def _walk(run: _Run, log: Log, scans: BlobScans) -> _Walked:
         elif cfg_id == parent_cfg:
             state = parent_state
             deltas = judge.incremental(commit, cfg, state)
-            deltas += judge.rebuild(commit, tree, cfg, state)
+            if judge.builds(cfg):
+                deltas += judge.rebuild(commit, tree, cfg, state)
         else:
             state = judge.full(commit, tree, cfg, parent_state)
             deltas = [Delta(s, label, None) for (s, label) in parent_state
