@@ -19,8 +19,9 @@ budget) and it saves nothing here; its repository discovery walks up folders in 
 git's `safe.directory` ownership check, and an index read in Python ignores `GIT_INDEX_FILE`,
 which `git commit -a` hands its hooks. Everything below runs the `git` program.
 
-Streams (one long-lived process, never one per file): `Log` (`git log --raw -z` over a range),
-`ls_tree`, and `CatFile` (`git cat-file --batch`). Paths from the streams stay `bytes`
+Streams (one long-lived process, never one per file): `Log` (`git log --raw -z` over a range,
+parsed as the pipe fills), `RevList` (the range's graph, started early and read later), `ls_tree`,
+and `CatFile` (`git cat-file --batch`). Paths from the streams stay `bytes`
 (`path_text` shows them); listings for ship sets (`index_entries`, `rev_entries`) give text paths
 (undecodable bytes kept as surrogates, `os.fsdecode`).
 

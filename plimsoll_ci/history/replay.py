@@ -33,10 +33,12 @@ def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryR
     # all, once the walk is over and found work. On a cold cache that log is ended unread:
     # workers start first, before the log, the progress bar's thread or any other long-lived git
     # process (none may inherit its pipes), and scan while the walk runs.
-    listing: RevList | None = RevList(repo, revs)
-    log: Log | None = Log(repo, revs) if options.use_cache else None
+    listing: RevList | None = None
+    log: Log | None = None
     workers = judge = scans = progress = session = None
     try:
+        listing = RevList(repo, revs)
+        log = Log(repo, revs) if options.use_cache else None
         session = open_session(repo, wset, options, notes)
         for n in session.cache.notes:
             session.notes.add(n)
