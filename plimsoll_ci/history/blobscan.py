@@ -11,8 +11,7 @@ the blob cache.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import Executor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plimsoll_ci import pool
 from plimsoll_ci.git import EMPTY_BLOB, CatFile, Repo
@@ -21,6 +20,9 @@ from plimsoll_ci.history.progress import Progress
 from plimsoll_ci.history.records import shown
 from plimsoll_ci.history.session import Session
 from plimsoll_ci.scan import Item, Scanner, Verdict, scan_verdicts
+
+if TYPE_CHECKING:  # (a warm replay starts no worker: it never imports the executors)
+    from concurrent.futures import Executor
 
 _WORKER: dict[str, Any] = {}
 SESSION_BYTES = 1 << 20  # as quick as larger batches on source trees, and a fraction of the memory

@@ -108,7 +108,7 @@ class Judge:
         if sel is None:
             sel = self.selected[ship_set] = {}
         fresh = {p: os.fsdecode(p) for p in paths if p not in sel}
-        if fresh:
+        if fresh:  # (most paths recur: their verdicts are memoized here)
             by_text = {text: p for p, text in fresh.items()}
             for p in fresh:
                 sel[p] = None
@@ -148,10 +148,15 @@ class Judge:
         """
         deltas: list[Delta] = []
         changes = commit.changes
+        if not changes:
+            return deltas
+        paths = [ch.path for ch in changes]
         for s in cfg.ship.values():
             if s.command is not None:
                 continue
-            sel = self._selection(s, (ch.path for ch in changes))
+            sel = self.selected.get(s)
+            if sel is None or not all(p in sel for p in paths):
+                sel = self._selection(s, paths)
             for ch in changes:
                 hit = sel[ch.path]
                 if hit is None:
@@ -169,6 +174,11 @@ class Judge:
                     state[key] = item
                     deltas.append(Delta(s.name, path, item))
         return deltas
+
+    @staticmethod
+    def builds(cfg: ship.Config) -> bool:
+        """Whether `cfg` has a command set (rebuilt at every commit)."""
+        return any(s.command is not None for s in cfg.ship.values())
 
     def rebuild(self, commit: Commit, tree: Tree, cfg: ship.Config,
                 state: ShipState) -> list[Delta]:

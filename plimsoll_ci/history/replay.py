@@ -8,14 +8,14 @@ import sys
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.git import ZERO_OID, Log, ls_tree, rev_list
+from plimsoll_ci.git import ZERO_OID, Log, RevList, ls_tree
 from plimsoll_ci.history.blobscan import BlobScans, scan_names, start_workers
 from plimsoll_ci.history.cache import save
 from plimsoll_ci.history.judge import Delta, Judge, ShipState, Tree
 from plimsoll_ci.history.progress import Progress
 from plimsoll_ci.history.records import CommitInfo, HistoryReport, Notes, Options, shown
 from plimsoll_ci.history.redact import Redactor
-from plimsoll_ci.history.session import Session, open_session, rev_args, tips
+from plimsoll_ci.history.session import Session, open_repository, open_session, rev_args, tips
 from plimsoll_ci.history.windows import Record, propagate, windows
 from plimsoll_ci.scan import Scanner
 
@@ -25,19 +25,29 @@ EAGER_COMMITS = 100  # from this many commits (and a cold cache), workers scan d
 def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryReport:
     """Replay the commits of `options.revs` (default HEAD's history) against withheld set `wset`."""
     options = options or Options()
-    session = open_session(repo_dir, wset, options, Notes())
-    revs = rev_args(session.repo, options)
-    for n in session.cache.notes:
-        session.notes.add(n)
-    # With a warm cache most blobs are known: the walk starts now (git walks the range while
-    # rev-list does) and workers start, if at all, once the walk is over and found work. On a
-    # cold cache workers start first, before the log, the progress bar's thread or any other
-    # long-lived git process, and scan while the walk runs.
-    cold = not session.cache.clean and not session.cache.found
-    log = None if cold else Log(session.repo, revs)
-    workers = judge = scans = progress = None
+    notes = Notes()
+    repo = open_repository(repo_dir, options, notes)
+    revs = rev_args(repo, options)
+    # git walks the range (twice: the graph and the log) while the config and the cache load.
+    # With a warm cache most blobs are known: that log is the walk's, and workers start, if at
+    # all, once the walk is over and found work. On a cold cache that log is ended unread:
+    # workers start first, before the log, the progress bar's thread or any other long-lived git
+    # process (none may inherit its pipes), and scan while the walk runs.
+    listing: RevList | None = None
+    log: Log | None = None
+    workers = judge = scans = progress = session = None
     try:
-        graph = rev_list(session.repo, revs)
+        listing = RevList(repo, revs)
+        log = Log(repo, revs) if options.use_cache else None
+        session = open_session(repo, wset, options, notes)
+        for n in session.cache.notes:
+            session.notes.add(n)
+        cold = not session.cache.clean and not session.cache.found
+        if cold and log is not None:
+            log.close()
+            log = None
+        graph = listing.graph()
+        listing = None
         scanner = Scanner(session.wset, session.limits)  # built once; forked workers inherit it
         if cold and len(graph) >= EAGER_COMMITS:
             workers = start_workers(session, scanner)
@@ -49,6 +59,8 @@ def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryR
         run = _Run(session, revs, graph, {row[0] for row in graph}, judge, progress, scanner)
         return _replay(run, log, scans)
     finally:
+        if listing is not None:
+            listing.close()
         if scans is not None:
             scans.close()
         elif workers is not None:
@@ -59,7 +71,8 @@ def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryR
             progress.stop()
         if judge is not None:
             judge.close()
-        save(session.cache)  # also on Ctrl-C: what was scanned so far is kept, written atomically
+        if session is not None:
+            save(session.cache)  # also on Ctrl-C: what was scanned so far is kept, atomically
 
 
 class _Run(NamedTuple):
@@ -137,7 +150,8 @@ def _walk(run: _Run, log: Log, scans: BlobScans) -> _Walked:
         elif cfg_id == parent_cfg:
             state = parent_state
             deltas = judge.incremental(commit, cfg, state)
-            deltas += judge.rebuild(commit, tree, cfg, state)
+            if judge.builds(cfg):
+                deltas += judge.rebuild(commit, tree, cfg, state)
         else:
             state = judge.full(commit, tree, cfg, parent_state)
             deltas = [Delta(s, label, None) for (s, label) in parent_state

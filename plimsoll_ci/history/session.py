@@ -33,17 +33,22 @@ class Session(NamedTuple):
         return min(self.options.max_blob_bytes, getattr(self.limits, "max_file_bytes", 1 << 62))
 
 
-def open_session(repo_dir: str, wset: Any, options: Options, notes: Notes) -> Session:
-    """Open the repository (refusing a shallow clone unless `shallow_ok`), check the revisions,
-    load the external config and its limits, and open the cache; notes go to `notes`.
+def open_session(repo: str | Repo, wset: Any, options: Options, notes: Notes) -> Session:
+    """Open the repository (a folder: see `open_repository`; or one opened already), load the
+    external config and its limits, and open the cache; notes go to `notes`.
     """
-    repo, external, limits = _setup(repo_dir, options, notes)
+    if not isinstance(repo, Repo):
+        repo = open_repository(repo, options, notes)
+    external, limits = _config(options)
     cache = ScanCache(os.path.join(repo.git_dir, "plimsoll-cache") if options.use_cache else None,
                       cache_key(wset, limits, options.max_blob_bytes))
     return Session(repo, wset, limits, external, options, cache, notes)
 
 
-def _setup(repo_dir: str, options: Options, notes: Notes) -> tuple[Repo, Any, Limits]:
+def open_repository(repo_dir: str, options: Options, notes: Notes) -> Repo:
+    """The repository containing `repo_dir` (refusing a shallow clone unless `shallow_ok`), its
+    revisions checked; notes go to `notes`.
+    """
     repo = open_repo(repo_dir)
     if is_shallow(repo):
         if not options.shallow_ok:
@@ -53,6 +58,10 @@ def _setup(repo_dir: str, options: Options, notes: Notes) -> tuple[Repo, Any, Li
         notes.add("shallow clone: history stops at the shallow boundary; an entry that ships "
                   "at a boundary commit may have shipped earlier (`git fetch --unshallow` to know)")
     check_revs(options.revs)
+    return repo
+
+
+def _config(options: Options) -> tuple[Any, Limits]:
     external = None
     if options.config is not None:
         external = ship.load_config(options.config)
@@ -63,7 +72,7 @@ def _setup(repo_dir: str, options: Options, notes: Notes) -> tuple[Repo, Any, Li
         except TypeError as e:
             raise BadInput(f"{options.config}: limits: {e}; use the names scan.Limits knows") \
                 from None
-    return repo, external, limits
+    return external, limits
 
 
 def rev_args(repo: Repo, options: Options) -> list[str]:

@@ -87,6 +87,7 @@ def propagate(records: list[Record], cache: ScanCache, every_commit: bool) -> Le
     interned: dict[frozenset[str], frozenset[str]] = {NOTHING: NOTHING}
     live: dict[str, _State] = {}
     out = Leaks([], {}, {})
+    per_commit = out.per_commit
     for i, r in enumerate(records):
         fp = r.parents[0] if r.parents else None
         if not r.boundary and fp is not None:
@@ -98,34 +99,41 @@ def propagate(records: list[Record], cache: ScanCache, every_commit: bool) -> Le
                 carriers, counts = dict(carriers), dict(counts)
         else:
             carriers, counts, ships = {}, {}, NOTHING
-        changed = False
+        changed = False  # whether an entry's count of carriers went to or from zero
         for d in r.deltas:
             key = (d.set, d.label)
             old = carriers.pop(key, None)
             if old is not None:
-                changed = True
                 for e in old[1]:
-                    counts[e] -= 1
+                    n = counts[e] = counts[e] - 1
+                    if not n:
+                        changed = True
             if d.item is None:
                 continue
-            ents = _entries(d.item, cache, names)
+            by_name = names.get(d.item.name)
+            if by_name is None:
+                by_name = names[d.item.name] = _name_entries(d.item.name, cache)
+            ents = cache.entries(d.item.oid)
+            if by_name:
+                ents = ents | by_name
             if ents:
-                changed = True
                 carriers[key] = (d.item, ents)
                 for e in ents:
-                    counts[e] = counts.get(e, 0) + 1
+                    n = counts[e] = counts.get(e, 0) + 1
+                    if n == 1:
+                        changed = True
         if changed:
             now = frozenset(e for e, n in counts.items() if n)
             ships = interned.setdefault(now, now)
-        out.per_commit.append(ships)
+        per_commit.append(ships)
         if children.get(r.info.oid):
             live[r.info.oid] = _State(carriers, counts, ships)
         if not ships:
             continue
-        parents = [out.per_commit[index[p]] for p in r.parents if p in index]
-        if len(parents) == 1 and parents[0] is ships:  # (most commits: what the parent shipped)
-            new = []
+        if not changed and not r.boundary and len(r.parents) == 1:
+            new = []  # (most commits: what the parent shipped, unchanged)
         else:
+            parents = [per_commit[index[p]] for p in r.parents if p in index]
             new = [e for e in ships if not any(e in p for p in parents)]
         if new or every_commit:
             occ = _placed(carriers, cache)
@@ -136,13 +144,9 @@ def propagate(records: list[Record], cache: ScanCache, every_commit: bool) -> Le
     return out
 
 
-def _entries(item: Shipped, cache: ScanCache, names: dict[str, frozenset[str]]) -> frozenset[str]:
-    """The entries a shipped file carries: its content's and its name's."""
-    by_name = names.get(item.name)
-    if by_name is None:
-        by_name = names[item.name] = frozenset(f.entry for f in cache.name_findings(item.name))
-    content = cache.entries(item.oid)
-    return content | by_name if by_name else content
+def _name_entries(name: str, cache: ScanCache) -> frozenset[str]:
+    """The entries a shipped path's name carries (a file carries its content's and these)."""
+    return frozenset(f.entry for f in cache.name_findings(name))
 
 
 def _placed(carriers: Carriers, cache: ScanCache) -> list[Occurrence]:
@@ -165,6 +169,8 @@ def windows(records: list[Record], leaks: Leaks, tips: set[str]) -> list[EntryHi
     for i, ps in enumerate(parents):
         for p in ps:
             kids[p].append(i)
+    times = [r.info.time for r in records]
+    is_tip = [not kids[i] or r.info.oid in tips for i, r in enumerate(records)]
     by_entry: dict[str, list[int]] = {}
     for i, ships in enumerate(leaks.per_commit):
         for e in ships:
@@ -172,38 +178,20 @@ def windows(records: list[Record], leaks: Leaks, tips: set[str]) -> list[EntryHi
     result = []
     for entry in sorted(by_entry):
         leaking_in_order = by_entry[entry]
-        leaking = set(leaking_in_order)
-        look = set(leaking)
-        for i in leaking_in_order:
-            look.update(kids[i])
-        origins: dict[int, frozenset[int]] = {}
-        fixes: dict[int, list[int]] = {}  # introduction -> fix commits
-        open_: set[int] = set()  # introductions still shipping at a tip
-        for i in sorted(look):
-            inherited: frozenset[int] = frozenset()
-            for p in parents[i]:
-                if p in leaking:
-                    inherited = origins[p] if not inherited else inherited | origins[p]
-            if i in leaking:
-                origins[i] = inherited or frozenset([i])
-                if not kids[i] or records[i].info.oid in tips:
-                    open_ |= origins[i]
-            else:
-                for intro in inherited:
-                    fixes.setdefault(intro, []).append(i)
+        origins, fixes, open_ = _origins(leaking_in_order, parents, kids, is_tip)
         members_of: dict[int, list[int]] = {}
         for i in leaking_in_order:
             for intro in origins[i]:
                 members_of.setdefault(intro, []).append(i)
         found = []
-        for intro in sorted(members_of, key=lambda i: (records[i].info.time, i)):
+        for intro in sorted(members_of, key=lambda i: (times[i], i)):
             rec = records[intro]
             members = members_of[intro]
             fixed = None
             if intro not in open_ and fixes.get(intro):
-                last = max(fixes[intro], key=lambda f: (records[f].info.time, f))
+                last = max(fixes[intro], key=lambda f: (times[f], f))
                 fixed = records[last].info
-            end = fixed.time if fixed else max(records[i].info.time for i in members)
+            end = fixed.time if fixed else max(map(times.__getitem__, members))
             found.append(Window(rec.info, leaks.intros[(intro, entry)], fixed,
                                 max(0, end - rec.info.time), [records[i].info.oid for i in members],
                                 rec.boundary and bool(rec.parents), _ranges(members, records)))
@@ -211,6 +199,39 @@ def windows(records: list[Record], leaks: Leaks, tips: set[str]) -> list[EntryHi
                    for i in leaking_in_order if i in leaks.every]
         result.append(EntryHistory(entry, found, len(leaking_in_order), commits))
     return result
+
+
+def _origins(leaking_in_order: list[int], parents: list[list[int]], kids: list[list[int]],
+             is_tip: list[bool]) -> tuple[dict[int, frozenset[int]], dict[int, list[int]],
+                                          set[int]]:
+    """For one entry: the introductions each leaking commit descends from (`origins`), the fix
+    commits of each introduction, and the introductions still shipping at a tip.
+    """
+    leaking = set(leaking_in_order)
+    look = set(leaking)
+    for i in leaking_in_order:
+        look.update(kids[i])
+    origins: dict[int, frozenset[int]] = {}  # only leaking commits; never an empty set
+    fixes: dict[int, list[int]] = {}  # introduction -> fix commits
+    open_: set[int] = set()  # introductions still shipping at a tip
+    for i in sorted(look):  # (parents come before children)
+        ps = parents[i]
+        if len(ps) == 1:
+            inherited = origins.get(ps[0])
+        else:
+            inherited = None
+            for p in ps:
+                o = origins.get(p)
+                if o is not None:
+                    inherited = o if inherited is None else inherited | o
+        if i in leaking:
+            o = origins[i] = inherited or frozenset((i,))
+            if is_tip[i]:
+                open_ |= o
+        elif inherited is not None:
+            for intro in inherited:
+                fixes.setdefault(intro, []).append(i)
+    return origins, fixes, open_
 
 
 def _ranges(members: list[int], records: list[Record]) -> list[Range]:

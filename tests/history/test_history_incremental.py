@@ -215,3 +215,20 @@ def test_the_incremental_replay_judges_every_commit_as_a_scan_of_its_whole_tree(
     assert [(e.entry, e.windows, e.commit_count) for e in lean.entries] == \
         [(e.entry, e.windows, e.commit_count) for e in report.entries]
     assert all(e.commits == [] for e in lean.entries)
+
+
+def test_a_warm_replay_reports_exactly_what_a_cold_one_does(tmp_path: Path) -> None:
+    # A warm run starts git's walk before its cache is read and takes every verdict from the
+    # cache; a cold one starts its workers first and scans. Their reports are the same.
+    repo = _generate(tmp_path / "repo", 4, 110)
+    wset = withheld.load(make_set(tmp_path))
+    options = history.Options(all_refs=True, every_commit=True, use_cache=False, progress=False,
+                              jobs=2)
+    cold = history.replay(str(repo.path), wset, options)
+    assert cold.entries, "nothing leaked: the test would prove nothing"
+    filling = history.replay(str(repo.path), wset, options._replace(use_cache=True))
+    warm = history.replay(str(repo.path), wset, options._replace(use_cache=True))
+    assert filling.blobs_from_cache == 0
+    assert warm.blobs_from_cache == warm.blobs_scanned == cold.blobs_scanned
+    for report in (filling, warm):
+        assert history.to_json(report._replace(blobs_from_cache=0)) == history.to_json(cold)
