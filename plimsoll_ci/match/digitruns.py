@@ -187,3 +187,31 @@ def prefixed_long_enough(ap, starts, nxt, length: int):  # noqa: ANN001, ANN202
             fine &= table[ap[np.minimum(at + j, len(ap) - 1)]]
         ok[mine] = fine
     return ok
+
+
+def underscored_long_enough(ap, runs: DigitRuns, idx, length: int):  # noqa: ANN001, ANN201
+    """Which integers grouped by underscores (`1_000`, and `x86_64`'s `86_64`), starting at the
+    digit runs `idx` of `runs` (`ap` the buffer with two bytes before it), have digits enough to
+    reach `length` decimal digits: the chain of runs joined by single underscores, as the number
+    pattern reads it. A chain that goes on with a fraction or an exponent (`1_2.5e9`) is kept:
+    its value is not bounded by its digits. Only when every number entry is an integer (see
+    `prefixed_long_enough`)."""
+    import numpy as np
+
+    r_starts, r_ends, r_lens, r_nxt = runs
+    nr = len(r_starts)
+    total = r_lens[idx].astype(np.int64)
+    cur = np.asarray(idx, dtype=np.int64).copy()
+    going = np.ones(len(cur), dtype=bool)
+    for _ in range(64):  # (a longer chain is kept)
+        nxt = np.minimum(cur + 1, nr - 1)
+        step = going & (cur + 1 < nr) & (r_nxt[cur] == UNDERSCORE)
+        step &= r_starts[nxt] == r_ends[cur] + 1  # a digit right after the underscore
+        going = step
+        if not step.any():
+            break
+        total[step] += r_lens[nxt[step]]
+        cur[step] = nxt[step]
+    after = r_nxt[cur]
+    more = (after == DOT) | (after == LOWER_E) | (after == UPPER_E)
+    return (total >= length) | more | going

@@ -60,6 +60,7 @@ from plimsoll_ci.match.digitruns import (
     grouped_heads,
     prefixed_long_enough,
     sig_digits,
+    underscored_long_enough,
 )
 from plimsoll_ci.match.index import ValueIndex, word_tag
 from plimsoll_ci.match.wordruns import WordRuns, text_candidates
@@ -446,9 +447,12 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
         prefixed = live & (lens == 1) & first0 & hexpfx[nxt]  # 0x.., 0o.., 0b..
         pick_sep = prefixed | (live & (nxt == UNDERSCORE) & nxt2d)
         pick_cont &= ~pick_sep
-        if not index.has_decimals and prefixed.any():
+        if not index.has_decimals:  # (only integer entries: too few digits can equal none)
+            under = pick_sep & ~prefixed  # 1_000, x86_64, manylinux2_17
             pick_sep[prefixed] = prefixed_long_enough(ap, starts[prefixed], nxt[prefixed],
-                                              index.min_int_length)
+                                                      index.min_int_length)
+            pick_sep[under] = underscored_long_enough(
+                ap, DigitRuns(r_starts, r_ends, r_lens, r_nxt), c[under], index.min_int_length)
     if pick_cont.any() and not index.has_decimals:
         # Integers only: a token with a fraction equals one only when it has an exponent
         # ("3.107713414e9") or its fraction is all zeros ("3107713414.00"); most floats have

@@ -1,8 +1,10 @@
 """The cheap filters in front of the exact checks drop only what the exact check would drop.
 
-Two of them, each compared with the pure-Python (`re`) path, which has neither:
+Each is compared with the pure-Python (`re`) path, which has none of them:
 - a prefixed integer (`0x1D`, `0o17`, `0b1`) is looked at only when it has digits enough to
   reach some integer entry's length (a source file's tables of short hex literals are not);
+- so is an integer grouped by underscores (`x86_64`, `manylinux2_17` in a lock file), unless a
+  fraction or an exponent follows it;
 - a base64 run that ends its line is tried as a wrapped block's first line only when its length,
   or the next run's, could be the block's width.
 """
@@ -109,3 +111,39 @@ def test_runs_that_end_their_line_are_taken_as_the_exact_path_takes_them(
         if bulk.bulk else bulk.layers
     assert sorted((x.offset, x.data, x.lines) for x in got) == \
         sorted((x.offset, x.data, x.lines) for x in exact.layers)
+
+
+def underscored(rng: random.Random, v: int) -> str:
+    """`v` with underscores between some digits, sometimes with a fraction or an exponent that
+    keeps its value (`3_1.07713414e8`)."""
+    digits = str(v)
+    out = "".join(d + ("_" if i < len(digits) - 1 and rng.random() < 0.4 else "")
+                  for i, d in enumerate(digits))
+    r = rng.random()
+    if r < 0.15 and len(digits) > 2:
+        k = rng.randint(1, len(digits) - 1)  # a decimal point moved, put back by the exponent
+        out = f"{digits[:k]}_{digits[k:k + 1]}.{digits[k + 1:] or '0'}e{len(digits) - k - 1}"
+    elif r < 0.25:
+        out += ".000"
+    return out
+
+
+@pytest.mark.parametrize("values", [INTS[:1], INTS[:3], INTS[3:5], INTS])
+def test_underscored_integers_are_found_as_the_exact_path_finds_them(values: list[str]) -> None:
+    # x86_64, manylinux2_17, 1_000: a lock file's digit groups are short of any entry's length
+    rng = random.Random(7 + len(values))
+    doc, _ = build_set(values=[(f"v{i}", v) for i, v in enumerate(values)])
+    index = Scanner(parse(doc)).index
+    ints = [int(v) for v in values]
+    parts = []
+    for _ in range(6000):
+        r = rng.random()
+        v = rng.choice(ints) if r < 0.25 else rng.randrange(10 ** rng.randint(1, 21))
+        word = rng.choice(["x86_64", "manylinux2_17", "py3_", "_1_2", "1__2", ""])
+        parts.append(word + underscored(rng, v) + rng.choice([",", " ", "\n", "_", ".", "e"]))
+    buf = "".join(parts).encode()
+    tail = underscored(rng, ints[0]).encode()
+    for b in (buf, buf + b" " + tail):
+        want = matches(b, index, small=True)
+        assert matches(b, index, small=False) == want
+        assert want
