@@ -29,6 +29,25 @@ def text_candidates(buf: bytes, runs: WordRuns, index: ValueIndex) -> Any:  # no
     """The indexes (into `runs`) of the candidate runs, in order."""
     import numpy as np
 
+    one, two, pre3, w3, tag_ok, joined = _tables(index)
+    starts, lens, n_cand = runs
+    if _classes.native is not None and lens.dtype == np.int32:  # one pass, compiled
+        return np.frombuffer(_classes.native.text_candidates(
+            buf, np.ascontiguousarray(starts), lens, n_cand, joined, index.mult,
+            0 if tag_ok is None else TAG_BITS), dtype=np.int32)
+    return _candidates_np(np.frombuffer(buf, dtype=np.uint8), runs,
+                          (one, two, pre3, w3, tag_ok), index.mult)
+
+
+def _tables(index: ValueIndex) -> tuple:
+    """The lookup tables of `index`'s text entries (see `text_candidates`), and all of them
+    joined as the compiled part reads them: built once per index (a history session asks for
+    them hundreds of times)."""
+    import numpy as np
+
+    cached = getattr(index, "_word_tables", None)
+    if cached is not None:
+        return cached
     # Keys of the first one, two and three run lengths, matched against the entries' keys; only
     # the runs whose own length is some entry's first run length are keyed at all.
     wanted: list[set[int]] = [set(), set(), set()]
@@ -51,14 +70,9 @@ def text_candidates(buf: bytes, runs: WordRuns, index: ValueIndex) -> Any:  # no
     if not index.untagged:
         tag_ok = np.zeros(1 << TAG_BITS, dtype=bool)
         tag_ok[[t for t in index.tags if 0 <= t < 1 << TAG_BITS]] = True
-    starts, lens, n_cand = runs
-    if _classes.native is not None and lens.dtype == np.int32:  # one pass, compiled
-        tables = b"".join(x.tobytes() for x in (one, two, pre3, tag_ok, w3) if x is not None)
-        return np.frombuffer(_classes.native.text_candidates(
-            buf, np.ascontiguousarray(starts), lens, n_cand, tables, index.mult,
-            0 if tag_ok is None else TAG_BITS), dtype=np.int32)
-    return _candidates_np(np.frombuffer(buf, dtype=np.uint8), runs,
-                          (one, two, pre3, w3, tag_ok), index.mult)
+    joined = b"".join(x.tobytes() for x in (one, two, pre3, tag_ok, w3) if x is not None)
+    index._word_tables = (one, two, pre3, w3, tag_ok, joined)  # type: ignore[attr-defined]
+    return index._word_tables  # type: ignore[attr-defined]
 
 
 def _candidates_np(a, runs: WordRuns, tables: tuple, mult: int):  # noqa: ANN001, ANN202
