@@ -166,7 +166,7 @@ static int has_key(const int64_t *keys, Py_ssize_t n, int64_t k) {
 static inline unsigned clip(const int32_t *lens, Py_ssize_t i, Py_ssize_t n) {
     if (i >= n) return 0;
     int32_t v = lens[i];
-    return v > 255 ? 255u : (unsigned)v;
+    return v < 0 ? 0u : v > 255 ? 255u : (unsigned)v;  /* (a negative length is no run) */
 }
 
 static PyObject *text_candidates(PyObject *self, PyObject *args) {

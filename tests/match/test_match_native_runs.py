@@ -280,3 +280,58 @@ def test_compiled_base64_candidates_are_refused_for_classes_of_another_text() ->
         with pytest.raises(ValueError):
             classes.native.base64_runs(*args)
     cl.release()
+
+
+def test_text_candidates_take_a_negative_length_as_no_run() -> None:
+    # The lengths index 256-byte and 65536-byte tables: a negative one (a caller's bad array)
+    # must not read outside them.
+    need(classes.native, "the compiled runs")
+    tables = bytearray(256 + 65536 * 2)
+    tables[0] = 1  # a one-run key of length 0: what a negative length reads as
+    starts = np.array([0, 1], dtype=np.int32)
+    lens = np.array([-(2**31), -1], dtype=np.int32)
+    found = classes.native.text_candidates(b"ab", starts, lens, 2, bytes(tables), 1, 0)
+    assert np.frombuffer(found, dtype=np.int32).tolist() == [0, 1]
+
+
+FUZZ = '''
+import random, sys
+import numpy as np
+from plimsoll_ci.match import classes
+N, rng = classes.native, random.Random(int(sys.argv[1]))
+def rb(n):
+    return rng.randbytes(n)
+for _ in range(400):
+    n, k = rng.randint(0, 300), rng.randint(0, 20)
+    text = rb(n)
+    def arr():
+        return np.array([rng.randint(-2**31, 2**31 - 1) if rng.random() < 0.3
+                         else rng.randint(-3, n + 3) for _ in range(k)], dtype=np.int32)
+    calls = [
+        (N.runs, (text, rng.randint(-2, 300), rng.randint(-2, 100), rng.random() < 0.5)),
+        (N.base64_runs, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),
+                         rng.randint(-1, 256), rng.randint(-1, 256))),
+        (N.b64_runs, (text, arr(), arr())),
+        (N.classify, (text, rb(rng.choice([255, 256, 257])), bytearray(rng.choice([n, n + 1])))),
+        (N.text_candidates, (text, arr(), arr(), rng.randint(-2, k + 2),
+                             rb(rng.choice([0, 131328, 135424, 135432, 131335])),
+                             rng.randint(0, 2**64 - 1), rng.choice([0, 12, 24, 25, -1]))),
+    ]
+    for fn, args in calls:
+        try:
+            fn(*args)
+        except (ValueError, TypeError, OverflowError):
+            pass
+print("ok")
+'''
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_hostile_arguments_raise_errors_and_never_crash_the_process(seed: int) -> None:
+    # Random texts, run arrays out of range (negative, past the end, 2**31 - 1), tables of the
+    # wrong size and bits out of range, in a process of their own: a read outside a buffer would
+    # end it with a signal, not an exception.
+    need(classes.native, "the compiled runs")
+    proc = subprocess.run([sys.executable, "-c", FUZZ, str(seed)], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
