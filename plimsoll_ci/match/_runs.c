@@ -1,17 +1,19 @@
-/* The maximal runs of a byte class in a buffer of class bits, found in one pass.
+/* The matching engine's passes over every byte of a buffer, compiled (`match/`'s one C part).
 
-   `classes.ByteClasses.runs` and `decode._runs_np` find the same runs with numpy, in several
-   passes over the whole buffer (a mask, a compare, a nonzero, and for base64 and hex an
-   erosion); this module does it in one: 64 class bytes make a 64-bit mask, and the mask's edges
-   (where it differs from itself shifted by one) are the runs' starts and ends. It is optional: without it (no compiler when the package was installed) the numpy
-   passes run, and give the same runs (tests compare the two).
+   numpy needs several passes over the whole buffer for each of these (a mask, a compare, a
+   nonzero, an erosion); here each is one. It is optional: without it (no compiler when the
+   package was installed) numpy's passes run and give the same results (tests compare the two).
 
    runs(classes, bit, minimum, with_bits=False) -> (pairs, bits)
-     classes: a buffer of class bytes (uint8), one per byte of the text;
-     bit: the class bit (1..255) a run's bytes all have;
-     minimum: the shortest run kept (1 keeps every run);
-     pairs: bytes of int32 (start, end) pairs, end exclusive, in order;
-     bits: with_bits, bytes holding the OR of each kept run's class bytes; else None. */
+     the maximal runs of class `bit` in a buffer of class bytes, `minimum` or more long, as int32
+     (start, end) pairs; with `with_bits`, the OR of each run's class bytes (else None).
+   base64_runs(classes, text, bit, both) -> (pairs, keep): the base64 runs and which look encoded.
+   b64_runs(text, starts, ends) -> (out, good): base64 runs decoded, joined.
+   classify(text, table, out): a buffer's class bytes.
+   text_candidates(text, starts, lens, count, tables, multiplier, tag_bits): the word runs a
+     text entry could start at.
+   Each function's comment below says more; none holds a value: they read bytes and return
+   offsets, flags and decoded bytes. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -2,12 +2,12 @@
 bytes of either alphabet, decoded when padded or when 12+ mix both cases), the hex candidates
 (8+ even, mostly printable when decoded), and which base64 runs could start a wrapped block.
 A large buffer's runs are found from its byte classes, by the compiled part when it is built
-(`classes.long_runs`), else by numpy's passes."""
+(`classes.compiled_runs`, `_runs.base64_runs`), else by numpy's passes."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from plimsoll_ci.match import classes as _classes
 from plimsoll_ci.match.ascii import EQUALS, SEVEN, TWO
@@ -35,37 +35,44 @@ def runs_np(buf: bytes, pad: bool, classes: object) -> tuple[Any, Any]:
     return kept_runs(buf, pad, classes, long_runs(buf, pad, classes))
 
 
-def long_runs(buf: bytes, pad: bool, classes: object) -> tuple[Any, Any, Any]:
-    """(starts, ends, bits or None) of every maximal run of the base64 alphabet (6+ bytes) or of
-    hex characters (8+), before `kept_runs` picks those that look encoded; when the compiled part
-    found them, `bits` is the OR of each hex run's class bits, and for base64 already the pick
-    (bools)."""
+class LongRuns(NamedTuple):
+    """The maximal runs of the base64 alphabet (6+ bytes) or of hex characters (8+) of a buffer,
+    before `kept_runs` picks those that look encoded; the compiled part gives more: `bits` (hex)
+    the OR of each run's class bits, `picked` (base64) that pick already made."""
+
+    starts: Any
+    ends: Any
+    bits: Any = None
+    picked: Any = None
+
+
+def long_runs(buf: bytes, pad: bool, classes: object) -> LongRuns:
+    """The `LongRuns` of `buf`: base64 runs with `pad`, else hex runs."""
     n = len(buf)
     cls = classes.padded[1:]  # type: ignore[attr-defined]  # n + 1: the last 0 ends every run
     k = 6 if pad else 8
     bit = C_B64 if pad else C_HEX
     native = _classes.native
     if native is not None and n < _classes.NATIVE_MAX:  # one pass, compiled
-        if pad:  # (and which look like base64: the third is `kept_runs`'s pick, as bools)
-            import numpy as np
+        import numpy as np
 
+        if pad:
             pairs, keep = native.base64_runs(cls[:n], buf, bit, C_UPPER | C_LOWER)
             t = np.frombuffer(pairs, dtype=np.int32)
-            return t[0::2], t[1::2], np.frombuffer(keep, dtype=bool)
-        return _classes.long_runs(cls[:n], bit, k, True)
-    return (*eroded_runs(cls, n, bit, k), None)
+            return LongRuns(t[0::2], t[1::2], picked=np.frombuffer(keep, dtype=bool))
+        return LongRuns(*_classes.compiled_runs(cls[:n], bit, k, True))
+    return LongRuns(*eroded_runs(cls, n, bit, k))
 
 
-def kept_runs(buf: bytes, pad: bool, classes: object,
-               runs: tuple[Any, Any, Any]) -> tuple[Any, Any]:
+def kept_runs(buf: bytes, pad: bool, classes: object, runs: LongRuns) -> tuple[Any, Any]:
     """The `long_runs` that look encoded (see `runs`)."""
     import numpy as np
 
     n = len(buf)
     cls = classes.padded[1:]  # type: ignore[attr-defined]
-    starts, ends, run_bits = runs
-    if pad and run_bits is not None and run_bits.dtype == bool:  # picked by the compiled part
-        return starts[run_bits], ends[run_bits]
+    starts, ends, run_bits, picked = runs
+    if picked is not None:  # picked by the compiled part
+        return starts[picked], ends[picked]
     lens = ends - starts
     if not pad:
         keep = lens % 2 == 0
@@ -104,7 +111,7 @@ def kept_runs(buf: bytes, pad: bool, classes: object,
     return starts[keep], ends[keep]
 
 
-def may_wrap(a: Any, starts: Any, ends: Any, every: tuple[Any, Any, Any]) -> Any:  # noqa: ANN401
+def may_wrap(a: Any, starts: Any, ends: Any, every: LongRuns) -> Any:  # noqa: ANN401
     """Which runs `a[s:e]` that end their line could be a wrapped block's first line: for the
     others `b64.wrapped` says None, and they are plain runs. A block's width (a multiple of 4,
     16-1024) is its first line's length, or its second line's when that is full and no shorter;
@@ -116,7 +123,7 @@ def may_wrap(a: Any, starts: Any, ends: Any, every: tuple[Any, Any, Any]) -> Any
     first = ends - starts
     lo, hi = WRAP_WIDTHS
     own = (first % 4 == 0) & (first >= lo) & (first <= hi)
-    nxt_starts, nxt_ends = every[0], every[1]
+    nxt_starts, nxt_ends = every.starts, every.ends
     j = np.searchsorted(nxt_starts, ends)
     has = j < len(nxt_starts)
     second = np.zeros(len(first), dtype=np.int64)

@@ -132,7 +132,7 @@ class ByteClasses:
         import numpy as np
 
         if native is not None and self.n < NATIVE_MAX:
-            starts, ends, _ = long_runs(self.cls, bit, 1, False)
+            starts, ends, _ = compiled_runs(self.cls, bit, 1, False)
             return starts, ends
         m = work_array("m", self.n + 2, np.uint8)
         np.bitwise_and(self.padded, bit, out=m)
@@ -142,7 +142,7 @@ class ByteClasses:
         return t[0::2], t[1::2]
 
 
-def long_runs(cls, bit: int, minimum: int, with_bits: bool):  # noqa: ANN001, ANN201
+def compiled_runs(cls, bit: int, minimum: int, with_bits: bool):  # noqa: ANN001, ANN201
     """With the compiled part: (starts, ends, bits) of the maximal runs of class `bit` in the
     class array `cls`, `minimum` bytes or longer (int32 arrays; `bits`, with `with_bits`, the OR
     of each run's class bytes, else None), found in one pass."""

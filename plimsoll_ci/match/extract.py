@@ -449,10 +449,13 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
         pick_cont &= ~pick_sep
         if not index.has_decimals:  # (only integer entries: too few digits can equal none)
             under = pick_sep & ~prefixed  # 1_000, x86_64, manylinux2_17
-            pick_sep[prefixed] = prefixed_long_enough(ap, starts[prefixed], nxt[prefixed],
-                                                      index.min_int_length)
-            pick_sep[under] = underscored_long_enough(
-                ap, DigitRuns(r_starts, r_ends, r_lens, r_nxt), c[under], index.min_int_length)
+            if prefixed.any():
+                pick_sep[prefixed] = prefixed_long_enough(ap, starts[prefixed], nxt[prefixed],
+                                                          index.min_int_length)
+            if under.any():
+                pick_sep[under] = underscored_long_enough(
+                    ap, DigitRuns(r_starts, r_ends, r_lens, r_nxt), c[under],
+                    index.min_int_length)
     if pick_cont.any() and not index.has_decimals:
         # Integers only: a token with a fraction equals one only when it has an exponent
         # ("3.107713414e9") or its fraction is all zeros ("3107713414.00"); most floats have
