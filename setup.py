@@ -3,5 +3,8 @@ installs without it and the same runs are found with numpy (everything else is i
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("plimsoll_ci.match._runs", ["plimsoll_ci/match/_runs.c"],
+_SOURCES = ["plimsoll_ci/match/_runs.c", "plimsoll_ci/match/_numbers.c"]
+
+setup(ext_modules=[Extension("plimsoll_ci.match._runs", _SOURCES,
+                             depends=["plimsoll_ci/match/_runs.h"],
                              optional=True, extra_compile_args=["-O3"])])

@@ -12,6 +12,8 @@
    classify(text, table, out): a buffer's class bytes.
    text_candidates(text, starts, lens, count, tables, multiplier, tag_bits): the word runs a
      text entry could start at.
+   number_candidates(text, classes, stop, luts, params): the digit runs a number token could
+     start at, and what kind of token (its source is _numbers.c).
    Each function's comment below says more; none holds a value: they read bytes and return
    offsets, flags and decoded bytes. */
 
@@ -20,6 +22,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "_runs.h"
 /* SSE2 where the compiler has it (every x86-64); else eight bytes at a time in plain C (the
    tests build that path too, with PLIMSOLL_RUNS_PORTABLE defined). */
 #if defined(__SSE2__) && !defined(PLIMSOLL_RUNS_PORTABLE)
@@ -84,6 +88,10 @@ static Py_ssize_t edges(const uint8_t *c, Py_ssize_t n, uint8_t bit, int w, int3
     }
     if (carry) t[k++] = (int32_t)n;  /* (only when w is 0: bytes past n are in no class) */
     return k;
+}
+
+Py_ssize_t runs_of(const uint8_t *c, Py_ssize_t n, uint8_t bit, int32_t *t) {
+    return edges(c, n, bit, 0, t) / 2;
 }
 
 /* Keeps the runs `minimum` or more long, in place; their count. */
@@ -391,6 +399,9 @@ static PyMethodDef methods[] = {
     {"text_candidates", text_candidates, METH_VARARGS,
      "text_candidates(text, starts, lens, count, tables, multiplier, tag_bits) -> int32 bytes: "
      "the word runs a text entry could start at (see the source)."},
+    {"number_candidates", number_candidates, METH_VARARGS,
+     "number_candidates(text, classes, stop, luts, params) -> int32 triples (kind, start, end): "
+     "the digit runs a number token could start at (see _numbers.c)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -215,3 +215,43 @@ def underscored_long_enough(ap, runs: DigitRuns, idx, length: int):  # noqa: ANN
     after = r_nxt[cur]
     more = (after == DOT) | (after == LOWER_E) | (after == UPPER_E)
     return (total >= length) | more | going
+
+
+# The compiled part's kinds of candidate (`_runs.number_candidates`, in _numbers.c).
+GROUPED, PLAIN, TOKEN, CLOCK = 1, 2, 3, 4
+_INTS, _DECIMALS, _CLOCKABLE, _GROUPED = 1, 2, 4, 8
+
+
+def compiled_candidates(buf: bytes, cls, stop: int, index, grouped_from: int):  # noqa: ANN001, ANN201
+    """With the compiled part: the number candidates of `buf` (`cls` its class bytes) that start
+    before `stop`, as an int32 array of (kind, start, end) rows in buffer order: the runs
+    `_numbers_small` would check, less those the vectorized filters above drop. Comma-grouped
+    integers are looked for when an integer entry has `grouped_from` digits or more."""
+    import numpy as np
+
+    from plimsoll_ci.match.classes import C_DIGIT, native
+
+    luts, params = _compiled_rules(index, grouped_from, C_DIGIT)
+    return np.frombuffer(native.number_candidates(buf, cls, stop, luts, params),
+                         dtype=np.int32).reshape(-1, 3)
+
+
+def _compiled_rules(index, grouped_from: int, digit_bit: int) -> tuple[bytes, tuple]:  # noqa: ANN001
+    """The tables and numbers the compiled candidates read for `index`, made once per index."""
+    cached = getattr(index, "_number_rules", None)
+    if cached is not None:
+        return cached
+    int_lut, sig_lut = bytearray(256), bytearray(256)
+    for n in index.int_lengths:
+        int_lut[min(n, 255)] = 1
+    for n in index.sigs:
+        sig_lut[min(n, 255)] = 1
+    flags = (_INTS if index.has_ints else 0) | (_DECIMALS if index.has_decimals else 0) \
+        | (_CLOCKABLE if index.clockable else 0) \
+        | (_GROUPED if index.has_ints and max(index.int_lengths) >= grouped_from else 0)
+    need = tuple(min(_prefixed_min_digits(b, index.min_int_length), 64) if index.has_ints else 0
+                 for b in (16, 8, 2))
+    rules = (bytes(int_lut + sig_lut),
+             (digit_bit, flags, index.min_int_length, min(index.min_sig, 2**31), *need))
+    index._number_rules = rules  # type: ignore[attr-defined]
+    return rules

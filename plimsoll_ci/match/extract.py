@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from plimsoll_ci.match import classes as _classes
 from plimsoll_ci.match.ascii import (
     COLON,
     COMMA,
@@ -48,6 +49,7 @@ from plimsoll_ci.match.classes import (  # noqa: F401  (byte_classes: callers im
     C_LOWER,
     C_UPPER,
     C_WORD,
+    NATIVE_MAX,
     ByteClasses,
     byte_classes,
     no_nbsp,
@@ -55,8 +57,13 @@ from plimsoll_ci.match.classes import (  # noqa: F401  (byte_classes: callers im
     run_positions,
 )
 from plimsoll_ci.match.digitruns import (
+    CLOCK,
+    GROUPED,
+    PLAIN,
+    TOKEN,
     DigitRuns,
     clock_runs,
+    compiled_candidates,
     grouped_heads,
     prefixed_long_enough,
     sig_digits,
@@ -375,9 +382,12 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
     if _NEXT_LUT is None:  # a byte after a run that can continue its token ("." ":" e E _ x ...)
         _NEXT_LUT = contl.copy()
         _NEXT_LUT[[DOT, COLON]] = True
-    a = np.frombuffer(buf, dtype=np.uint8)
     if classes is None:
         classes = byte_classes(buf)
+    if _classes.native is not None and len(buf) < NATIVE_MAX:  # one pass, compiled
+        _numbers_compiled(buf, index, classes, out)
+        return
+    a = np.frombuffer(buf, dtype=np.uint8)
     r_starts, r_ends = classes.runs(C_DIGIT)
     nr = len(r_starts)
     if not nr:
@@ -485,6 +495,25 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
     for s, _ in _pairs(starts[pick_sep | pick_cont]):
         _token(buf, s, index, out)
     for s, _ in _pairs(starts[pick_clock]):
+        _clock(buf, s, index, out)
+
+
+def _numbers_compiled(buf: bytes, index: ValueIndex, classes: ByteClasses,
+                      out: list[Match]) -> None:
+    """`_numbers_np` with the compiled part: its candidates, checked kind by kind in the order
+    `_numbers_np` checks them (comma-grouped integers, plain runs, tokens, clocks)."""
+    picks = compiled_candidates(buf, classes.cls, getattr(out, "stop", len(buf)), index,
+                                GROUPED_MIN_DIGITS)
+    if not len(picks):
+        return
+    kinds = picks[:, 0]
+    for s in picks[kinds == GROUPED, 1].tolist():
+        _grouped(buf, s, index, out)
+    for s, e in picks[kinds == PLAIN, 1:].tolist():
+        _plain(buf, s, e, index, out)
+    for s in picks[kinds == TOKEN, 1].tolist():
+        _token(buf, s, index, out)
+    for s in picks[kinds == CLOCK, 1].tolist():
         _clock(buf, s, index, out)
 
 

@@ -23,7 +23,7 @@ import pytest
 from plimsoll_ci.match import candidates, classes
 from plimsoll_ci.match.classes import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER, C_WORD
 
-SOURCE = Path(classes.__file__).with_name("_runs.c")
+SOURCES = [Path(classes.__file__).with_name(name) for name in ("_runs.c", "_numbers.c")]
 IN_CI = os.environ.get("CI") == "true"
 
 
@@ -41,7 +41,7 @@ def portable(tmp_path_factory: pytest.TempPathFactory) -> object:
     need(cc, "a C compiler")
     out = tmp_path_factory.mktemp("portable") / ("_runs" + sysconfig.get_config_var("EXT_SUFFIX"))
     subprocess.run([cc, "-shared", "-fPIC", "-O2", "-DPLIMSOLL_RUNS_PORTABLE",
-                    f"-I{sysconfig.get_paths()['include']}", str(SOURCE), "-o", str(out)],
+                    f"-I{sysconfig.get_paths()['include']}", *map(str, SOURCES), "-o", str(out)],
                    check=True, capture_output=True)
     spec = importlib.util.spec_from_file_location("_runs", out)
     module = importlib.util.module_from_spec(spec)
@@ -304,6 +304,7 @@ def rb(n):
 for _ in range(400):
     n, k = rng.randint(0, 300), rng.randint(0, 20)
     text = rb(n)
+    dense = bytes(rng.choice(b"0123456789.:,_eExob+- ") for _ in range(n))
     def arr():
         return np.array([rng.randint(-2**31, 2**31 - 1) if rng.random() < 0.3
                          else rng.randint(-3, n + 3) for _ in range(k)], dtype=np.int32)
@@ -316,6 +317,12 @@ for _ in range(400):
         (N.text_candidates, (text, arr(), arr(), rng.randint(-2, k + 2),
                              rb(rng.choice([0, 131328, 135424, 135432, 131335])),
                              rng.randint(0, 2**64 - 1), rng.choice([0, 12, 24, 25, -1]))),
+        (N.number_candidates, (dense, rb(rng.choice([n, n, n + 1])) if rng.random() < 0.3
+                               else classes.byte_classes(dense).cls.tobytes() if n else b"",
+                               rng.randint(-5, n + 5), rb(rng.choice([512, 512, 511, 0])),
+                               (rng.choice([4, 4, 0, 256]),
+                                *(rng.choice([-1, 0, 1, 4, 15, 64, 65, 255, 2**31 - 1])
+                                  for _ in range(6))))),
     ]
     for fn, args in calls:
         try:
