@@ -187,8 +187,12 @@ def no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasses
     import numpy as np
 
     a = np.frombuffer(buf, dtype=np.uint8)
-    p = np.flatnonzero(a[:-1] == NBSP_LEAD)
-    p = p[a[p + 1] == NBSP_TAIL]
+    few = _nbsp_places(buf)
+    if few is None:  # lead bytes everywhere (text in another script): one vectorized pass
+        p = np.flatnonzero(a[:-1] == NBSP_LEAD)
+        p = p[a[p + 1] == NBSP_TAIL]
+    else:
+        p = np.array(few, dtype=np.int64)
     if not len(p):
         return buf, classes
     ba = bytearray(buf)
@@ -200,3 +204,22 @@ def no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasses
         classes.padded[p + 1] = 0
         classes.padded[p + 2] = 0
     return bytes(ba), classes
+
+
+_FEW_LEADS = 256  # lead bytes looked at one by one before a pass over the whole buffer
+
+
+def _nbsp_places(buf: bytes) -> list[int] | None:
+    """Where the no-break spaces of `buf` start, found from its lead bytes one by one, or None
+    when it has more than `_FEW_LEADS` of them. Most buffers that have the lead byte have it a
+    few times (`©`, `°`) and no no-break space; a two-byte search or a numpy pass costs a pass
+    over the whole buffer, a one-byte search almost nothing."""
+    out, lead, tail = [], bytes([NBSP_LEAD]), NBSP_TAIL
+    i = buf.find(lead)
+    for _ in range(_FEW_LEADS):
+        if i < 0:
+            return out
+        if i + 1 < len(buf) and buf[i + 1] == tail:
+            out.append(i)
+        i = buf.find(lead, i + 1)
+    return None if i >= 0 else out
