@@ -224,7 +224,13 @@ static PyObject *text_candidates(PyObject *self, PyObject *args) {
             unsigned nb = l0 < 4 ? l0 : 4;
             if (s < 0 || (Py_ssize_t)s + nb > text.len) { bad = 1; break; }
             uint64_t key = 0;
-            for (unsigned j = 0; j < nb; j++) key |= (uint64_t)buf[s + j] << (8 * j);
+            if ((Py_ssize_t)s + 4 <= text.len) {  /* four bytes at once, the word's kept */
+                uint32_t w4;
+                memcpy(&w4, buf + s, 4);
+                key = w4 & (nb >= 4 ? 0xffffffffu : (1u << (8 * nb)) - 1u);
+            } else {
+                for (unsigned j = 0; j < nb; j++) key |= (uint64_t)buf[s + j] << (8 * j);
+            }
             /* within a word, bytes 0x40-0x5f are the upper-case letters: set their case bit */
             uint64_t b6 = key & 0x40404040ULL;
             uint64_t up = b6 & ~((key & 0x20202020ULL) << 1) & ~((key & 0x80808080ULL) >> 1);
