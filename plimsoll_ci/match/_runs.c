@@ -8,6 +8,8 @@
      the maximal runs of class `bit` in a buffer of class bytes, `minimum` or more long, as int32
      (start, end) pairs; with `with_bits`, the OR of each run's class bytes (else None).
    base64_runs(classes, text, bit, both) -> (pairs, keep): the base64 runs and which look encoded.
+   hex_runs(classes, text, bit, letters, digit) -> (pairs, keep): the hex runs and which may be
+     hex-encoded text.
    b64_runs(text, starts, ends) -> (out, good): base64 runs decoded, joined.
    classify(text, table, out): a buffer's class bytes.
    text_candidates(text, starts, lens, count, tables, multiplier, tag_bits): the word runs a
@@ -390,6 +392,59 @@ done:
     return result;
 }
 
+/* hex_runs(classes, text, bit, letters, digit) -> (pairs, keep): the runs of class `bit` (hex
+   characters) 8 or more long, as `runs` gives them, and keep[r] = 1 for those that may be hex-
+   encoded text (`candidates.kept_runs`): of even length; when they are digits only (no class bit
+   of `letters` among their class bytes, `digit` in all), 16 or more long and every high nibble
+   (the bytes at even offsets) '2'..'7'; else at most one in five high nibbles outside it. */
+static PyObject *hex_runs(PyObject *self, PyObject *args) {
+    Py_buffer view, text;
+    int bit, letters, digit;
+    if (!PyArg_ParseTuple(args, "y*y*iii", &view, &text, &bit, &letters, &digit)) return NULL;
+    PyObject *result = NULL, *pairs = NULL, *keep = NULL;
+    Py_ssize_t n = view.len;
+    if (bit < 1 || bit > 255 || letters < 1 || letters > 255 || digit < 1 || digit > 255
+        || n != text.len || n > INT32_MAX - 16) {
+        PyErr_SetString(PyExc_ValueError, "hex_runs: classes as long as the text, bits 1..255");
+        goto done;
+    }
+    int32_t *t = malloc((size_t)(n + 1) * sizeof(int32_t));
+    if (t == NULL) { PyErr_NoMemory(); goto done; }
+    const uint8_t *c = (const uint8_t *)view.buf, *x = (const uint8_t *)text.buf;
+    Py_ssize_t count;
+    Py_BEGIN_ALLOW_THREADS
+    count = edges(c, n, (uint8_t)bit, 7, t) / 2;
+    Py_END_ALLOW_THREADS
+    pairs = PyBytes_FromStringAndSize((const char *)t, count * 2 * (Py_ssize_t)sizeof(int32_t));
+    keep = PyBytes_FromStringAndSize(NULL, count);
+    if (pairs != NULL && keep != NULL) {
+        uint8_t *k = (uint8_t *)PyBytes_AS_STRING(keep);
+        const uint8_t kinds = (uint8_t)(letters | digit);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t r = 0; r < count; r++) {
+            int32_t a = t[2 * r], e = t[2 * r + 1], len = e - a;
+            if (len % 2) { k[r] = 0; continue; }
+            uint8_t acc = 0;
+            int32_t bad = 0;
+            for (int32_t i = a; i < e; i += 2) {
+                acc |= c[i] | c[i + 1];
+                bad += (uint8_t)(x[i] - '2') > 5;
+            }
+            int digits_only = (acc & kinds) == digit;
+            k[r] = (uint8_t)(digits_only ? len >= 16 && bad == 0 : bad * 5 <= len / 2);
+        }
+        Py_END_ALLOW_THREADS
+        result = PyTuple_Pack(2, pairs, keep);
+    }
+    free(t);
+done:
+    Py_XDECREF(pairs);
+    Py_XDECREF(keep);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&text);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"runs", (PyCFunction)(void (*)(void))runs, METH_VARARGS | METH_KEYWORDS,
      "runs(classes, bit, minimum, with_bits=False) -> (pairs, bits): the maximal runs of bytes "
@@ -398,6 +453,9 @@ static PyMethodDef methods[] = {
     {"base64_runs", base64_runs, METH_VARARGS,
      "base64_runs(classes, text, bit, both) -> (pairs, keep): base64 candidate runs (see the "
      "source)."},
+    {"hex_runs", hex_runs, METH_VARARGS,
+     "hex_runs(classes, text, bit, letters, digit) -> (pairs, keep): hex candidate runs (see "
+     "the source)."},
     {"b64_runs", b64_runs, METH_VARARGS,
      "b64_runs(text, starts, ends) -> (out, good): base64 runs decoded, joined (see the source)."},
     {"classify", classify, METH_VARARGS,

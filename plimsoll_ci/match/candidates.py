@@ -2,7 +2,7 @@
 bytes of either alphabet, decoded when padded or when 12+ mix both cases), the hex candidates
 (8+ even, mostly printable when decoded), and which base64 runs could start a wrapped block.
 A large buffer's runs are found from its byte classes, by the compiled part when it is built
-(`classes.compiled_runs`, `_runs.base64_runs`), else by numpy's passes."""
+(`_runs.base64_runs`, `_runs.hex_runs`), else by numpy's passes."""
 
 from __future__ import annotations
 
@@ -37,12 +37,11 @@ def runs_np(buf: bytes, pad: bool, classes: object) -> tuple[Any, Any]:
 
 class LongRuns(NamedTuple):
     """The maximal runs of the base64 alphabet (6+ bytes) or of hex characters (8+) of a buffer,
-    before `kept_runs` picks those that look encoded; the compiled part gives more: `bits` (hex)
-    the OR of each run's class bits, `picked` (base64) that pick already made."""
+    before `kept_runs` picks those that look encoded (`picked`: that pick, made already by the
+    compiled part)."""
 
     starts: Any
     ends: Any
-    bits: Any = None
     picked: Any = None
 
 
@@ -58,9 +57,10 @@ def long_runs(buf: bytes, pad: bool, classes: object) -> LongRuns:
 
         if pad:
             pairs, keep = native.base64_runs(cls[:n], buf, bit, C_UPPER | C_LOWER)
-            t = np.frombuffer(pairs, dtype=np.int32)
-            return LongRuns(t[0::2], t[1::2], picked=np.frombuffer(keep, dtype=bool))
-        return LongRuns(*_classes.compiled_runs(cls[:n], bit, k, True))
+        else:
+            pairs, keep = native.hex_runs(cls[:n], buf, bit, C_UPPER | C_LOWER, C_DIGIT)
+        t = np.frombuffer(pairs, dtype=np.int32)
+        return LongRuns(t[0::2], t[1::2], picked=np.frombuffer(keep, dtype=bool))
     return LongRuns(*eroded_runs(cls, n, bit, k))
 
 
@@ -70,23 +70,20 @@ def kept_runs(buf: bytes, pad: bool, classes: object, runs: LongRuns) -> tuple[A
 
     n = len(buf)
     cls = classes.padded[1:]  # type: ignore[attr-defined]
-    starts, ends, run_bits, picked = runs
+    starts, ends, picked = runs
     if picked is not None:  # picked by the compiled part
         return starts[picked], ends[picked]
     lens = ends - starts
     if not pad:
         keep = lens % 2 == 0
         starts, ends, lens = starts[keep], ends[keep], lens[keep]
-        run_bits = run_bits[keep] if run_bits is not None else None
     if not len(starts):
         return starts, ends
     a = np.frombuffer(buf, dtype=np.uint8)
     if pad:  # base64: runs that end in padding, or long runs that mix cases or letters and digits
-        bits = run_bits
-        if bits is None:  # the OR of each run's class bits
-            idx = np.empty(2 * len(starts), dtype=np.int64)
-            idx[0::2], idx[1::2] = starts, ends
-            bits = np.bitwise_or.reduceat(cls, idx)[0::2]
+        idx = np.empty(2 * len(starts), dtype=np.int64)  # the OR of each run's class bits
+        idx[0::2], idx[1::2] = starts, ends
+        bits = np.bitwise_or.reduceat(cls, idx)[0::2]
         both = C_UPPER | C_LOWER  # base64 of 12+ characters almost always has both cases
         mixed = (bits & both) == both
         padded = ends < n
@@ -99,7 +96,7 @@ def kept_runs(buf: bytes, pad: bool, classes: object, runs: LongRuns) -> tuple[A
         np.cumsum(lens, out=off[1:])
         pos = np.arange(int(off[-1]), dtype=np.int64)
         pos += np.repeat(starts - off[:-1], lens)
-        bits = np.bitwise_or.reduceat(cls[pos], off[:-1]) if run_bits is None else run_bits
+        bits = np.bitwise_or.reduceat(cls[pos], off[:-1])
         digits_only = (bits & (C_UPPER | C_LOWER | C_DIGIT)) == C_DIGIT  # no letters
         high = a[pos[0::2]]
         high -= TWO

@@ -132,7 +132,11 @@ def test_bad_arguments_are_refused_with_an_error_not_a_crash(args: tuple, error:
 def source_like(rng: random.Random) -> bytes:
     words = ["def", "NotImplementedError", "self", "x", "0x7fffffff", "3107713414", "MzEuNQ==",
              "aGVsbG8gd29ybGQ", "deadbeefcafe0123", "33313037373133343134", "\n", " ", "    ",
-             "(", ")", "=", "_", "getResponseHeaders", "é", "\xa0", "1_000", "3.14159265358979"]
+             "(", ")", "=", "_", "getResponseHeaders", "é", "\xa0", "1_000", "3.14159265358979",
+             # hex: digits only (16+, high nibbles 2-7 or not), odd, mixed case, near 1 in 5 bad
+             "3131313131313131", "1234567812345678", "31313131313131", "DEADBEEF",
+             "deadbeefcafe012", "4142434445464748494a", "a1b2c3d4e5f6a7b8", "4a4b4c4d4e8f",
+             "4a4b4c4d8e8f", "2A2b2C2d2E2f", "3131313131313131313131313131313a"]
     return "".join(rng.choice(words) + rng.choice(["", " ", ".", "\n"])
                    for _ in range(rng.randint(1, 20000))).encode()
 
@@ -313,6 +317,8 @@ for _ in range(400):
         (N.base64_runs, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),
                          rng.randint(-1, 256), rng.randint(-1, 256))),
         (N.b64_runs, (text, arr(), arr())),
+        (N.hex_runs, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),
+                      rng.randint(-1, 256), rng.randint(-1, 256), rng.randint(-1, 256))),
         (N.classify, (text, rb(rng.choice([255, 256, 257])), bytearray(rng.choice([n, n + 1])))),
         (N.text_candidates, (text, arr(), arr(), rng.randint(-2, k + 2),
                              rb(rng.choice([0, 131328, 135424, 135432, 131335])),
