@@ -1,6 +1,7 @@
 """The hook's start-up: it loads the matching engine only when some content needs scanning, and
-numpy only when a scan is large (a commit's few small files never pay its import), and the YAML
-parser and pathspec only when the staged config is new to it."""
+numpy only when a scan is large (a commit's few small files never pay its import; a cold run's
+many blobs start it while git reads them), the YAML parser and pathspec only when the staged
+config is new to it, and the report's modules only when there is something to report."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 from harness_repo import git, hook_env
 
-HEAVY = ("numpy", "plimsoll_ci.engine.contents", "plimsoll_ci.match.extract", "pathspec", "yaml")
+HEAVY = ("numpy", "plimsoll_ci.engine.contents", "plimsoll_ci.match.extract", "pathspec", "yaml",
+         "plimsoll_ci.report")
 PROBE = f"""
 import json, sys
 from plimsoll_ci.cli import main
@@ -55,3 +57,40 @@ def test_a_warm_hook_run_imports_neither_the_yaml_parser_nor_pathspec(harness: P
     git(harness, "add", "plimsoll.yaml")  # a new staged config: parsed and translated again
     rc, loaded = hook_loads(harness, "plimsoll.yaml")
     assert rc == 0 and "yaml" in loaded and "pathspec" in loaded
+
+
+def test_a_hook_run_with_a_finding_loads_the_report(harness: Path) -> None:
+    from harness_repo import leak
+
+    leak(harness)
+    git(harness, "add", "viewer/replay.html")
+    rc, loaded = hook_loads(harness, "viewer/replay.html")
+    assert rc == 1 and "plimsoll_ci.report" in loaded
+
+
+READ = """
+import sys
+from pathlib import Path
+from plimsoll_ci import git, hook
+repo, n = Path(sys.argv[1]), int(sys.argv[2])
+oids = [e.oid for e in git.index_entries(repo)][:n]
+blobs = hook.read_blobs(repo, oids)
+print(len(blobs), "numpy" in sys.modules)
+"""
+
+
+def test_reading_a_cold_runs_many_blobs_loads_numpy_meanwhile_and_a_few_never(
+        tmp_path: Path) -> None:
+    from plimsoll_ci import hook
+
+    repo = tmp_path / "many"
+    (repo / "src").mkdir(parents=True)
+    git(repo, "init", "-q")
+    n = hook.NUMPY_WITH_BLOBS
+    for i in range(n):
+        (repo / "src" / f"f{i}.txt").write_text(f"file {i}\n")
+    git(repo, "add", "-A")
+    for count, numpy in ((n, True), (n - 1, False), (3, False)):
+        p = subprocess.run([sys.executable, "-c", READ, str(repo), str(count)],
+                           capture_output=True, text=True, env=hook_env())
+        assert p.stdout.split() == [str(count), str(numpy)], p.stderr
