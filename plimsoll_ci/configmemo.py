@@ -32,9 +32,12 @@ def memo_dir(fallback: Path | None) -> Path | None:
     """Where parsed configs are remembered: the user's cache (`$PLIMSOLL_CACHE`, else
     `$XDG_CACHE_HOME/plimsoll-ci`, else `~/.cache/plimsoll-ci`, as the sandbox's built roots),
     so a new clone of a config already seen is not parsed again; `fallback` (a folder under the
-    repository's git folder) when that cache is not the user's own (see `_private`)."""
+    repository's git folder) when that cache is not the user's own (see `_private`), or is
+    named by a relative path (it would land in whatever folder the hook runs in)."""
     base = os.environ.get("PLIMSOLL_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "plimsoll-ci")
+    if not os.path.isabs(base):
+        return fallback
     folder = Path(base) / "configs"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -144,3 +144,13 @@ def test_a_cache_folder_others_may_write_is_not_used(harness: Path, own_cache: P
     hook.staged_config(harness, harness / "plimsoll.yaml")
     assert not list((own_cache / "configs").iterdir())
     assert list((harness / ".git" / "plimsoll").glob("config-*.json"))  # the git folder's
+
+
+def test_a_relative_cache_path_is_not_used(harness: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from plimsoll_ci import hook
+
+    monkeypatch.setenv("PLIMSOLL_CACHE", "relative-cache")
+    monkeypatch.chdir(harness)
+    hook.staged_config(harness, harness / "plimsoll.yaml")
+    assert not (harness / "relative-cache").exists()
+    assert list((harness / ".git" / "plimsoll").glob("config-*.json"))
