@@ -128,9 +128,8 @@ def measure(repo: Path, hook: list[str], envs: dict[str, dict], runs: int
     kinds = (("hook, README-only commit", ["README.md"], None, runs),
              ("hook, warm (1 file changed)", [changed], edit, runs),
              ("hook, nothing to scan", [changed], None, runs),
-             ("hook, cold (no cache)", [changed], drop_cache, max(3, runs // 2)),
-             ("hook, first run ever (no user cache)", [changed], drop_every_cache,
-              max(3, runs // 2)))
+             ("hook, cold (no cache)", [changed], drop_cache, runs),
+             ("hook, first run ever (no user cache)", [changed], drop_every_cache, runs))
     out: dict[str, dict[str, tuple[list[float], list[float]]]] = {n: {} for n in envs}
     for env in envs.values():
         timed(repo, [*hook, "hook", "ship-scan"], env, 2)  # warm the caches and the OS
