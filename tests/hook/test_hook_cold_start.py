@@ -5,12 +5,14 @@ config is new to it, and the report's modules only when there is something to re
 
 from __future__ import annotations
 
+import base64
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from harness_repo import git, hook_env
+from harness_repo import SEED, git, hook_env, leak
 
 HEAVY = ("numpy", "plimsoll_ci.engine.contents", "plimsoll_ci.match.extract", "pathspec", "yaml",
          "plimsoll_ci.report")
@@ -60,8 +62,6 @@ def test_a_warm_hook_run_imports_neither_the_yaml_parser_nor_pathspec(harness: P
 
 
 def test_a_hook_run_with_a_finding_loads_the_report(harness: Path) -> None:
-    from harness_repo import leak
-
     leak(harness)
     git(harness, "add", "viewer/replay.html")
     rc, loaded = hook_loads(harness, "viewer/replay.html")
@@ -94,3 +94,45 @@ def test_reading_a_cold_runs_many_blobs_loads_numpy_meanwhile_and_a_few_never(
         p = subprocess.run([sys.executable, "-c", READ, str(repo), str(count)],
                            capture_output=True, text=True, env=hook_env())
         assert p.stdout.split() == [str(count), str(numpy)], p.stderr
+
+
+COLD_RUN = """
+import sys
+from plimsoll_ci import hook
+from plimsoll_ci.cli import main
+if sys.argv.pop(1) == "late":
+    hook.NUMPY_WITH_BLOBS = 10**9
+rc = main(sys.argv[1:])
+print("numpy" in sys.modules, file=sys.stderr)
+raise SystemExit(rc)
+"""
+
+
+def test_a_cold_run_finds_the_same_whether_numpy_loads_during_the_read_or_not(
+        harness: Path) -> None:
+    from plimsoll_ci import hook
+
+    (harness / "plimsoll.yaml").write_text(  # globs only: every content is a blob to read
+        "withheld: withheld.json\nkey: {env: PLIMSOLL_WITHHELD_KEY}\n"
+        "ship:\n  viewer:\n    include: ['viewer/**', 'tasks/**']\n")
+    many = harness / "viewer" / "many"
+    many.mkdir()
+    # ~15 KB in all: the engine's pure-Python path, or numpy's once numpy is loaded (from 4 KB)
+    for i in range(hook.NUMPY_WITH_BLOBS + 20):
+        (many / f"part{i:03d}.txt").write_text(f"part {i} of the viewer, a line of its words\n")
+    (many / "part007.txt").write_text(f"seed={SEED}\n")
+    (many / "part100.txt").write_text(base64.b64encode(SEED.encode()).decode())
+    (many / "part200.txt").write_text("%33%31%30%37%37%31%33%34%31%34\n")
+    (many / f"replay-{SEED}.txt").write_text("a name\n")
+    git(harness, "add", "-A")
+    outputs = []
+    for when, numpy in (("late", False), ("early", True)):
+        shutil.rmtree(harness / ".git" / "plimsoll", ignore_errors=True)  # cold each time
+        p = subprocess.run([sys.executable, "-c", COLD_RUN, when, "hook", "ship-scan"],
+                           cwd=harness, capture_output=True, text=True, env=hook_env())
+        assert p.returncode == 1 and p.stderr.split()[-1] == str(numpy), p.stderr
+        outputs.append(p.stdout)
+    assert outputs[0] == outputs[1]
+    for where in ("part007.txt:1:", "part100.txt:1:", "part200.txt:1:", "many/replay-"):
+        assert where in outputs[0], outputs[0]
+    assert SEED not in outputs[0]
