@@ -22,21 +22,25 @@ Warm runs are fast because content and names already judged clean are remembered
 folder (`plimsoll/clean-*`, a `scan.VerdictCache`), keyed by git blob id (computed for builder
 output; the shipped path for a name) with the content's size, in a file named by the withheld
 set's digest, the limits and the engine's version; a finding or a note is never cached, so a
-cached run reports exactly what a fresh run would, bytes scanned included.
+cached run reports exactly what a fresh run would, bytes scanned included. The staged config's
+parse is remembered by content in the user's cache (`configmemo`), and a cold run's blob read
+starts numpy's import meanwhile (`read_blobs`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from plimsoll_ci import __version__, git, globs, report, scan, ship, shipconfig, withheld
+from plimsoll_ci import __version__, configmemo, git, scan, ship, withheld
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.match.canonical import classify
 from plimsoll_ci.match.canonical import digest as value_digest
@@ -141,74 +145,12 @@ def open_cache(repo: Path | None, wset: Any, limits: Limits) -> CleanCache:
     return CleanCache(gd / "plimsoll" / f"clean-{tag.hexdigest()[:32]}")
 
 
-def _config_doc(c: ship.Config) -> dict:
-    return {"path": str(c.path), "base": str(c.base),
-            "withheld": str(c.withheld) if c.withheld else None, "key_env": c.key_env,
-            "key_file": str(c.key_file) if c.key_file else None, "mode": c.mode,
-            "limits": c.limits,
-            "globs": globs.translations(p for s in c.ship.values()
-                                        for p in (*s.include, *s.exclude, *s.inputs)),
-            "ship": [[s.name, list(s.include), list(s.exclude),
-                      s.command if isinstance(s.command, str | None) else list(s.command),
-                      list(s.inputs), s.root, s.timeout, s.line] for s in c.ship.values()]}
-
-
-def _config_from_doc(d: dict) -> ship.Config:
-    globs.remember(d["globs"])
-    sets = {}
-    for name, inc, exc, cmd, inputs, root, timeout, line in d["ship"]:
-        sets[name] = ship.ShipSet(name, tuple(inc), tuple(exc),
-                                  tuple(cmd) if isinstance(cmd, list) else cmd,
-                                  tuple(inputs), root, timeout, line)
-    return ship.Config(Path(d["path"]), Path(d["base"]),
-                       Path(d["withheld"]) if d["withheld"] else None, d["key_env"],
-                       Path(d["key_file"]) if d["key_file"] else None, d["mode"], d["limits"],
-                       sets)
-
-
 def staged_config(repo: Path, path: Path, entries: Sequence[git.FileEntry] | None = None
                   ) -> ship.Config:
-    """`ship.config_at(repo, path, ":")`, remembered by the staged blob's id (from `entries`,
-    the index as `git.index_entries` lists it, listed here when not given) with the
-    translations of its globs: a warm hook neither imports nor runs the YAML parser, nor
-    imports pathspec.
-    """
+    """`ship.config_at(repo, path, ":")`, remembered by content (`configmemo.staged_config`;
+    the git folder holds the memo when the user's cache cannot)."""
     gd = git_dir(repo)
-    try:
-        rel = path.resolve().relative_to(repo.resolve()).as_posix()
-    except ValueError:
-        gd = None
-    if gd is None:
-        return ship.config_at(repo, path, ":")
-    staged = next((e.oid for e in (git.index_entries(repo) if entries is None else entries)
-                   if e.path == rel and e.mode != git.MODE_SUBMODULE), None)
-    if staged is None:
-        return ship.config_at(repo, path, ":")
-    code = [Path(m.__file__) for m in (ship, shipconfig, globs)]  # type: ignore[arg-type]
-    stats = []
-    for f in (*code, *globs.translator_files()):
-        try:
-            st = f.stat()
-            stats.append(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
-        except OSError:
-            stats.append(str(f).encode())
-    tag = hashlib.sha256(b"\0".join([staged.encode(), str(path.resolve()).encode(),
-                                      *stats])).hexdigest()
-    memo = gd / "plimsoll" / f"config-{tag[:32]}.json"
-    try:
-        return _config_from_doc(json.loads(memo.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    config = ship.config_at(repo, path, ":")
-    try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        tmp = memo.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(_config_doc(config)), encoding="utf-8")
-        os.replace(tmp, memo)
-        _prune(memo.parent, "config-*.json", keep=8)
-    except OSError:
-        pass
-    return config
+    return configmemo.staged_config(repo, path, entries, gd / "plimsoll" if gd else None)
 
 
 # --------------------------------------------------------------------------- scanning
@@ -221,10 +163,34 @@ def scan_files(repo: Path, files: Sequence[ship.ShippedFile], config: ship.Confi
     does not already know them clean."""
     session = ShipScan(wset, make_limits(config.limits, str(config.path)), cache,
                        decide_mode(config.mode, wset.mode),
-                       read=functools.partial(git.read_blobs, repo))
+                       read=functools.partial(read_blobs, repo))
     for n in wset.notes:  # a key given for an unkeyed set: said in the report
         session.note(n)
     return session.scan(ship.items(files))
+
+
+NUMPY_WITH_BLOBS = 256  # a batch of this many unread blobs is large enough to take numpy's path
+
+
+def read_blobs(repo: Path, oids: list[str]) -> dict[str, bytes]:
+    """`git.read_blobs`, and, for `NUMPY_WITH_BLOBS` blobs or more (a cold run: the engine will
+    join them into buffers past its pure-Python size and load numpy for them), numpy's import
+    in a thread while git reads: the scan runs this in a thread of its own while it checks the
+    names, and numpy's import (50-90 ms) would otherwise start only when the blobs are in. Its
+    import is over when this returns (inside the scan's one-OpenBLAS-thread window)."""
+    if len(oids) < NUMPY_WITH_BLOBS or "numpy" in sys.modules:
+        return git.read_blobs(repo, oids)
+    loading = threading.Thread(target=_import_numpy, name="plimsoll-import-numpy")
+    loading.start()
+    try:
+        return git.read_blobs(repo, oids)
+    finally:
+        loading.join()
+
+
+def _import_numpy() -> None:
+    with contextlib.suppress(ImportError):  # the engine says so itself if it needs numpy
+        import numpy  # noqa: F401
 
 
 def load_set(config: ship.Config, key: bytes | None = None) -> Any:
@@ -344,14 +310,19 @@ def ship_scan(filenames: Sequence[str], cwd: Path, config_path: str | None = Non
     cache.save()
     code = _report(result, "staged", out)
     if result.refused:
+        from plimsoll_ci import report
+
         out.write(report.STAGE_ADVICE["commit"] + "\n")
     return code
 
 
 def _report(result: ScanResult, where: str, out: IO[str]) -> int:
     """Print a hook run's report and verdict; the exit code (1 refused, else 0). What to do
-    next is the caller's to say, once, for its stage."""
+    next is the caller's to say, once, for its stage. The report's modules are imported only
+    here, when there is something to say: a clean run never loads them."""
     if result.findings or result.notes:
+        from plimsoll_ci import report
+
         out.write(report.render(result, "text", stage=None).rstrip("\n") + "\n")
     if result.findings:
         verdict = "refused" if result.refused else "allowed: mode is warn in the config"
@@ -372,6 +343,8 @@ def new_commits(repo: Path, env: dict[str, str] | None = None) -> list[str] | No
 
 
 def _push(repo: Path, commits: Sequence[str], config_path: str | None, out: IO[str]) -> int:
+    from plimsoll_ci import report
+
     code = 0
     for commit, result in scan_commits(repo, commits, config_path):
         if result.findings or result.notes:
@@ -457,6 +430,8 @@ def guard_findings(contents: dict[str, bytes], wsets: Iterable[tuple[str, Any]])
     """Problems the guard refuses among `contents` (name -> staged bytes), one message per file,
     never a value.
     """
+    from plimsoll_ci import report
+
     problems = []
     sets = [(origin, _value_digests(w), w.key) for origin, w in wsets
             if w.key is not None or not w.keyed]

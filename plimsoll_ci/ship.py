@@ -75,8 +75,8 @@ from plimsoll_ci.shipconfig import CONFIG_NAME as CONFIG_NAME
 from plimsoll_ci.shipconfig import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from plimsoll_ci.shipconfig import Config as Config
 from plimsoll_ci.shipconfig import ShipSet as ShipSet
+from plimsoll_ci.shipconfig import config_text, glob_spec
 from plimsoll_ci.shipconfig import find_config as find_config
-from plimsoll_ci.shipconfig import glob_spec
 from plimsoll_ci.shipconfig import load_config as load_config
 from plimsoll_ci.shipconfig import load_key as load_key
 from plimsoll_ci.shipconfig import load_withheld as load_withheld
@@ -387,12 +387,8 @@ def config_at(repo: Path, config_path: Path, rev: str | None) -> Config:
     data = git.show_blob(repo, spec)
     if data is None:
         return load_config(config_path)
-    where = "staged" if rev == ":" else f"at {rev}"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{rel} ({where}): not UTF-8 text; save the config as UTF-8") from None
-    cfg = parse_config(text, f"{rel} ({where})", config_path.parent)
+    origin = f"{rel} ({'staged' if rev == ':' else f'at {rev}'})"
+    cfg = parse_config(config_text(data, origin), origin, config_path.parent)
     return cfg._replace(path=config_path)
 
 

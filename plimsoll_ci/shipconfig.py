@@ -4,8 +4,11 @@
 and value, so a `ConfigError` (exit 2) names the file and line: `plimsoll.yaml line 7:
 ship.viewer.include must be a list of globs`. `load_config(path)`, `find_config(start)` (the git
 repository root's `plimsoll.yaml`, else `start` or a parent), `load_key(config)` and
-`load_withheld(config, key=None)` build on it. What ships under a config (globs, sources,
-builders) is `plimsoll_ci.ship`'s, which re-exports these names as its public API.
+`load_withheld(config, key=None)` build on it. It is two steps: `declare(text, origin)`, what
+the text says (the same in every clone of it, so the hook remembers it by content), and
+`anchor(declared, origin, base)`, its paths resolved in one folder. What ships under a config
+(globs, sources, builders) is `plimsoll_ci.ship`'s, which re-exports these names as its public
+API.
 """
 
 from __future__ import annotations
@@ -142,9 +145,27 @@ def _relpath_ok(value: str) -> bool:
     return not Path(value).is_absolute() and ".." not in parts
 
 
+class Declared(NamedTuple):
+    """What a `plimsoll.yaml` text says, checked, before its paths are anchored to a folder
+    (`anchor`): the same for every clone of the same text, so it can be remembered by content."""
+
+    withheld: str | None  # as written, relative to the config's folder
+    key_env: str | None
+    key_file: str | None  # as written (`~` not yet expanded)
+    key_line: int  # the line of `key.file`, for the message that refuses one inside the repo
+    mode: str
+    limits: dict[str, float]
+    ship: dict[str, ShipSet]
+
+
 def parse_config(text: str, origin: str, base: Path) -> Config:
     """Parse `plimsoll.yaml` text; `origin` names it in messages, `base` is its folder."""
-    base = Path(base).resolve()
+    return anchor(declare(text, origin), origin, base)
+
+
+def declare(text: str, origin: str) -> Declared:
+    """What `plimsoll.yaml` text declares (YAML read and every rule checked, no file looked at);
+    `ConfigError` names `origin` and the line."""
     doc = _yaml_load(text, origin)
     if doc is None:
         doc = _Map()
@@ -162,9 +183,10 @@ def parse_config(text: str, origin: str, base: Path) -> Config:
         if not isinstance(w, str) or not w:
             raise ConfigError(f"{origin} line {_line_of(doc, 'withheld')}: withheld must be the "
                               "path of a withheld set (e.g. withheld.json)")
-        withheld = (base / w).resolve()
+        withheld = w
 
     key_env = key_file = None
+    key_line = 0
     if doc.get("key") is not None:
         k = doc["key"]
         line = _line_of(doc, "key")
@@ -172,20 +194,16 @@ def parse_config(text: str, origin: str, base: Path) -> Config:
             raise ConfigError(f"{origin} line {line}: key must be {{env: VARIABLE}} or "
                               "{file: PATH} (a file outside the repository)")
         kind, value = next(iter(k.items()))
+        key_line = _line_of(k, kind)
         if not isinstance(value, str) or not value:
-            raise ConfigError(f"{origin} line {_line_of(k, kind)}: key.{kind} must be a string")
+            raise ConfigError(f"{origin} line {key_line}: key.{kind} must be a string")
         if kind == "env":
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-                raise ConfigError(f"{origin} line {_line_of(k, kind)}: key.env must be an "
+                raise ConfigError(f"{origin} line {key_line}: key.env must be an "
                                   "environment variable name, not the key itself")
             key_env = value
         else:
-            key_file = (base / os.path.expanduser(value)).resolve()
-            repo = git.toplevel(base)
-            if repo is not None and key_file.is_relative_to(repo):
-                raise ConfigError(f"{origin} line {_line_of(k, kind)}: key.file {value} is inside "
-                                  f"the repository {repo}; keep the key outside it "
-                                  "(or use key: {env: VARIABLE})")
+            key_file = value
 
     mode = doc.get("mode", "refuse")
     if mode not in ("refuse", "warn"):
@@ -212,8 +230,26 @@ def parse_config(text: str, origin: str, base: Path) -> Config:
                               "set name to {include, exclude} or {command}")
         for name, body in raw.items():
             ship[str(name)] = _parse_set(str(name), body, origin, raw.key_lines[name])
+    return Declared(withheld, key_env, key_file, key_line, mode, limits, ship)
+
+
+def anchor(declared: Declared, origin: str, base: Path, repo: Path | None = None) -> Config:
+    """The `Config` of `declared` for a config in folder `base`: its paths resolved there (links
+    and `~` included), and a `key.file` inside the repository refused (`repo`: the repository's
+    top when the caller knows it, else git is asked)."""
+    base = Path(base).resolve()
+    withheld = (base / declared.withheld).resolve() if declared.withheld is not None else None
+    key_file = None
+    if declared.key_file is not None:
+        value = declared.key_file
+        key_file = (base / os.path.expanduser(value)).resolve()
+        top = repo.resolve() if repo is not None else git.toplevel(base)
+        if top is not None and key_file.is_relative_to(top):
+            raise ConfigError(f"{origin} line {declared.key_line}: key.file {value} is inside "
+                              f"the repository {top}; keep the key outside it "
+                              "(or use key: {env: VARIABLE})")
     return Config(Path(origin) if not isinstance(origin, Path) else origin, base, withheld,
-                  key_env, key_file, mode, limits, ship)
+                  declared.key_env, key_file, declared.mode, declared.limits, declared.ship)
 
 
 def _parse_set(name: str, body: Any, origin: str, line: int) -> ShipSet:
@@ -278,6 +314,14 @@ def _parse_set(name: str, body: Any, origin: str, line: int) -> ShipSet:
         raise ConfigError(f"{origin} line {_line_of(body, 'description')}: {where}.description "
                           "must be text")
     return ShipSet(name, include, exclude, command, inputs, root, timeout, line)
+
+
+def config_text(data: bytes, origin: str) -> str:
+    """A config's bytes as text (a committed or staged version); `ConfigError` unless UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{origin}: not UTF-8 text; save the config as UTF-8") from None
 
 
 def load_config(path: str | os.PathLike[str]) -> Config:

@@ -1,17 +1,21 @@
 """The hook's start-up: it loads the matching engine only when some content needs scanning, and
-numpy only when a scan is large (a commit's few small files never pay its import), and the YAML
-parser and pathspec only when the staged config is new to it."""
+numpy only when a scan is large (a commit's few small files never pay its import; a cold run's
+many blobs start it while git reads them), the YAML parser and pathspec only when the staged
+config is new to it, and the report's modules only when there is something to report."""
 
 from __future__ import annotations
 
+import base64
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from harness_repo import git, hook_env
+from harness_repo import SEED, git, hook_env, leak
 
-HEAVY = ("numpy", "plimsoll_ci.engine.contents", "plimsoll_ci.match.extract", "pathspec", "yaml")
+HEAVY = ("numpy", "plimsoll_ci.engine.contents", "plimsoll_ci.match.extract", "pathspec", "yaml",
+         "plimsoll_ci.report")
 PROBE = f"""
 import json, sys
 from plimsoll_ci.cli import main
@@ -55,3 +59,80 @@ def test_a_warm_hook_run_imports_neither_the_yaml_parser_nor_pathspec(harness: P
     git(harness, "add", "plimsoll.yaml")  # a new staged config: parsed and translated again
     rc, loaded = hook_loads(harness, "plimsoll.yaml")
     assert rc == 0 and "yaml" in loaded and "pathspec" in loaded
+
+
+def test_a_hook_run_with_a_finding_loads_the_report(harness: Path) -> None:
+    leak(harness)
+    git(harness, "add", "viewer/replay.html")
+    rc, loaded = hook_loads(harness, "viewer/replay.html")
+    assert rc == 1 and "plimsoll_ci.report" in loaded
+
+
+READ = """
+import sys
+from pathlib import Path
+from plimsoll_ci import git, hook
+repo, n = Path(sys.argv[1]), int(sys.argv[2])
+oids = [e.oid for e in git.index_entries(repo)][:n]
+blobs = hook.read_blobs(repo, oids)
+print(len(blobs), "numpy" in sys.modules)
+"""
+
+
+def test_reading_a_cold_runs_many_blobs_loads_numpy_meanwhile_and_a_few_never(
+        tmp_path: Path) -> None:
+    from plimsoll_ci import hook
+
+    repo = tmp_path / "many"
+    (repo / "src").mkdir(parents=True)
+    git(repo, "init", "-q")
+    n = hook.NUMPY_WITH_BLOBS
+    for i in range(n):
+        (repo / "src" / f"f{i}.txt").write_text(f"file {i}\n")
+    git(repo, "add", "-A")
+    for count, numpy in ((n, True), (n - 1, False), (3, False)):
+        p = subprocess.run([sys.executable, "-c", READ, str(repo), str(count)],
+                           capture_output=True, text=True, env=hook_env())
+        assert p.stdout.split() == [str(count), str(numpy)], p.stderr
+
+
+COLD_RUN = """
+import sys
+from plimsoll_ci import hook
+from plimsoll_ci.cli import main
+if sys.argv.pop(1) == "late":
+    hook.NUMPY_WITH_BLOBS = 10**9
+rc = main(sys.argv[1:])
+print("numpy" in sys.modules, file=sys.stderr)
+raise SystemExit(rc)
+"""
+
+
+def test_a_cold_run_finds_the_same_whether_numpy_loads_during_the_read_or_not(
+        harness: Path) -> None:
+    from plimsoll_ci import hook
+
+    (harness / "plimsoll.yaml").write_text(  # globs only: every content is a blob to read
+        "withheld: withheld.json\nkey: {env: PLIMSOLL_WITHHELD_KEY}\n"
+        "ship:\n  viewer:\n    include: ['viewer/**', 'tasks/**']\n")
+    many = harness / "viewer" / "many"
+    many.mkdir()
+    # ~15 KB in all: the engine's pure-Python path, or numpy's once numpy is loaded (from 4 KB)
+    for i in range(hook.NUMPY_WITH_BLOBS + 20):
+        (many / f"part{i:03d}.txt").write_text(f"part {i} of the viewer, a line of its words\n")
+    (many / "part007.txt").write_text(f"seed={SEED}\n")
+    (many / "part100.txt").write_text(base64.b64encode(SEED.encode()).decode())
+    (many / "part200.txt").write_text("%33%31%30%37%37%31%33%34%31%34\n")
+    (many / f"replay-{SEED}.txt").write_text("a name\n")
+    git(harness, "add", "-A")
+    outputs = []
+    for when, numpy in (("late", False), ("early", True)):
+        shutil.rmtree(harness / ".git" / "plimsoll", ignore_errors=True)  # cold each time
+        p = subprocess.run([sys.executable, "-c", COLD_RUN, when, "hook", "ship-scan"],
+                           cwd=harness, capture_output=True, text=True, env=hook_env())
+        assert p.returncode == 1 and p.stderr.split()[-1] == str(numpy), p.stderr
+        outputs.append(p.stdout)
+    assert outputs[0] == outputs[1]
+    for where in ("part007.txt:1:", "part100.txt:1:", "part200.txt:1:", "many/replay-"):
+        assert where in outputs[0], outputs[0]
+    assert SEED not in outputs[0]

@@ -209,17 +209,21 @@ def test_ship_list_json_names_every_shipped_file(harness: Path) -> None:
     assert not any(p.startswith("loop/") or p == "withheld.json" for _, p in shipped)
 
 
-def test_the_remembered_config_is_the_config(harness: Path) -> None:
-    from plimsoll_ci import hook, ship
+def test_the_remembered_config_is_the_config(harness: Path, own_cache: Path) -> None:
+    from plimsoll_ci import configmemo, hook, ship, shipconfig
 
     text = ("withheld: withheld.json\nmode: warn\nlimits: {max_members: 10}\nship:\n"
             "  a: {command: [python3, kit.py, '{out}'], inputs: ['loop/**'], timeout: 5}\n"
             "  b: {root: viewer, include: ['*.html'], exclude: ['x/']}\n")
-    cfg = ship.parse_config(text, "plimsoll.yaml", harness)
-    assert hook._config_from_doc(json.loads(json.dumps(hook._config_doc(cfg)))) == cfg
-    staged = hook.staged_config(harness, harness / "plimsoll.yaml")  # parsed, then remembered
-    assert hook.staged_config(harness, harness / "plimsoll.yaml") == staged
-    assert list((harness / ".git/plimsoll").glob("config-*.json"))
+    declared = shipconfig.declare(text, "plimsoll.yaml")
+    doc = json.loads(json.dumps(configmemo._declared_doc(declared)))
+    assert configmemo._declared_from_doc(doc) == declared
+    assert shipconfig.anchor(declared, "plimsoll.yaml", harness) == \
+        ship.parse_config(text, "plimsoll.yaml", harness)
+    path = harness / "plimsoll.yaml"
+    staged = hook.staged_config(harness, path)  # parsed, then remembered
+    assert hook.staged_config(harness, path) == staged == ship.config_at(harness, path, ":")
+    assert list((own_cache / "configs").glob("config-*.json"))
 
 
 def test_the_remembered_config_follows_the_staged_version_not_the_working_tree(
