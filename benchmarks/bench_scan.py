@@ -16,8 +16,8 @@ Target (issue 19): `--jobs 2` >= 2.5x gitleaks' wall speed on 2 cores, i.e. a wa
 gitleaks / plimsoll >= 2.5.
 
 --corpus DIR scans a folder of real files instead (nothing planted); --against DIR also runs
-`scan --jobs 1` with the engine of another checkout (e.g. `git worktree add /tmp/old REV`), for
-before / after in the same run.
+`scan --jobs 1` and `--jobs 2` with the code of another checkout (e.g. `git worktree add /tmp/old
+REV`), for before / after in the same run: walls, and the --jobs 2 speed-up over --jobs 1 of each.
 
 Every plimsoll-ci run has its bytecode cached, as an installed package has it (a source checkout
 run with PYTHONDONTWRITEBYTECODE=1 would compile every changed module on every run): the
@@ -222,10 +222,11 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
         cmds[f"jobs {jobs}"] = (plimsoll("--withheld", str(setfile), "--format", "json", "-o",
                                          str(work / f"scan-{jobs}.json"), "--jobs", jobs,
                                          str(root)), (0, 1))
-    if args.against:  # the same scan with another checkout's engine: before / after, same run
-        cmds["against"] = (plimsoll("--withheld", str(setfile), "--format", "json", "-o",
-                                    str(work / "scan-against.json"), "--jobs", "1", str(root)),
-                           (0, 1))
+    if args.against:  # the same scans with another checkout's code: before / after, same run
+        for jobs in ("1", "2"):
+            cmds[f"against {jobs}"] = (plimsoll("--withheld", str(setfile), "--format", "json",
+                                                "-o", str(work / f"scan-against-{jobs}.json"),
+                                                "--jobs", jobs, str(root)), (0, 1))
     gitleaks = shutil.which("gitleaks")
     if gitleaks:
         cmds["gitleaks"] = ([gitleaks, "dir", "--no-banner", "--log-level", "error", "--config",
@@ -242,7 +243,8 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
     runs: dict[str, Run] = {}
     for _ in range(args.repeat):  # round by round: the load of a shared machine weighs alike
         for key, (cmd, ok) in cmds.items():
-            env = {**BYTECODE_ENV, "PYTHONPATH": args.against} if key == "against" else None
+            env = {**BYTECODE_ENV, "PYTHONPATH": args.against} if key.startswith("against") \
+                else None
             r = timed(cmd, 1, ok, env)
             if key not in runs or r.wall < runs[key].wall:
                 runs[key] = r
@@ -255,7 +257,9 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
         found["kingfisher"] = len(json.loads((work / "kingfisher.json").read_text() or "{}")
                                   .get("findings", []))
     if args.against:
-        found["against"] = len(json.loads((work / "scan-against.json").read_text())["findings"])
+        for jobs in ("1", "2"):
+            found[f"against {jobs}"] = len(json.loads(
+                (work / f"scan-against-{jobs}.json").read_text())["findings"])
     planted = "none" if args.corpus else sum(1 for i in range(len(files)) if i % 97 == 5)
     print(f"files {len(files)}, {mb:.0f} MB, {len(values)} values, planted in "
           f"{planted} files; {os.cpu_count()} cores, "
@@ -264,7 +268,8 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
     print(f"  {'':<28} {'wall':>8} {'MB/s':>7} {'CPU-s':>7} {'findings':>9}")
     names = {"read": "plain read", "jobs 1": "plimsoll-ci scan --jobs 1",
              "jobs 2": "plimsoll-ci scan --jobs 2", "jobs 0": "plimsoll-ci scan (default)",
-             "gitleaks": "gitleaks dir (1 rule)", "against": "--jobs 1, --against engine",
+             "gitleaks": "gitleaks dir (1 rule)", "against 1": "--against: --jobs 1",
+             "against 2": "--against: --jobs 2",
              "kingfisher": "kingfisher scan (1 rule)"}
     for key, r in runs.items():
         n = found.get(key)
@@ -288,8 +293,12 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
               f"(within 2x of it: {'met' if two.wall <= 2 * k.wall else 'NOT met'}); CPU "
               f"{k.cpu / two.cpu:.2f}")
     if args.against:
-        a = runs["against"]
-        same = (work / "scan-against.json").read_bytes() == (work / "scan-1.json").read_bytes()
+        a, a2 = runs["against 1"], runs["against 2"]
+        same = all((work / f"scan-against-{j}.json").read_bytes()
+                   == (work / "scan-1.json").read_bytes() for j in ("1", "2"))
+        print(f"        --jobs 2 speed-up over --jobs 1: this code {one.wall / two.wall:.2f}x, "
+              f"--against code {a.wall / a2.wall:.2f}x; this / --against, --jobs 2: "
+              f"{a2.wall / two.wall:.2f}x wall, {a2.cpu / two.cpu:.2f}x CPU")
         print(f"        this engine / --against engine (--jobs 1): {a.wall / one.wall:.2f}x "
               f"wall, {a.cpu / one.cpu:.2f}x CPU; same JSON report: {'yes' if same else 'NO'}")
     if args.naive:

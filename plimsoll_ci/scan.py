@@ -542,12 +542,14 @@ class Verdicts:
         scanner.prime_names(shipped for _, shipped, _ in todo)
         for label, shipped, key in todo:
             found = tuple(scanner.scan_name(shipped))
-            tokens = tuple(sorted(t for t in scanner.redact_tokens if t in shipped)) \
-                if found else ()
-            verdict = Verdict(found, (), 0, tokens)
+            verdict = Verdict(found, (), 0, tuple(sorted(
+                t for t in scanner.redact_tokens if t in shipped))) if found else _NO_NAME
             if self.cache is not None:
                 self.cache.put(key, verdict)
             self.placer.name(label, shipped, verdict)
+
+
+_NO_NAME = Verdict((), (), 0)  # the verdict of most names, shared
 
 
 class _Placed:
@@ -566,6 +568,8 @@ class _Placed:
     def content(self, label: str, key: str, verdict: Verdict) -> None:
         """A content's verdict placed at its file."""
         self.sizes[label] = min(verdict.size, self.bound)
+        if verdict.clean and not verdict.tokens:  # most files: nothing more to place
+            return
         self.findings += [f._replace(path=label) for f in verdict.findings]
         self.notes += [f"{label}: {n}" for n in verdict.notes]
         self.tokens.update(verdict.tokens)
@@ -658,8 +662,10 @@ class ShipScan:
         if label in self._placed.order:
             return
         self._placed.order[label] = len(self._placed.order)
-        shipped = shown_path(item.shipped) if item.shipped is not None else label
-        self.verdicts.add(item._replace(label=label, shipped=shipped))
+        shipped = shown_path(item.shipped) if item.shipped is not None else None
+        if label != item.label or shipped != item.shipped:  # (None: shipped as labelled)
+            item = item._replace(label=label, shipped=shipped)
+        self.verdicts.add(item)
 
     def finish(self) -> ScanResult:
         """Scan what is queued and return the result: de-duplicated, sorted, redacted."""
