@@ -27,6 +27,8 @@ from typing import BinaryIO, NamedTuple
 _OPEN = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
 NOT_REGULAR = "not a regular file (a pipe, socket or device): its name was scanned, its contents " \
               "not read"
+OUT_OF_ROOT = "out of the scanned root when it was read (a link or folder swapped in after it was " \
+              "listed), not followed"
 
 
 class OnDisk(NamedTuple):
@@ -136,31 +138,33 @@ def read(disk: OnDisk, whole: int) -> Opened:
         return Opened(b"", None, 0, f"cannot read ({e.strerror}): its contents were not scanned")
     try:
         st = os.fstat(fd)
-        why = NOT_REGULAR if not stat.S_ISREG(st.st_mode) else \
-            "out of the scanned root when it was read (a link or folder swapped in after it " \
-            "was listed), not followed" if disk.root and not _opened_inside(fd, st, disk) else ""
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            return Opened(b"", None, 0, NOT_REGULAR)
+        if disk.root and not _opened_inside(fd, st, disk):
+            os.close(fd)
+            return Opened(b"", None, 0, OUT_OF_ROOT)
+        if st.st_size <= whole:  # (os.read: no file object for the many small files)
+            data = os.read(fd, st.st_size + 1)
+            while data and len(data) <= whole:  # to its end, or past `whole` if it grew
+                more = os.read(fd, whole + 1 - len(data))
+                if not more:
+                    break
+                data += more
+            if len(data) <= whole:
+                os.close(fd)
+                return Opened(data, None, len(data))
+            os.lseek(fd, 0, os.SEEK_SET)  # it grew since: read it as it is scanned
+        size = max(st.st_size, os.fstat(fd).st_size)
     except OSError as e:
-        why = f"cannot read ({e.strerror}): its contents were not scanned"
-    if why:
         os.close(fd)
-        return Opened(b"", None, 0, why)
-    fh = os.fdopen(fd, "rb")
-    try:
-        if st.st_size > whole:
-            return Opened(b"", fh, st.st_size)
-        data = fh.read(whole + 1)
-        if len(data) > whole:  # it grew since: read it as it is scanned
-            fh.seek(0)
-            return Opened(b"", fh, max(len(data), os.fstat(fd).st_size))
-        fh.close()
-        return Opened(data, None, len(data))
-    except OSError as e:
-        fh.close()
         return Opened(b"", None, 0, f"cannot read ({e.strerror}): its contents were not scanned")
+    return Opened(b"", os.fdopen(fd, "rb"), size)
 
 
 def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+    return path.startswith(root) and (len(path) == len(root) or path[len(root)] == os.sep
+                                      or root.endswith(os.sep))
 
 
 def _opened_inside(fd: int, st: os.stat_result, disk: OnDisk) -> bool:
