@@ -25,7 +25,8 @@ variable is dropped and the cache goes to a folder of the benchmark's.
 
 Cold start: `plimsoll-ci scan` on small inputs (ten task-folder files, 1 to 24 MB) with
 `--jobs 1` and with the default: the default must never be slower than one process, since
-workers start only once three batches (12 MiB) are queued; and beside `python3 -c pass`.
+workers start only once `scan.PARALLEL_FROM` batches (24 MiB) are queued; and beside
+`python3 -c pass`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from plimsoll_ci.scan import BATCH_BYTES, PARALLEL_FROM  # noqa: E402
 from plimsoll_ci.withheld import build_set, dumps  # noqa: E402
 
 WORDS = ("alpha beta gamma delta drone gate pad wind gust thrust pitch roll yaw motor payload "
@@ -316,7 +318,7 @@ def cold_start(args: argparse.Namespace, values: list[str], work: Path) -> None:
     for k in range(10):  # ten files the size of a task folder's
         (ten / f"f{k}.txt").write_text(_source(random.Random(k))[: 1000 + 400 * k])
     inputs.append(("10 files, 23 KB", ten))
-    for mb in (1, 3, 6, 12, 24):
+    for mb in (1, 3, 6, 12, 24, 48):
         folder = work / f"mb{mb}"
         folder.mkdir()
         total, i = 0, 0
@@ -338,7 +340,7 @@ def cold_start(args: argparse.Namespace, values: list[str], work: Path) -> None:
             dflt.append(timed(plimsoll("--withheld", str(setfile), str(folder)), 1).wall)
         ratio = min(dflt) / min(one)
         size = sum(p.stat().st_size for p in folder.iterdir())
-        same = size < 3 * 4 * 1024 * 1024  # under three batches: the default is one process too
+        same = size < PARALLEL_FROM * BATCH_BYTES  # too few batches: one process either way
         worst = max(worst, ratio) if not same else worst
         print(f"  {name:<22} {min(one) * 1000:7.0f}ms {min(dflt) * 1000:7.0f}ms "
               f"{ratio:18.2f}x{'  (one process either way: noise)' if same else ''}")

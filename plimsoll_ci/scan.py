@@ -232,12 +232,14 @@ def _over_bound(size: int, bound: int) -> str:
 BATCH_BYTES = 4 * 1024 * 1024  # files are scanned in joined batches of about this size
 _BATCH_FILES = 20_000
 _BATCH_UNREAD = 2_000  # blobs read from git per batch
-# Workers are forked when the third full batch is flushed (the scan holds over 12 MiB): starting
-# two costs about 100 ms (the pool's imports, the fork, the shutdown) and a batch takes about as
-# long on one core, so they pay from the fourth batch on (benchmarks/bench_scan.py). The first
-# batch is judged here at once; the ones after it are held (a batch of paths, or of contents)
-# until the workers start, or judged here when the scan ends first.
-PARALLEL_FROM = 3
+# Workers are forked when the sixth full batch is flushed (the scan holds over 24 MiB). Starting
+# two takes about 30 ms (the pool's imports, the fork, the shutdown), but a batch now takes only
+# 50-60 ms on one core, and on a shared machine the workers and this process contend for the
+# cores: with the fork at 12 MiB, inputs of 12-24 MB ran up to 1.3x slower than one process at a
+# load of 3 (benchmarks/bench_scan.py, cold start). The first batch is judged here at once (numpy
+# and the engine's tables load before the fork); the ones after it are held (a batch of paths,
+# or of contents) until the workers start, or judged here when the scan ends first.
+PARALLEL_FROM = 6
 
 # --------------------------------------------------------------------------- one batch, anywhere
 # A batch is judged by `_judge` in this process, or in a forked worker (`pool.start`) that holds
