@@ -16,8 +16,8 @@ Target (issue 19): `--jobs 2` >= 2.5x gitleaks' wall speed on 2 cores, i.e. a wa
 gitleaks / plimsoll >= 2.5.
 
 --corpus DIR scans a folder of real files instead (nothing planted); --against DIR also runs
-`scan --jobs 1` with the engine of another checkout (e.g. `git worktree add /tmp/old REV`), for
-before / after in the same run.
+`scan --jobs 1` and `--jobs 2` with the code of another checkout (e.g. `git worktree add /tmp/old
+REV`), for before / after in the same run: walls, and the --jobs 2 speed-up over --jobs 1 of each.
 
 Every plimsoll-ci run has its bytecode cached, as an installed package has it (a source checkout
 run with PYTHONDONTWRITEBYTECODE=1 would compile every changed module on every run): the
@@ -25,7 +25,8 @@ variable is dropped and the cache goes to a folder of the benchmark's.
 
 Cold start: `plimsoll-ci scan` on small inputs (ten task-folder files, 1 to 24 MB) with
 `--jobs 1` and with the default: the default must never be slower than one process, since
-workers start only once three batches (12 MiB) are queued; and beside `python3 -c pass`.
+workers start only once `scan.PARALLEL_FROM` batches (24 MiB) are queued; and beside
+`python3 -c pass`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from plimsoll_ci.scan import BATCH_BYTES, PARALLEL_FROM  # noqa: E402
 from plimsoll_ci.withheld import build_set, dumps  # noqa: E402
 
 WORDS = ("alpha beta gamma delta drone gate pad wind gust thrust pitch roll yaw motor payload "
@@ -222,10 +224,11 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
         cmds[f"jobs {jobs}"] = (plimsoll("--withheld", str(setfile), "--format", "json", "-o",
                                          str(work / f"scan-{jobs}.json"), "--jobs", jobs,
                                          str(root)), (0, 1))
-    if args.against:  # the same scan with another checkout's engine: before / after, same run
-        cmds["against"] = (plimsoll("--withheld", str(setfile), "--format", "json", "-o",
-                                    str(work / "scan-against.json"), "--jobs", "1", str(root)),
-                           (0, 1))
+    if args.against:  # the same scans with another checkout's code: before / after, same run
+        for jobs in ("1", "2"):
+            cmds[f"against {jobs}"] = (plimsoll("--withheld", str(setfile), "--format", "json",
+                                                "-o", str(work / f"scan-against-{jobs}.json"),
+                                                "--jobs", jobs, str(root)), (0, 1))
     gitleaks = shutil.which("gitleaks")
     if gitleaks:
         cmds["gitleaks"] = ([gitleaks, "dir", "--no-banner", "--log-level", "error", "--config",
@@ -242,7 +245,8 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
     runs: dict[str, Run] = {}
     for _ in range(args.repeat):  # round by round: the load of a shared machine weighs alike
         for key, (cmd, ok) in cmds.items():
-            env = {**BYTECODE_ENV, "PYTHONPATH": args.against} if key == "against" else None
+            env = {**BYTECODE_ENV, "PYTHONPATH": args.against} if key.startswith("against") \
+                else None
             r = timed(cmd, 1, ok, env)
             if key not in runs or r.wall < runs[key].wall:
                 runs[key] = r
@@ -255,7 +259,9 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
         found["kingfisher"] = len(json.loads((work / "kingfisher.json").read_text() or "{}")
                                   .get("findings", []))
     if args.against:
-        found["against"] = len(json.loads((work / "scan-against.json").read_text())["findings"])
+        for jobs in ("1", "2"):
+            found[f"against {jobs}"] = len(json.loads(
+                (work / f"scan-against-{jobs}.json").read_text())["findings"])
     planted = "none" if args.corpus else sum(1 for i in range(len(files)) if i % 97 == 5)
     print(f"files {len(files)}, {mb:.0f} MB, {len(values)} values, planted in "
           f"{planted} files; {os.cpu_count()} cores, "
@@ -264,7 +270,8 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
     print(f"  {'':<28} {'wall':>8} {'MB/s':>7} {'CPU-s':>7} {'findings':>9}")
     names = {"read": "plain read", "jobs 1": "plimsoll-ci scan --jobs 1",
              "jobs 2": "plimsoll-ci scan --jobs 2", "jobs 0": "plimsoll-ci scan (default)",
-             "gitleaks": "gitleaks dir (1 rule)", "against": "--jobs 1, --against engine",
+             "gitleaks": "gitleaks dir (1 rule)", "against 1": "--against: --jobs 1",
+             "against 2": "--against: --jobs 2",
              "kingfisher": "kingfisher scan (1 rule)"}
     for key, r in runs.items():
         n = found.get(key)
@@ -288,8 +295,12 @@ def throughput(args: argparse.Namespace, values: list[str], work: Path) -> None:
               f"(within 2x of it: {'met' if two.wall <= 2 * k.wall else 'NOT met'}); CPU "
               f"{k.cpu / two.cpu:.2f}")
     if args.against:
-        a = runs["against"]
-        same = (work / "scan-against.json").read_bytes() == (work / "scan-1.json").read_bytes()
+        a, a2 = runs["against 1"], runs["against 2"]
+        same = all((work / f"scan-against-{j}.json").read_bytes()
+                   == (work / "scan-1.json").read_bytes() for j in ("1", "2"))
+        print(f"        --jobs 2 speed-up over --jobs 1: this code {one.wall / two.wall:.2f}x, "
+              f"--against code {a.wall / a2.wall:.2f}x; this / --against, --jobs 2: "
+              f"{a2.wall / two.wall:.2f}x wall, {a2.cpu / two.cpu:.2f}x CPU")
         print(f"        this engine / --against engine (--jobs 1): {a.wall / one.wall:.2f}x "
               f"wall, {a.cpu / one.cpu:.2f}x CPU; same JSON report: {'yes' if same else 'NO'}")
     if args.naive:
@@ -307,7 +318,7 @@ def cold_start(args: argparse.Namespace, values: list[str], work: Path) -> None:
     for k in range(10):  # ten files the size of a task folder's
         (ten / f"f{k}.txt").write_text(_source(random.Random(k))[: 1000 + 400 * k])
     inputs.append(("10 files, 23 KB", ten))
-    for mb in (1, 3, 6, 12, 24):
+    for mb in (1, 3, 6, 12, 24, 48):
         folder = work / f"mb{mb}"
         folder.mkdir()
         total, i = 0, 0
@@ -329,7 +340,7 @@ def cold_start(args: argparse.Namespace, values: list[str], work: Path) -> None:
             dflt.append(timed(plimsoll("--withheld", str(setfile), str(folder)), 1).wall)
         ratio = min(dflt) / min(one)
         size = sum(p.stat().st_size for p in folder.iterdir())
-        same = size < 3 * 4 * 1024 * 1024  # under three batches: the default is one process too
+        same = size < PARALLEL_FROM * BATCH_BYTES  # too few batches: one process either way
         worst = max(worst, ratio) if not same else worst
         print(f"  {name:<22} {min(one) * 1000:7.0f}ms {min(dflt) * 1000:7.0f}ms "
               f"{ratio:18.2f}x{'  (one process either way: noise)' if same else ''}")

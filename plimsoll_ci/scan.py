@@ -17,8 +17,8 @@ shown tree, cuts files at the file bound, de-duplicates, redacts (`Redactor`), c
 
 Over 600 lines because it is the one front end: `Verdicts` (batching, cache, file bound, names)
 and the placers on it (`ShipScan`; the tripwire's and history's elsewhere) share one protocol and
-are read together. The folder walk behind `scan PATH` (`scan_paths`) is the part that could stand
-alone, if this grows.
+are read together. The folder walk behind `scan PATH` and the checked read of each file stand
+alone in `plimsoll_ci.ondisk`; `scan_paths` only hands their files to a session.
 """
 
 from __future__ import annotations
@@ -27,15 +27,14 @@ import contextlib
 import functools
 import hashlib
 import os
-import stat
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple, Protocol
 
-from plimsoll_ci import pool
-from plimsoll_ci.engine import Finding, Limits, Scanner, dedupe, memory_floor, windowing
+from plimsoll_ci import ondisk, pool
+from plimsoll_ci.engine import Finding, Limits, Scanner, dedupe, memory_floor
 from plimsoll_ci.errors import BadInput, ConfigError
 from plimsoll_ci.git import blob_id
 from plimsoll_ci.redact import REDACTED, Redactor
@@ -133,17 +132,19 @@ class Item(NamedTuple):
 
     `label` is how findings name it (a repository path, `SET:path` for builder output, a path on
     disk); `shipped` is its path as it ships, on which names are checked (None: the label; ""
-    checks no name). `data` None means "read it by `blob`" through the session's reader. `blob`
-    is the git blob id when known, the content's cache key (else computed from `data`).
+    checks no name). `data` None means "read it from `disk`", else "read it by `blob`" through
+    the session's reader. `blob` is the git blob id when known, the content's cache key (else
+    computed from `data`; a file read from `disk` has none and is not cached).
     """
 
     label: str
     data: bytes | None
     shipped: str | None = None
     blob: str | None = None
-    # A long file on disk is not read into memory: `open` opens it to be read a piece at a
-    # time (`data` is then None), and `size` is its true size.
-    open: Callable[[], BinaryIO] | None = None
+    # A file on disk is read where it is scanned (here, or in a worker): `disk` says how
+    # (`data` is then None; a long file is read a piece at a time), and `size` is its size
+    # when it was listed (what it weighs in a batch).
+    disk: ondisk.OnDisk | None = None
     size: int | None = None
 
 
@@ -231,10 +232,14 @@ def _over_bound(size: int, bound: int) -> str:
 BATCH_BYTES = 4 * 1024 * 1024  # files are scanned in joined batches of about this size
 _BATCH_FILES = 20_000
 _BATCH_UNREAD = 2_000  # blobs read from git per batch
-# Workers are forked when the third full batch is flushed (the scan holds over 12 MiB): starting
-# two costs about 100 ms (the pool's imports, the fork, the shutdown) and a batch takes about as
-# long on one core, so they pay from the fourth batch on (benchmarks/bench_scan.py).
-PARALLEL_FROM = 3
+# Workers are forked when the sixth full batch is flushed (the scan holds over 24 MiB). Starting
+# two takes about 30 ms (the pool's imports, the fork, the shutdown), but a batch now takes only
+# 50-60 ms on one core, and on a shared machine the workers and this process contend for the
+# cores: with the fork at 12 MiB, inputs of 12-24 MB ran up to 1.3x slower than one process at a
+# load of 3 (benchmarks/bench_scan.py, cold start). The first batch is judged here at once (numpy
+# and the engine's tables load before the fork); the ones after it are held (a batch of paths,
+# or of contents) until the workers start, or judged here when the scan ends first.
+PARALLEL_FROM = 6
 
 # --------------------------------------------------------------------------- one batch, anywhere
 # A batch is judged by `_judge` in this process, or in a forked worker (`pool.start`) that holds
@@ -244,7 +249,8 @@ PARALLEL_FROM = 3
 
 _WORKER: dict[str, Scanner] = {}
 
-Batch = list[tuple[str, bytes, int, str]]  # (label, data up to the file bound, size, cut note)
+# (label, data up to the file bound, size, cut note, the file on disk to read instead of data)
+Batch = list[tuple[str, bytes, int, str, "ondisk.OnDisk | None"]]
 Judged = tuple[list[Verdict], list[str], set[str]]  # verdicts, notes of no file, redact tokens
 
 
@@ -254,31 +260,69 @@ def _worker_init(scanner: Scanner) -> None:
 
 def _judge(batch: Batch, scanner: Scanner | None = None) -> Judged:
     """One verdict per file of `batch` (in order), the engine notes no file owns, and the texts
-    the engine learned to redact (member names carrying a value); `scanner` None: the worker's."""
+    the engine learned to redact (member names carrying a value); `scanner` None: the worker's.
+    A file on disk is read here (`ondisk.read`: the same checks wherever it runs); a long one is
+    scanned a piece at a time."""
     scanner = scanner or _WORKER["scanner"]
     known = set(scanner.redact_tokens)
-    found, notes = scanner.scan_contents([(label, data) for label, data, _, _ in batch])
+    whole = min(scanner.windowing.size, scanner.limits.max_file_bytes)
+    files: list[tuple[str, bytes, int, list[str]]] = []  # (label, data, size, notes so far)
+    streamed: dict[str, Verdict] = {}
+    for label, data, size, cut, disk in batch:
+        if disk is None:
+            files.append((label, data, size, [cut] if cut else []))
+            continue
+        opened = ondisk.read(disk, whole)
+        if opened.stream is not None:
+            with opened.stream as fh:
+                streamed[label] = _scan_stream(scanner, label, fh, opened.size)
+        else:
+            files.append((label, opened.data, opened.size, [opened.note] if opened.note else []))
+    found, notes = scanner.scan_contents([(label, data) for label, data, _, _ in files])
     by_label: dict[str, list[Finding]] = {}
     for f in found:
         by_label.setdefault(f.path, []).append(f._replace(path=""))
     notes_of: dict[str, list[str]] = {}
     stray: list[str] = []
     for n in notes:  # every engine note starts with its file's label
-        owner = max((lb for lb, _, _, _ in batch if n.startswith(lb + ": ")), key=len,
+        owner = max((lb for lb, _, _, _ in files if n.startswith(lb + ": ")), key=len,
                     default="")
         if owner:
             notes_of.setdefault(owner, []).append(n[len(owner) + 2:])
         else:
             stray.append(n)
-    verdicts = []
-    for label, _data, size, cut in batch:
-        rel = by_label.get(label, [])
-        # an archive member's name that carries a value is shown redacted in its chain
-        tokens = tuple(sorted(t for t in scanner.redact_tokens
-                              if any(f.where == "name" and t in f.chain for f in rel)))
-        verdicts.append(Verdict(tuple(rel), tuple(([cut] if cut else [])
-                                                  + notes_of.get(label, [])), size, tokens))
+    judged = dict(streamed)
+    for label, _data, size, early in files:
+        rel = tuple(by_label.get(label, []))
+        judged[label] = Verdict(rel, tuple(early + notes_of.get(label, [])), size,
+                                _name_tokens(scanner, rel))
+    verdicts = [judged[label] for label, *_ in batch]
     return verdicts, stray, scanner.redact_tokens - known
+
+
+def _name_tokens(scanner: Scanner, found: tuple[Finding, ...]) -> tuple[str, ...]:
+    """The texts of an archive member's name that carries a value: shown redacted in its chain."""
+    return tuple(sorted(t for t in scanner.redact_tokens
+                        if any(f.where == "name" and t in f.chain for f in found)))
+
+
+def _scan_stream(scanner: Scanner, label: str, fh: BinaryIO, size: int) -> Verdict:
+    """A long file, read a piece at a time up to the file bound as the engine scans it."""
+    bound = scanner.limits.max_file_bytes
+    left = bound
+
+    def read(n: int) -> bytes:
+        nonlocal left
+        chunk = fh.read(min(n, left))
+        left -= len(chunk)
+        return chunk
+
+    found, notes = scanner.scan_stream(label, read)
+    size = max(size, bound - left)
+    cut = [_over_bound(size, bound)] if size > bound else []
+    rel = tuple(f._replace(path="") for f in found)
+    return Verdict(rel, tuple(cut + [n[len(label) + 2:] for n in notes]), size,
+                   _name_tokens(scanner, rel))
 
 
 def _read_behind(read: Callable[[list[str]], Mapping[str, bytes]], oids: list[str]
@@ -330,6 +374,9 @@ class Verdicts:
         self.tokens: set[str] = set()  # texts the workers' engines learned to redact
         self._work = pool.InOrder()  # batches judged here or in workers, taken in order
         self._full = 0  # batches flushed full
+        self._started = False  # whether workers were asked for (`pool.start`)
+        # batches (or cached verdicts) given while workers may yet start: (batch, verdict, take)
+        self._held: list[tuple[Batch | None, Verdict | None, Callable[[Any], None]]] = []
         self.wset = wset
         self.limits = limits or Limits()
         self.cache = cache
@@ -337,7 +384,6 @@ class Verdicts:
         self._scanner: Scanner | None = None
         self.batch_bytes = BATCH_BYTES  # a caller with many small items may batch smaller
         self._pending: list[tuple[str, str, Item]] = []  # (label, content key, item)
-        self._streams: list[tuple[str, Item]] = []  # long files on disk, read as they are scanned
         self._pending_bytes = 0
         self._unread = 0
         self._names: list[tuple[str, str]] = []  # (label, shipped) still to check
@@ -364,21 +410,14 @@ class Verdicts:
         shipped = item.shipped if item.shipped is not None else label
         if shipped:
             self.add_name(label, shipped)
-        if item.data is None and item.open is not None:
-            self._streams.append((label, item))
-            return
-        if item.data is None and (item.blob is None or self.read is None):
+        on_disk = item.data is None and item.disk is not None
+        if item.data is None and not on_disk and (item.blob is None or self.read is None):
             raise ValueError(f"{label}: no data and no way to read blob {item.blob}")
-        key = content_key(item) if (self.cache is not None or item.blob) else ""
+        key = content_key(item) if (self.cache is not None or item.blob) and not on_disk else ""
         if key:
             cached = self.cache.get(key) if self.cache is not None else None
-            if cached is not None and self._work.idle:
-                self.placer.content(label, key, cached)
-                self._flush_if_full()
-                return
-            if cached is not None:  # taken after the batches still being judged
-                self._work.put(lambda v: v, (cached,),
-                               functools.partial(self.placer.content, label, key), here=True)
+            if cached is not None:  # placed after the batches given before it
+                self._give(None, cached, functools.partial(self.placer.content, label, key))
                 self._flush_if_full()
                 return
             if key in self._same:  # the same content under another label: one scan
@@ -386,7 +425,9 @@ class Verdicts:
                 return
             self._same[key] = [label]
         self._pending.append((label, key, item))
-        if item.data is None:
+        if on_disk:
+            self._pending_bytes += min(item.size or 0, self.limits.max_file_bytes)
+        elif item.data is None:
             self._unread += 1
         else:
             self._pending_bytes += min(len(item.data), self.limits.max_file_bytes)
@@ -407,36 +448,55 @@ class Verdicts:
         """Scan everything queued; its verdicts are placed in turn (before `finish` returns)."""
         pending, self._pending = self._pending, []
         self._pending_bytes = self._unread = 0
-        need = [it.blob for _, _, it in pending if it.data is None]
+        need = [it.blob for _, _, it in pending if it.data is None and it.disk is None]
         # git reads the blobs while this process checks the names (and builds the engine)
         reading = _read_behind(self.read, need) if need and self.read is not None else None
         try:
             self._check_names()
         finally:
             blobs = reading() if reading is not None else {}
-        streams, self._streams = self._streams, []
-        for label, item in streams:
-            self._work.put(self._scan_stream, (label, item),
-                           functools.partial(self.placer.content, label, ""), here=True)
         if not pending:
             return
         bound = self.limits.max_file_bytes
         batch: Batch = []
         placed: list[tuple[str, list[str]]] = []  # (content key, labels sharing the verdict)
         for label, key, it in pending:
+            if it.data is None and it.disk is not None:  # read where it is judged
+                batch.append((label, b"", it.size or 0, "", it.disk))
+                placed.append((key, [label]))
+                continue
             data = it.data if it.data is not None else blobs[it.blob]  # type: ignore[index]
             size = max(len(data), it.size or 0)  # (a reader may stop one byte past)
             cut = _over_bound(size, bound) if len(data) > bound else ""
-            batch.append((label, data[:bound] if cut else data, size, cut))
+            batch.append((label, data[:bound] if cut else data, size, cut, None))
             placed.append((key, self._same.pop(key, [label]) if key else [label]))
+        first = self._full == 0
         self._full += full
-        if self._full == PARALLEL_FROM and self.jobs > 1:
-            # the first batches were judged here (the engine's large-buffer path, numpy among
-            # it, is loaded before the fork and shared); from this one on, workers judge them
-            self._work.pool = pool.start(self.jobs, _worker_init, (self.scanner,))
-            self._work.ahead = 2 * self.jobs
         take = functools.partial(self._take_batch, placed)
-        if self._work.pool is not None:
+        if self.jobs > 1 and not self._started:
+            if self._full >= PARALLEL_FROM:
+                # the first batch was judged here (the engine's large-buffer path, numpy among
+                # it, is loaded before the fork and shared); workers judge the rest
+                self._started = True
+                self._work.pool = pool.start(self.jobs, _worker_init, (self.scanner,))
+                self._work.ahead = 2 * self.jobs
+                held, self._held = self._held, []
+                for work in held:
+                    self._give(*work)
+            elif not first:  # kept for the workers, should enough follow (else judged here)
+                self._held.append((batch, None, take))
+                return
+        self._give(batch, None, take)
+
+    def _give(self, batch: Batch | None, cached: Verdict | None,
+              take: Callable[[Any], None]) -> None:
+        """Judge `batch` (in a worker once they run), or pass a cached verdict on, and `take`
+        the result after everything given before it; kept back while batches are held."""
+        if self._held:
+            self._held.append((batch, cached, take))
+        elif batch is None:
+            self._work.put(lambda v: v, (cached,), take, here=True)
+        elif self._work.pool is not None:
             self._work.put(_judge, (batch,), take)
         else:
             self._work.put(_judge, (batch, self.scanner), take)
@@ -455,6 +515,9 @@ class Verdicts:
         """Scan everything queued and place every verdict, in order; stop the workers."""
         try:
             self.flush()
+            held, self._held = self._held, []  # no workers started: judged here, in turn
+            for work in held:
+                self._give(*work)
             self._work.drain()
         finally:
             self.close()
@@ -464,27 +527,6 @@ class Verdicts:
         workers, self._work.pool = self._work.pool, None
         if workers is not None:
             workers.shutdown(wait=True, cancel_futures=True)
-
-    def _scan_stream(self, label: str, item: Item) -> Verdict:
-        """A long file, read a piece at a time up to the file bound as the engine scans it."""
-        bound = self.limits.max_file_bytes
-        assert item.open is not None
-        with item.open() as fh:
-            left = bound
-
-            def read(n: int) -> bytes:
-                nonlocal left
-                chunk = fh.read(min(n, left))
-                left -= len(chunk)
-                return chunk
-
-            found, notes = self.scanner.scan_stream(label, read)
-            size = max(item.size or 0, bound - left)
-        cut = [_over_bound(size, bound)] if size > bound else []
-        rel = tuple(f._replace(path="") for f in found)
-        tokens = tuple(sorted(t for t in self.scanner.redact_tokens
-                              if any(f.where == "name" and t in f.chain for f in rel)))
-        return Verdict(rel, tuple(cut + [n[len(label) + 2:] for n in notes]), size, tokens)
 
     def _check_names(self) -> None:
         names, self._names = self._names, []
@@ -502,12 +544,14 @@ class Verdicts:
         scanner.prime_names(shipped for _, shipped, _ in todo)
         for label, shipped, key in todo:
             found = tuple(scanner.scan_name(shipped))
-            tokens = tuple(sorted(t for t in scanner.redact_tokens if t in shipped)) \
-                if found else ()
-            verdict = Verdict(found, (), 0, tokens)
+            verdict = Verdict(found, (), 0, tuple(sorted(
+                t for t in scanner.redact_tokens if t in shipped))) if found else _NO_NAME
             if self.cache is not None:
                 self.cache.put(key, verdict)
             self.placer.name(label, shipped, verdict)
+
+
+_NO_NAME = Verdict((), (), 0)  # the verdict of most names, shared
 
 
 class _Placed:
@@ -526,6 +570,8 @@ class _Placed:
     def content(self, label: str, key: str, verdict: Verdict) -> None:
         """A content's verdict placed at its file."""
         self.sizes[label] = min(verdict.size, self.bound)
+        if verdict.clean and not verdict.tokens:  # most files: nothing more to place
+            return
         self.findings += [f._replace(path=label) for f in verdict.findings]
         self.notes += [f"{label}: {n}" for n in verdict.notes]
         self.tokens.update(verdict.tokens)
@@ -618,8 +664,10 @@ class ShipScan:
         if label in self._placed.order:
             return
         self._placed.order[label] = len(self._placed.order)
-        shipped = shown_path(item.shipped) if item.shipped is not None else label
-        self.verdicts.add(item._replace(label=label, shipped=shipped))
+        shipped = shown_path(item.shipped) if item.shipped is not None else None
+        if label != item.label or shipped != item.shipped:  # (None: shipped as labelled)
+            item = item._replace(label=label, shipped=shipped)
+        self.verdicts.add(item)
 
     def finish(self) -> ScanResult:
         """Scan what is queued and return the result: de-duplicated, sorted, redacted."""
@@ -715,96 +763,29 @@ def scan_items(items: Iterable[Item | tuple[str, bytes] | tuple[str, str, bytes]
 # --------------------------------------------------------------------------- folders on disk
 
 
-def _walk(root: str, label: str, notes: list[str]) -> Iterable[tuple[str, str, bool]]:
-    """(shown path, path to read or "" for the name only, whether it is known to be a regular
-    file) for every file under `root`, top-down, sorted by name: files before sub-folders."""
-    real_root = os.path.realpath(root)
-    stack = [(root, "" if label == "/" else label)]
-    while stack:
-        folder, shown_folder = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError as e:
-            notes.append(f"{shown_folder or '/'}: cannot list ({e.strerror})")
-            continue
-        subfolders = []
-        for e in entries:
-            shown = f"{shown_folder}/{e.name}"
-            try:
-                if e.is_dir(follow_symlinks=False):
-                    subfolders.append((e.path, shown))
-                    continue
-                if e.is_file(follow_symlinks=False):
-                    yield shown, e.path, True
-                    continue
-                if not e.is_symlink():
-                    yield shown, e.path, False  # a pipe, socket or device: checked when read
-                    continue
-            except OSError:
-                yield shown, e.path, False
-                continue
-            target = os.path.realpath(e.path)
-            if os.path.isdir(target):
-                notes.append(f"{shown}: symbolic link to a folder, not followed")
-                continue
-            inside = target == real_root or target.startswith(real_root + os.sep)
-            if not inside:
-                notes.append(f"{shown}: symbolic link out of the scanned root, not followed")
-                yield shown, "", False  # the name still ships
-            elif not os.path.isfile(target):
-                notes.append(f"{shown}: symbolic link to nothing or a loop, not followed")
-                yield shown, "", False
-            else:
-                yield shown, e.path, False
-        stack.extend(reversed(subfolders))
-
-
-def _read_shown(shown: str, full: str, regular: bool, whole: int, notes: list[str]) -> Item:
-    """A file as an `Item`: its bytes when it has up to `whole` of them, else a way to open it
-    and its true size (it is read a piece at a time as it is scanned); b"" with a note when it
-    is not a regular file or cannot be read (its name is scanned all the same)."""
-    if not full:
-        return Item(shown, b"")
-    try:
-        st = os.stat(full)
-        if not regular and not stat.S_ISREG(st.st_mode):
-            notes.append(f"{shown}: not a regular file (a pipe, socket or device): its name was "
-                         "scanned, its contents not read")
-            return Item(shown, b"")
-        if st.st_size > whole:
-            return Item(shown, None, open=lambda: open(full, "rb"), size=st.st_size)
-        with open(full, "rb") as fh:
-            data = fh.read(whole + 1)
-        if len(data) > whole:  # it grew since: read it as it is scanned
-            return Item(shown, None, open=lambda: open(full, "rb"), size=len(data))
-        return Item(shown, data)
-    except OSError as e:
-        notes.append(f"{shown}: cannot read ({e.strerror}): its contents were not scanned")
-        return Item(shown, b"")
-
-
 def scan_paths(paths: list[str], wset: WithheldSet, limits: Limits | None = None,
                mode: str | None = None, jobs: int | None = None) -> ScanResult:
     """Scan folders and files on disk. Missing paths are bad input (exit 2) before any scan.
 
-    A file is read whole when it is small (up to the engine's window size); a longer one is
-    read a piece at a time as it is scanned, so no file is ever held whole in memory. `jobs`:
-    worker processes (`ShipScan`)."""
+    This process lists the files (`ondisk.walk`: the folder rules); each is read where its
+    batch is judged, in this process or a worker (`ondisk.read`: the same rules again, on what
+    was opened), whole when it is small (up to the engine's window size), else a piece at a
+    time as it is scanned, so no file is ever held whole in memory. `jobs`: worker processes
+    (`ShipScan`)."""
     missing = [p for p in paths if not os.path.lexists(p)]
     if missing:
         raise BadInput("; ".join(f"path {p}: no such file or folder" for p in missing))
     session = ShipScan(wset, limits, mode=mode, jobs=jobs)
-    whole = min(windowing(session.limits).size, session.limits.max_file_bytes)
     notes: list[str] = []
     try:
         for p in paths:
             if os.path.isdir(p):  # (a link to a folder named on the command line is followed)
-                entries = _walk(p, p.rstrip("/") or "/", notes)
+                entries = ondisk.walk(p, p.rstrip("/") or "/", notes)
             else:
-                entries = iter([(p, p, False)])
-            for shown, full, regular in entries:
-                session.add(_read_shown(shown, full, regular, whole, notes))
+                entries = iter([ondisk.named(p)])
+            for e in entries:
+                session.add(Item(e.shown, b"" if e.disk is None else None, disk=e.disk,
+                                 size=e.size))
         for n in notes:
             session.note(n)
         return session.finish()

@@ -134,7 +134,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_scan_json_output_is_byte_for_byte_the_same_for_jobs_1_and_2(tmp_path, leak) -> None:
     # more batches than are judged before workers start, so two workers really split them
-    tree = make_tree(tmp_path / "tree", files=600, size=40_000)
+    tree = make_tree(tmp_path / "tree", files=1000, size=40_000)
     scanned = sum(min(p.stat().st_size, 50_000) for p in tree.rglob("*") if p.is_file())
     assert scanned > (scan.PARALLEL_FROM + 1) * scan.BATCH_BYTES
     doc, _ = build_set(values=[("seeds.txt:1", SEED), ("times.txt:1", DECIMAL),
