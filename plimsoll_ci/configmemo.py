@@ -135,7 +135,7 @@ def _write_memo(memo: Path, staged: str, code: str, declared: shipconfig.Declare
         with os.fdopen(fd, "wb") as fh:
             fh.write(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
         os.replace(tmp, memo)
-        _prune(memo.parent, "config-*.json", keep=32)
+        prune(memo.parent, "config-*.json", keep=32)
     except OSError:
         with contextlib.suppress(OSError):
             tmp.unlink()
@@ -175,8 +175,9 @@ def staged_config(repo: Path, path: Path, entries: Sequence[git.FileEntry] | Non
     return config._replace(path=path.resolve())
 
 
-def _prune(folder: Path, pattern: str, keep: int) -> None:
-    """Drop all but the `keep` newest memos."""
+def prune(folder: Path, pattern: str, keep: int) -> None:
+    """Drop all but the `keep` newest files of `folder` named like `pattern` (memos, the hook's
+    clean-content caches: other configs, sets, older versions)."""
     try:
         found = sorted(folder.glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
         for old in found[keep:]:

@@ -87,19 +87,9 @@ class CleanCache:
             tmp.write_text("".join(f"{k} {n}\n" for k, n in sorted(self.sizes.items())),
                            encoding="ascii")
             os.replace(tmp, self.path)
-            _prune(self.path.parent, "clean-*", keep=4)
+            configmemo.prune(self.path.parent, "clean-*", keep=4)
         except OSError:
             pass
-
-
-def _prune(folder: Path, pattern: str, keep: int) -> None:
-    """Drop all but the `keep` newest cache files (other sets, older scanner versions)."""
-    try:
-        found = sorted(folder.glob(pattern), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in found[keep:]:
-            old.unlink()
-    except OSError:
-        pass
 
 
 def _scanner_version() -> str:

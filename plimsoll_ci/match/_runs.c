@@ -348,45 +348,63 @@ done:
    base64 alphabet) 6 or more long, as `runs` gives them, and keep[r] = 1 for those that look
    like base64 (`candidates.kept_runs`): followed by `=` in `text`, or 12+ long with every bit of
    `both` (upper and lower case) among their class bytes. */
-static PyObject *base64_runs(PyObject *self, PyObject *args) {
-    Py_buffer view, text;
-    int bit, both;
-    if (!PyArg_ParseTuple(args, "y*y*ii", &view, &text, &bit, &both)) return NULL;
-    PyObject *result = NULL, *pairs = NULL, *keep = NULL;
-    Py_ssize_t n = view.len;
-    if (bit < 1 || bit > 255 || both < 1 || both > 255 || n != text.len || n > INT32_MAX - 16) {
-        PyErr_SetString(PyExc_ValueError, "base64_runs: classes as long as the text, bits 1..255");
-        goto done;
-    }
+typedef void (*Pick)(const uint8_t *c, const uint8_t *x, Py_ssize_t n, const int32_t *t,
+                     Py_ssize_t count, uint8_t *keep, const int *bits);
+
+/* The runs of class `bit` in `view` (class bytes of `text`) w + 1 or more long, and which of
+   them `pick` keeps, as (pairs, keep); `bits` are the caller's class bits for `pick`. */
+static PyObject *picked_runs(Py_buffer *view, Py_buffer *text, uint8_t bit, int w, Pick pick,
+                             const int *bits) {
+    Py_ssize_t n = view->len, count;
     int32_t *t = malloc((size_t)(n + 1) * sizeof(int32_t));
-    if (t == NULL) { PyErr_NoMemory(); goto done; }
-    const uint8_t *c = (const uint8_t *)view.buf, *x = (const uint8_t *)text.buf;
-    Py_ssize_t count;
+    if (t == NULL) return PyErr_NoMemory();
+    const uint8_t *c = (const uint8_t *)view->buf, *x = (const uint8_t *)text->buf;
     Py_BEGIN_ALLOW_THREADS
-    count = edges(c, n, (uint8_t)bit, 5, t) / 2;
+    count = edges(c, n, bit, w, t) / 2;
     Py_END_ALLOW_THREADS
-    pairs = PyBytes_FromStringAndSize((const char *)t, count * 2 * (Py_ssize_t)sizeof(int32_t));
-    keep = PyBytes_FromStringAndSize(NULL, count);
+    PyObject *result = NULL;
+    PyObject *pairs = PyBytes_FromStringAndSize((const char *)t,
+                                                count * 2 * (Py_ssize_t)sizeof(int32_t));
+    PyObject *keep = PyBytes_FromStringAndSize(NULL, count);
     if (pairs != NULL && keep != NULL) {
         uint8_t *k = (uint8_t *)PyBytes_AS_STRING(keep);
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t r = 0; r < count; r++) {
-            int32_t a = t[2 * r], e = t[2 * r + 1];
-            int ok = e < n && x[e] == '=';
-            if (!ok && e - a >= 12) {
-                uint8_t acc = 0;
-                for (int32_t i = a; i < e && (acc & both) != both; i++) acc |= c[i];
-                ok = (acc & both) == both;
-            }
-            k[r] = (uint8_t)ok;
-        }
+        pick(c, x, n, t, count, k, bits);
         Py_END_ALLOW_THREADS
         result = PyTuple_Pack(2, pairs, keep);
     }
     free(t);
-done:
     Py_XDECREF(pairs);
     Py_XDECREF(keep);
+    return result;
+}
+
+/* base64: followed by `=`, or 12+ long with every bit of bits[0] among the class bytes. */
+static void pick_base64(const uint8_t *c, const uint8_t *x, Py_ssize_t n, const int32_t *t,
+                        Py_ssize_t count, uint8_t *k, const int *bits) {
+    const uint8_t both = (uint8_t)bits[0];
+    for (Py_ssize_t r = 0; r < count; r++) {
+        int32_t a = t[2 * r], e = t[2 * r + 1];
+        int ok = e < n && x[e] == '=';
+        if (!ok && e - a >= 12) {
+            uint8_t acc = 0;
+            for (int32_t i = a; i < e && (acc & both) != both; i++) acc |= c[i];
+            ok = (acc & both) == both;
+        }
+        k[r] = (uint8_t)ok;
+    }
+}
+
+static PyObject *base64_runs(PyObject *self, PyObject *args) {
+    Py_buffer view, text;
+    int bit, both;
+    if (!PyArg_ParseTuple(args, "y*y*ii", &view, &text, &bit, &both)) return NULL;
+    PyObject *result = NULL;
+    if (bit < 1 || bit > 255 || both < 1 || both > 255 || view.len != text.len
+        || view.len > INT32_MAX - 16)
+        PyErr_SetString(PyExc_ValueError, "base64_runs: classes as long as the text, bits 1..255");
+    else
+        result = picked_runs(&view, &text, (uint8_t)bit, 5, pick_base64, &both);
     PyBuffer_Release(&view);
     PyBuffer_Release(&text);
     return result;
@@ -397,49 +415,34 @@ done:
    encoded text (`candidates.kept_runs`): of even length; when they are digits only (no class bit
    of `letters` among their class bytes, `digit` in all), 16 or more long and every high nibble
    (the bytes at even offsets) '2'..'7'; else at most one in five high nibbles outside it. */
+static void pick_hex(const uint8_t *c, const uint8_t *x, Py_ssize_t n, const int32_t *t,
+                     Py_ssize_t count, uint8_t *k, const int *bits) {
+    const uint8_t kinds = (uint8_t)(bits[0] | bits[1]), digit = (uint8_t)bits[1];
+    (void)n;
+    for (Py_ssize_t r = 0; r < count; r++) {
+        int32_t a = t[2 * r], e = t[2 * r + 1], len = e - a;
+        if (len % 2) { k[r] = 0; continue; }
+        uint8_t acc = 0;
+        int32_t bad = 0;
+        for (int32_t i = a; i < e; i += 2) {
+            acc |= c[i] | c[i + 1];
+            bad += (uint8_t)(x[i] - '2') > 5;
+        }
+        int digits_only = (acc & kinds) == digit;
+        k[r] = (uint8_t)(digits_only ? len >= 16 && bad == 0 : bad * 5 <= len / 2);
+    }
+}
+
 static PyObject *hex_runs(PyObject *self, PyObject *args) {
     Py_buffer view, text;
-    int bit, letters, digit;
-    if (!PyArg_ParseTuple(args, "y*y*iii", &view, &text, &bit, &letters, &digit)) return NULL;
-    PyObject *result = NULL, *pairs = NULL, *keep = NULL;
-    Py_ssize_t n = view.len;
-    if (bit < 1 || bit > 255 || letters < 1 || letters > 255 || digit < 1 || digit > 255
-        || n != text.len || n > INT32_MAX - 16) {
+    int bit, bits[2];
+    if (!PyArg_ParseTuple(args, "y*y*iii", &view, &text, &bit, &bits[0], &bits[1])) return NULL;
+    PyObject *result = NULL;
+    if (bit < 1 || bit > 255 || bits[0] < 1 || bits[0] > 255 || bits[1] < 1 || bits[1] > 255
+        || view.len != text.len || view.len > INT32_MAX - 16)
         PyErr_SetString(PyExc_ValueError, "hex_runs: classes as long as the text, bits 1..255");
-        goto done;
-    }
-    int32_t *t = malloc((size_t)(n + 1) * sizeof(int32_t));
-    if (t == NULL) { PyErr_NoMemory(); goto done; }
-    const uint8_t *c = (const uint8_t *)view.buf, *x = (const uint8_t *)text.buf;
-    Py_ssize_t count;
-    Py_BEGIN_ALLOW_THREADS
-    count = edges(c, n, (uint8_t)bit, 7, t) / 2;
-    Py_END_ALLOW_THREADS
-    pairs = PyBytes_FromStringAndSize((const char *)t, count * 2 * (Py_ssize_t)sizeof(int32_t));
-    keep = PyBytes_FromStringAndSize(NULL, count);
-    if (pairs != NULL && keep != NULL) {
-        uint8_t *k = (uint8_t *)PyBytes_AS_STRING(keep);
-        const uint8_t kinds = (uint8_t)(letters | digit);
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t r = 0; r < count; r++) {
-            int32_t a = t[2 * r], e = t[2 * r + 1], len = e - a;
-            if (len % 2) { k[r] = 0; continue; }
-            uint8_t acc = 0;
-            int32_t bad = 0;
-            for (int32_t i = a; i < e; i += 2) {
-                acc |= c[i] | c[i + 1];
-                bad += (uint8_t)(x[i] - '2') > 5;
-            }
-            int digits_only = (acc & kinds) == digit;
-            k[r] = (uint8_t)(digits_only ? len >= 16 && bad == 0 : bad * 5 <= len / 2);
-        }
-        Py_END_ALLOW_THREADS
-        result = PyTuple_Pack(2, pairs, keep);
-    }
-    free(t);
-done:
-    Py_XDECREF(pairs);
-    Py_XDECREF(keep);
+    else
+        result = picked_runs(&view, &text, (uint8_t)bit, 7, pick_hex, bits);
     PyBuffer_Release(&view);
     PyBuffer_Release(&text);
     return result;
