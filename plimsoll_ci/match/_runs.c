@@ -344,10 +344,6 @@ done:
     return result;
 }
 
-/* base64_runs(classes, text, bit, both) -> (pairs, keep): the runs of class `bit` (the
-   base64 alphabet) 6 or more long, as `runs` gives them, and keep[r] = 1 for those that look
-   like base64 (`candidates.kept_runs`): followed by `=` in `text`, or 12+ long with every bit of
-   `both` (upper and lower case) among their class bytes. */
 typedef void (*Pick)(const uint8_t *c, const uint8_t *x, Py_ssize_t n, const int32_t *t,
                      Py_ssize_t count, uint8_t *keep, const int *bits);
 
@@ -379,7 +375,10 @@ static PyObject *picked_runs(Py_buffer *view, Py_buffer *text, uint8_t bit, int 
     return result;
 }
 
-/* base64: followed by `=`, or 12+ long with every bit of bits[0] among the class bytes. */
+/* base64_runs(classes, text, bit, both) -> (pairs, keep): the runs of class `bit` (the
+   base64 alphabet) 6 or more long, as `runs` gives them, and keep[r] = 1 for those that look
+   like base64 (`candidates.kept_runs`): followed by `=` in `text`, or 12+ long with every bit of
+   `both` (upper and lower case) among their class bytes (bits[0] to the pick below). */
 static void pick_base64(const uint8_t *c, const uint8_t *x, Py_ssize_t n, const int32_t *t,
                         Py_ssize_t count, uint8_t *k, const int *bits) {
     const uint8_t both = (uint8_t)bits[0];
