@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from scankit import DECIMAL, SEED, TEXT, make_set, zip_bytes
 
-from plimsoll_ci import pool, report, scan
+from plimsoll_ci import report, scan
 from plimsoll_ci.scan import Item, Limits, ShipScan, Verdict, scan_paths
 from plimsoll_ci.withheld import build_set, dumps
 
@@ -55,20 +55,6 @@ def make_tree(root: Path, files: int, size: int) -> Path:
     (root / "runs" / SEED).mkdir(parents=True)
     (root / "runs" / SEED / "log.txt").write_text("t=1\n")
     return root
-
-
-@pytest.fixture
-def spy_start(monkeypatch):
-    """Every `pool.start` the ship scan makes, with the jobs it asked for."""
-    calls: list[int] = []
-    real = pool.start
-
-    def start(jobs, init=None, initargs=()):
-        calls.append(jobs)
-        return real(jobs, init, initargs)
-
-    monkeypatch.setattr(scan.pool, "start", start)
-    return calls
 
 
 def test_two_workers_give_the_same_findings_and_notes_in_the_same_order_as_one(

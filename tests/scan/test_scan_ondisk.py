@@ -14,25 +14,11 @@ import pytest
 from scankit import SEED, make_set
 from test_scan_jobs import _filler, make_tree
 
-from plimsoll_ci import ondisk, pool, report, scan
+from plimsoll_ci import ondisk, report, scan
 from plimsoll_ci.scan import Item, Limits, ShipScan, Verdict, scan_paths
 
 SEED_LINE = f"seed = {SEED}\n".encode()
 WALK = ondisk.walk
-
-
-@pytest.fixture
-def spy_start(monkeypatch):
-    """Every `pool.start` the ship scan makes, with the jobs it asked for."""
-    calls: list[int] = []
-    real = pool.start
-
-    def start(jobs, init=None, initargs=()):
-        calls.append(jobs)
-        return real(jobs, init, initargs)
-
-    monkeypatch.setattr(scan.pool, "start", start)
-    return calls
 
 
 def _tree_with_tail(tmp_path: Path) -> tuple[Path, Path]:
@@ -124,53 +110,44 @@ def test_a_file_that_becomes_a_pipe_or_a_folder_is_not_read_and_does_not_hang(
             f"scanned/zz/{name}: {ondisk.NOT_REGULAR}"]
 
 
+_NOT_FOLLOWED = ("out of the scanned root when it was read (a link or folder swapped in after "
+                 "it was listed), not followed")
+
+
+def _to_link(path: str, target: Path) -> Callable[[], None]:
+    def swap() -> None:  # a file (or an inside link) replaced by a link out of the tree
+        os.unlink(path)
+        os.symlink(target, path)
+    return swap
+
+
+def _folder_to_link(path: str, target: Path) -> Callable[[], None]:
+    def swap() -> None:  # the file's name is still a plain file; a folder on its path leads out
+        os.rename(path, path + ".old")
+        os.symlink(target, path)
+    return swap
+
+
+@pytest.mark.parametrize(("listed", "swap", "note"), [
+    # the walk saw a plain file; before a worker reads it, it is a link to a file of answers
+    ("zz/a.txt", lambda out: _to_link("scanned/zz/a.txt", out / "secret.txt"),
+     "replaced by a symbolic link after it was listed, not followed: its contents were not "
+     "scanned"),
+    ("zz/inner/data.txt", lambda out: _folder_to_link("scanned/zz/inner", out / "inner"),
+     _NOT_FOLLOWED),
+    # a link inside the tree (allowed when listed) retargeted out of it
+    ("zz/link.txt", lambda out: _to_link("scanned/zz/link.txt", out / "secret.txt"),
+     _NOT_FOLLOWED),
+], ids=["file-to-link", "folder-to-link", "inside-link-retargeted"])
 def test_a_link_swapped_in_after_listing_is_not_followed_out_of_the_tree(
-        tmp_path, monkeypatch, spy_start, leak) -> None:
-    # The attack: the walk saw a plain file; before a worker reads it, it becomes a link to a
-    # file of answers outside the shipped tree. The worker must not read through it.
-    tree, outside = _tree_with_tail(tmp_path)
-
-    def swap() -> None:
-        os.unlink("scanned/zz/a.txt")
-        os.symlink(outside / "secret.txt", "scanned/zz/a.txt")
-
-    one = _both(tree, monkeypatch, spy_start, lambda: {"zz/a.txt": swap}, leak)
-    assert not [f for f in one.findings if f.path.startswith("scanned/zz/")]
-    assert _notes_of(one, "scanned/zz/a.txt") == [
-        "scanned/zz/a.txt: replaced by a symbolic link after it was listed, not followed: its "
-        "contents were not scanned"]
-
-
-def test_a_folder_swapped_for_a_link_after_listing_is_not_read_through(
-        tmp_path, monkeypatch, spy_start, leak) -> None:
-    # The file name is still a plain file, but a folder on its path now leads out of the tree.
-    tree, outside = _tree_with_tail(tmp_path)
-
-    def swap() -> None:
-        os.rename("scanned/zz/inner", "scanned/zz/inner.old")
-        os.symlink(outside / "inner", "scanned/zz/inner")
-
-    one = _both(tree, monkeypatch, spy_start, lambda: {"zz/inner/data.txt": swap}, leak)
-    assert not [f for f in one.findings if f.path.startswith("scanned/zz/")]
-    assert _notes_of(one, "scanned/zz/inner/data.txt") == [
-        "scanned/zz/inner/data.txt: out of the scanned root when it was read (a link or folder "
-        "swapped in after it was listed), not followed"]
-
-
-def test_a_link_inside_the_tree_retargeted_out_of_it_after_listing_is_not_followed(
-        tmp_path, monkeypatch, spy_start, leak) -> None:
+        tmp_path, monkeypatch, spy_start, leak, listed, swap, note) -> None:
+    # The attack: between the walk and a worker's read, a link to answers kept outside the
+    # shipped tree is swapped in. No worker (and not the parent) may read through it.
     tree, outside = _tree_with_tail(tmp_path)
     os.symlink("a.txt", tree / "zz" / "link.txt")  # allowed: it stays inside
-
-    def retarget() -> None:
-        os.unlink("scanned/zz/link.txt")
-        os.symlink(outside / "secret.txt", "scanned/zz/link.txt")
-
-    one = _both(tree, monkeypatch, spy_start, lambda: {"zz/link.txt": retarget}, leak)
+    one = _both(tree, monkeypatch, spy_start, lambda: {listed: swap(outside)}, leak)
     assert not [f for f in one.findings if f.path.startswith("scanned/zz/")]
-    assert _notes_of(one, "scanned/zz/link.txt") == [
-        "scanned/zz/link.txt: out of the scanned root when it was read (a link or folder "
-        "swapped in after it was listed), not followed"]
+    assert _notes_of(one, "scanned/" + listed) == [f"scanned/{listed}: {note}"]
 
 
 def test_the_checks_let_a_link_inside_the_tree_and_an_unchanged_tree_be_read(
