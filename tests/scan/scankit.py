@@ -18,6 +18,7 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
+from plimsoll_ci.scan import Verdict
 from plimsoll_ci.withheld import WithheldSet, build_set, parse
 
 SEED = "3107713414"  # the second practice seed of the story
@@ -83,6 +84,19 @@ def _spellings(value: str) -> list[re.Pattern[str]]:
         return [re.compile(r"(?<![0-9.])" + re.escape(value) + r"(?![0-9])")]
     words = [re.escape(w) for w in value.split()]
     return [re.compile(r"(?<![A-Za-z0-9])" + r"\s+".join(words) + r"(?![A-Za-z0-9])", re.I)]
+
+
+class KeepAll:
+    """A verdict cache that keeps everything (a warm cache for the scan's tests)."""
+
+    def __init__(self) -> None:
+        self.store: dict[str, Verdict] = {}
+
+    def get(self, key: str) -> Verdict | None:
+        return self.store.get(key)
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        self.store[key] = verdict
 
 
 class LeakGuard:

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from scankit import DECIMAL, SEED, TEXT, make_set, zip_bytes
+from scankit import DECIMAL, SEED, TEXT, KeepAll, make_set, zip_bytes
 
 from plimsoll_ci import report, scan
-from plimsoll_ci.scan import Item, Limits, ShipScan, Verdict, scan_paths
+from plimsoll_ci.scan import Item, Limits, ShipScan, scan_paths
 from plimsoll_ci.withheld import build_set, dumps
 
 WORDS = "drone gate wind thrust pitch roll yaw motor payload course hover land".split()
@@ -83,16 +83,6 @@ def test_a_cache_sees_the_same_verdicts_whatever_the_number_of_workers(monkeypat
     items = [Item(f"f{i}.txt", _filler(rng, 3000) + (f"x={SEED}\n".encode() if i % 4 else b""))
              for i in range(60)]
     items += [Item("copy.txt", items[1].data)]  # one content under two labels: one verdict
-
-    class KeepAll:
-        def __init__(self) -> None:
-            self.store: dict[str, Verdict] = {}
-
-        def get(self, key: str) -> Verdict | None:
-            return self.store.get(key)
-
-        def put(self, key: str, verdict: Verdict) -> None:
-            self.store[key] = verdict
 
     wset = make_set()
     caches = [KeepAll(), KeepAll()]

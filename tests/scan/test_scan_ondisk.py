@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from scankit import SEED, make_set
+from scankit import SEED, KeepAll, make_set
 from test_scan_jobs import _filler, make_tree
 
 from plimsoll_ci import ondisk, report, scan
-from plimsoll_ci.scan import Item, Limits, ShipScan, Verdict, scan_paths
+from plimsoll_ci.scan import Item, Limits, ShipScan, scan_paths
 
 SEED_LINE = f"seed = {SEED}\n".encode()
 WALK = ondisk.walk
@@ -223,16 +223,6 @@ def test_cached_verdicts_given_while_batches_wait_for_workers_keep_their_place(
     rng = random.Random(4)
     items = [Item(f"f{i:02d}.txt", (SEED_LINE if i % 3 else b"") + _filler(rng, 3000))
              for i in range(60)]
-
-    class KeepAll:
-        def __init__(self) -> None:
-            self.store: dict[str, Verdict] = {}
-
-        def get(self, key: str) -> Verdict | None:
-            return self.store.get(key)
-
-        def put(self, key: str, verdict: Verdict) -> None:
-            self.store[key] = verdict
 
     limits = Limits(max_file_bytes=2500)  # a note on every file: their order shows
     warm = [KeepAll(), KeepAll()]
