@@ -56,6 +56,14 @@ class Scanner:
         self._folders: dict[str, list[Finding]] = {}  # a path's folders -> their findings
         self.redact_tokens: set[str] = set()
 
+    def load(self) -> None:
+        """Import what a scan of many bytes runs (the content path, `match/`, numpy), so worker
+        processes forked after this inherit it rather than each importing it again."""
+        import numpy  # noqa: F401
+
+        from plimsoll_ci.engine import contents  # noqa: F401
+        from plimsoll_ci.match import extract  # noqa: F401
+
     # -- names --------------------------------------------------------------------------------
 
     def scan_text(self, text: str | bytes, path: str, chain: str = "") -> list[Finding]:

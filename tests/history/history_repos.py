@@ -76,6 +76,21 @@ class GitRepo:
         return self.git("rev-parse", "HEAD")
 
 
+def many_steps(repo: GitRepo, steps: int = 150) -> None:
+    """`steps` commits on `main` after a first one, written with one fast-import: step `i`
+    writes `tasks/drone/log{i % 40}.txt`, which names the leaked seed at steps 5, 55, 105..."""
+    lines = []
+    for i in range(steps):
+        body = f"step {i}\n" + (f"seed {LEAK}\n" if i % 50 == 5 else "")
+        data = body.encode()
+        lines.append(f"commit refs/heads/main\ncommitter A <a@b> {START + 600 + i * 60} +0000\n"
+                     f"data 4\nstep\n" + ("from refs/heads/main^0\n" if i == 0 else "") +
+                     f"M 100644 inline tasks/drone/log{i % 40}.txt\ndata {len(data)}\n{body}\n")
+    repo.commit("start", 0)
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo.path, check=True,
+                   input="".join(lines).encode())
+
+
 def make_set(folder: Path, seeds: list[str] | None = None, name: str = "seeds.txt") -> Path:
     """A withheld set built from a seeds file (ids `seeds.txt:N`), written outside any repo."""
     from plimsoll_ci import withheld

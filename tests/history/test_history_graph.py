@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import zipfile
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from history_repos import (
     GitRepo,
     history_json,
     make_set,
+    many_steps,
     run_cli,
     viewer,
 )
@@ -173,17 +173,7 @@ def test_a_name_that_carries_the_value_is_found_and_never_printed(
 
 def test_the_worker_pool_and_one_process_agree(globrepo: GitRepo, tmp_path: Path) -> None:
     repo = globrepo
-    # enough blobs (> 64) for the pool, written with one fast-import instead of 150 commits
-    lines = []
-    for i in range(150):
-        body = f"step {i}\n" + (f"seed {LEAK}\n" if i % 50 == 5 else "")
-        data = body.encode()
-        lines.append(f"commit refs/heads/main\ncommitter A <a@b> {1767261600 + 600 + i * 60} +0000\n"
-                     f"data 4\nstep\n" + ("from refs/heads/main^0\n" if i == 0 else "") +
-                     f"M 100644 inline tasks/drone/log{i % 40}.txt\ndata {len(data)}\n{body}\n")
-    repo.commit("start", 0)
-    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo.path, check=True,
-                   input="".join(lines).encode())
+    many_steps(repo)  # enough blobs (> 64) for the pool
     wset = withheld.load(make_set(tmp_path))
     one = history.replay(str(repo.path), wset, history.Options(jobs=1, use_cache=False,
                                                                 progress=False))

@@ -1,0 +1,55 @@
+"""The scanning workers of a cold replay start with the engine loaded: forked after numpy and the
+content path are imported (each worker importing numpy again cost 0.15-0.2 s of CPU, twice), and
+numpy loaded without OpenBLAS's spinning threads."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from history_repos import GitRepo, make_set, many_steps
+
+PROBE = """
+import json, os, sys
+from plimsoll_ci import history, pool, withheld
+
+seen = []
+start = pool.start
+
+def spy(jobs, init=None, initargs=()):
+    seen.append({"numpy": "numpy" in sys.modules,
+                 "contents": "plimsoll_ci.engine.contents" in sys.modules,
+                 "threads": len(os.listdir("/proc/self/task"))})
+    return start(jobs, init, initargs)
+
+pool.start = spy
+report = history.replay(sys.argv[1], withheld.load(sys.argv[2]),
+                        history.Options(jobs=int(sys.argv[3]), use_cache=False, progress=False))
+print(json.dumps({"seen": seen, "entries": len(report.entries),
+                  "blas after": "OPENBLAS_NUM_THREADS" in os.environ}))
+"""
+
+
+def _probe(repo: GitRepo, wset: Path, jobs: int) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", PROBE, str(repo.path), str(wset), str(jobs)],
+                         capture_output=True, text=True, env=env, check=True).stdout
+    return json.loads(out)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_cold_workers_are_forked_with_the_engine_loaded_and_one_blas_thread(
+        globrepo: GitRepo, tmp_path: Path) -> None:
+    many_steps(globrepo)  # 150 commits: workers start during the walk
+    wset = make_set(tmp_path)
+    two = _probe(globrepo, wset, 2)
+    (at_fork,) = two["seen"]
+    assert at_fork == {"numpy": True, "contents": True, "threads": 1}  # no OpenBLAS thread
+    assert two["entries"] == 1 and two["blas after"] is False  # the user's environment restored
+    one = _probe(globrepo, wset, 1)  # one job: nothing forked, nothing loaded ahead of need
+    assert one["entries"] == 1 and one["blas after"] is False
+    assert {s["numpy"] for s in one["seen"]} == {False}
