@@ -299,6 +299,10 @@ class RevList:
             raise BadInput(f"git rev-list in {self.top}: {msg[-1] if msg else 'failed'}")
         return [line.split() for line in out.decode("ascii").splitlines() if line]
 
+    def running(self) -> bool:
+        """Whether git is still walking (or waits for `graph` to read a long range's rows)."""
+        return not self._done and self._proc.poll() is None
+
     def close(self) -> None:
         """End the git process (killed when its output was not read)."""
         if self._done:
@@ -592,6 +596,11 @@ class Log:
             args, cwd=_top(repo), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL, env=environment(),
         )
+
+    def fds(self) -> tuple[int, ...]:
+        """This process's ends of git's pipes (for a forked child to close)."""
+        return tuple(s.fileno() for s in (self._proc.stdout, self._proc.stderr)
+                     if s is not None and not s.closed)
 
     def __iter__(self) -> Iterator[Commit]:
         proc = self._proc

@@ -1,9 +1,10 @@
 """Worker processes for scans that split across cores: the one way plimsoll-ci forks workers.
 
 - `default_jobs()`: how many workers this process may use (its CPUs, at most 8).
-- `start(jobs, init, initargs)`: a pool of forked workers, each set up once by `init(*initargs)`
-  (its own engine, its own `git cat-file` stream); None when one job is asked for or forking is
-  not safe here, so the caller works in its own process.
+- `start(jobs, init, initargs, close)`: a pool of forked workers, each set up once by
+  `init(*initargs)` (its own engine, its own `git cat-file` stream) after closing the inherited
+  descriptors `close` (the caller's pipes to a running process); None when one job is asked for
+  or forking is not safe here, so the caller works in its own process.
 - `run(fn, calls, jobs, ...)`: `fn(*args)` for each argument tuple of `calls`, results in order,
   in workers when it pays and in this process otherwise.
 - `InOrder`: work handed out one piece at a time (to a pool once there is one, else done here),
@@ -47,24 +48,33 @@ def can_fork() -> bool:
             and not multiprocessing.current_process().daemon)  # a daemon may have no children
 
 
-def _worker_start(init: Callable[..., object] | None, initargs: tuple) -> None:
+def _worker_start(init: Callable[..., object] | None, initargs: tuple,
+                  close: tuple[int, ...]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    for fd in close:  # a pipe of the parent's: its process must see the parent's end alone
+        try:
+            os.close(fd)
+        except OSError:
+            pass
     if init is not None:
         init(*initargs)
 
 
 def start(jobs: int, init: Callable[..., object] | None = None,
-          initargs: tuple = ()) -> Executor | None:
-    """`jobs` forked workers, each running `init(*initargs)` first; None when `jobs` is 1 or
-    forking is not safe here. The workers start now, before the caller opens pipes they could
-    inherit. Shut it down with `pool.shutdown(wait=True, cancel_futures=True)`."""
+          initargs: tuple = (), close: Sequence[int] = ()) -> Executor | None:
+    """`jobs` forked workers, each closing the descriptors `close` and then running
+    `init(*initargs)`; None when `jobs` is 1 or forking is not safe here. The workers start now:
+    a pipe the caller opens later is never theirs, and one it holds open already is theirs too
+    unless it is in `close` (a process writing to it would not see the caller close its end).
+    Shut it down with `pool.shutdown(wait=True, cancel_futures=True)`."""
     if jobs <= 1 or not can_fork():
         return None
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_worker_start, initargs=(init, initargs))
+                               initializer=_worker_start,
+                               initargs=(init, initargs, tuple(close)))
     pool.submit(int).result()  # launch the workers now
     return pool
 

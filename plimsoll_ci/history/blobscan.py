@@ -10,7 +10,7 @@ the blob cache.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from plimsoll_ci import pool
@@ -71,16 +71,24 @@ def _scan_blobs(oids: list[str]) -> list[Scanned]:
     return list(out.items())
 
 
-def start_workers(session: Session, scanner: Scanner) -> Executor | None:
+def start_workers(session: Session, scanner: Scanner,
+                  close: Sequence[int] = ()) -> Executor | None:
     """A pool of scanning workers (one per core, or `--jobs`), or None for one job. Call it before
-    any long-lived git process or thread: no worker may inherit their pipes. The engine's modules
-    are imported here first: each worker would otherwise import numpy again (0.15-0.2 s of CPU).
+    any long-lived git process or thread but those whose pipes are in `close` (the workers close
+    them): no worker may hold a pipe of theirs. The engine's modules are imported here first:
+    each worker would otherwise import numpy again (0.15-0.2 s of CPU).
     """
+    load_engine(session, scanner)
+    return pool.start(jobs(session), _open_worker,
+                      (scanner, session.repo, session.max_blob_bytes), close)
+
+
+def load_engine(session: Session, scanner: Scanner) -> None:
+    """Import what workers will scan with (numpy with one OpenBLAS thread), when there may be
+    workers: before they are forked, or earlier, while this process waits for git anyway."""
     if jobs(session) > 1:
         with one_blas_thread():
             scanner.load()
-    return pool.start(jobs(session), _open_worker,
-                      (scanner, session.repo, session.max_blob_bytes))
 
 
 def jobs(session: Session) -> int:

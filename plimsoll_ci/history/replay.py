@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.git import ZERO_OID, Log, RevList, ls_tree
-from plimsoll_ci.history.blobscan import BlobScans, scan_names, start_workers
+from plimsoll_ci.history.blobscan import BlobScans, load_engine, scan_names, start_workers
 from plimsoll_ci.history.cache import save
 from plimsoll_ci.history.judge import Delta, Judge, ShipState, Tree
 from plimsoll_ci.history.progress import Progress
@@ -29,30 +29,26 @@ def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryR
     repo = open_repository(repo_dir, options, notes)
     revs = rev_args(repo, options)
     # git walks the range (twice: the graph and the log) while the config and the cache load.
-    # With a warm cache most blobs are known: that log is the walk's, and workers start, if at
-    # all, once the walk is over and found work. On a cold cache that log is ended unread:
-    # workers start first, before the log, the progress bar's thread or any other long-lived git
-    # process (none may inherit its pipes), and scan while the walk runs.
+    # Workers, when a cold cache needs them, are forked before the progress bar's thread or any
+    # other long-lived git process; they close their copies of the log's pipes (git must see
+    # this process's end alone), so the log started first is the walk's either way.
     listing: RevList | None = None
     log: Log | None = None
     workers = judge = scans = progress = session = None
     try:
         listing = RevList(repo, revs)
-        log = Log(repo, revs) if options.use_cache else None
+        log = Log(repo, revs)
         session = open_session(repo, wset, options, notes)
         for n in session.cache.notes:
             session.notes.add(n)
         cold = not session.cache.clean and not session.cache.found
-        if cold and log is not None:
-            log.close()
-            log = None
+        scanner = Scanner(session.wset, session.limits)  # built once; forked workers inherit it
+        if cold and listing.running():  # a long range (git still walks it): workers will scan
+            load_engine(session, scanner)  # meanwhile, numpy's import (0.06-0.1 s)
         graph = listing.graph()
         listing = None
-        scanner = Scanner(session.wset, session.limits)  # built once; forked workers inherit it
         if cold and len(graph) >= EAGER_COMMITS:
-            workers = start_workers(session, scanner)
-        if log is None:
-            log = Log(session.repo, revs)
+            workers = start_workers(session, scanner, log.fds())
         progress = Progress(sys.stderr.isatty() if options.progress is None else options.progress)
         judge = Judge(session)
         scans = BlobScans(session, scanner, progress, workers)

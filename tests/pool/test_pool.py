@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import threading
 
 from plimsoll_ci import pool
@@ -52,6 +54,25 @@ def test_no_worker_is_forked_while_another_thread_runs() -> None:
 def test_default_jobs_is_between_one_and_the_cap() -> None:
     assert 1 <= pool.default_jobs() <= pool.MAX_JOBS
     assert pool.default_jobs(limit=1) == 1
+
+
+def test_workers_close_the_pipes_they_are_given_so_a_writer_sees_its_reader_gone() -> None:
+    # A process started before the workers (the history walk's `git log`) writes to a pipe;
+    # when this process stops reading and closes its end, the writer must get SIGPIPE, not
+    # block forever on a pipe a worker still holds.
+    writer = subprocess.Popen(["yes"], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    assert writer.stdout is not None
+    workers = pool.start(2, close=(writer.stdout.fileno(),))
+    assert workers is not None
+    try:
+        assert workers.submit(abs, -3).result() == 3  # (they are up)
+        writer.stdout.close()
+        assert writer.wait(timeout=10) == -signal.SIGPIPE
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+        workers.shutdown(wait=True, cancel_futures=True)
 
 
 def _slow(x: int, delay: float) -> tuple[int, int]:
