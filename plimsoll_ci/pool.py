@@ -17,6 +17,7 @@ it, stops the pool and keeps what finished.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import threading
@@ -51,6 +52,7 @@ def can_fork() -> bool:
 def _worker_start(init: Callable[..., object] | None, initargs: tuple,
                   close: tuple[int, ...]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    gc.enable()  # (the parent may have paused it: a worker's own garbage is collected)
     for fd in close:  # a pipe of the parent's: its process must see the parent's end alone
         try:
             os.close(fd)
@@ -75,7 +77,13 @@ def start(jobs: int, init: Callable[..., object] | None = None,
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
                                initializer=_worker_start,
                                initargs=(init, initargs, tuple(close)))
-    pool.submit(int).result()  # launch the workers now
+    # What the workers inherit is frozen for their collector (never walked there: a full
+    # collection would walk, and copy page by page, this whole process's heap)
+    gc.freeze()
+    try:
+        pool.submit(int).result()  # launch the workers now
+    finally:
+        gc.unfreeze()
     return pool
 
 

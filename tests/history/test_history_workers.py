@@ -55,3 +55,36 @@ def test_cold_workers_are_forked_with_the_engine_loaded_and_one_blas_thread(
     one = _probe(globrepo, wset, 1)  # one job: nothing forked, nothing loaded ahead of need
     assert one["entries"] == 1 and one["blas after"] is False
     assert {s["numpy"] for s in one["seen"]} == {False}
+
+
+def test_a_replay_pauses_the_cyclic_collector_and_restores_it(globrepo: GitRepo,
+                                                              tmp_path: Path) -> None:
+    # Its trees, records and verdicts hold no cycles; a full collection walked them all (0.1 s
+    # and more of a run on a real repository), and the younger ones ran every 700 objects.
+    import gc
+
+    from plimsoll_ci import history, withheld
+
+    many_steps(globrepo)
+    wset = withheld.load(make_set(tmp_path))
+    runs: list[int] = []
+
+    def count(phase: str, info: dict) -> None:  # a collection within the walk or the report
+        frame = sys._getframe()
+        while frame is not None and frame.f_code.co_name != "_replay":
+            frame = frame.f_back
+        if phase == "start" and frame is not None:
+            runs.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        for enabled in (True, False):
+            options = history.Options(jobs=1, use_cache=False, progress=False)
+            (gc.enable if enabled else gc.disable)()
+            report = history.replay(str(globrepo.path), wset, options)
+            assert len(report.entries) == 1
+            assert gc.isenabled() is enabled  # the caller's setting, as it was
+    finally:
+        gc.callbacks.remove(count)
+        gc.enable()
+    assert runs == []

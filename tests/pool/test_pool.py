@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -73,6 +74,24 @@ def test_workers_close_the_pipes_they_are_given_so_a_writer_sees_its_reader_gone
             writer.kill()
             writer.wait()
         workers.shutdown(wait=True, cancel_futures=True)
+
+
+def test_workers_collect_their_own_garbage_and_the_parent_keeps_its_heap_unfrozen() -> None:
+    # A caller may pause the collector while it builds a large heap (a history replay); the
+    # workers it forks then must not run without one, and what they inherit stays frozen for
+    # them only (this process's next collection walks all of its objects again).
+    gc.disable()
+    try:
+        workers = pool.start(2)
+        assert workers is not None
+        try:
+            assert workers.submit(gc.isenabled).result() is True
+            assert workers.submit(gc.get_freeze_count).result() > 0  # inherited: not walked
+        finally:
+            workers.shutdown(wait=True, cancel_futures=True)
+        assert gc.get_freeze_count() == 0 and not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def _slow(x: int, delay: float) -> tuple[int, int]:
