@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from plimsoll_ci.cli import main
+from plimsoll_ci.cli import program
 
-raise SystemExit(main())
+raise SystemExit(program())

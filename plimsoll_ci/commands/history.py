@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+# Every process and file a replay opens is closed when `run` returns: the program may end there.
+QUICK_EXIT = True
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`history --set withheld.json [--config F] [REV-RANGE... | --all] [--format ...] [--bisect E]`."""
