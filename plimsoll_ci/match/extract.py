@@ -181,10 +181,20 @@ def _token(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
     m = NUMBER_RE.match(buf, s)
     if m is None or (m.end() < len(buf) and _IS_DIGIT[buf[m.end()]]):
         return
-    canon = number_canon(m.group())
+    tok = m.group()
+    if index.sigs_known and tok[1:2] not in _PREFIXES:  # a decimal token: its canonical form
+        e = tok.find(b"e") if b"e" in tok else tok.find(b"E")  # has the significant digits
+        mantissa = tok if e < 0 else tok[:e]  # of its mantissa (`number_ids`' prefilter)
+        if (len(mantissa.replace(b"_", b"").replace(b".", b"").strip(b"0")) or 1) \
+                not in index.sigs:
+            return
+    canon = number_canon(tok)
     ids = index.number_ids(canon) if canon is not None else []
     if ids:
         out.append(Match(s, m.end(), ids, "number"))
+
+
+_PREFIXES = (b"x", b"X", b"o", b"O", b"b", b"B")  # the second byte of `0x`, `0o`, `0b` integers
 
 
 def _clock_end(buf: bytes, s: int) -> int | None:

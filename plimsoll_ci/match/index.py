@@ -118,12 +118,19 @@ class ValueIndex:
         for e in entries:
             if e.kind == "number":
                 self.sigs.add(max(1, int(e.shape.get("sig", 1))))
+        # Whether every number entry gives its significant digits: then a canonical number with
+        # others is no entry's, and its digest is never taken (`number_ids`). Lock files and
+        # logs bring thousands of number tokens a megabyte (`x86_64`, `0b0f...` in hashes).
+        self.sigs_known = all("sig" in e.shape for e in entries if e.kind == "number")
 
     def add_file(self, entry_id: str, file_sha: bytes) -> None:
         """Register a whole-file entry (its stored digest)."""
         self.files.setdefault(file_sha, []).append(entry_id)
 
     def number_ids(self, canon: bytes) -> list[str]:
+        """The number entries whose canonical form is `canon`."""
+        if self.sigs_known and (len(canon.replace(b".", b"").strip(b"0")) or 1) not in self.sigs:
+            return []  # (the significant digits of `number_shape`)
         return self.numbers.get(digest("number", canon, self.key), [])
 
     def text_ids(self, canon: bytes) -> list[str]:

@@ -6,13 +6,17 @@ Each is compared with the pure-Python (`re`) path, which has none of them:
 - so is an integer grouped by underscores (`x86_64`, `manylinux2_17` in a lock file), unless a
   fraction or an exponent follows it;
 - a base64 run that ends its line is tried as a wrapped block's first line only when its length,
-  or the next run's, could be the block's width.
+  or the next run's, could be the block's width;
+- a number token whose significant digits are no entry's is never made canonical (a decimal
+  one) nor hashed (any: `ValueIndex.number_ids`); here the same search without that check is
+  the reference, on both paths.
 """
 
 from __future__ import annotations
 
 import base64
 import random
+from decimal import Decimal
 
 import pytest
 
@@ -147,3 +151,54 @@ def test_underscored_integers_are_found_as_the_exact_path_finds_them(values: lis
         want = matches(b, index, small=True)
         assert matches(b, index, small=False) == want
         assert want
+
+
+def spelled(rng: random.Random, value: str) -> str:
+    """`value` as content may write it: trailing zeros, an exponent, underscores, a leading
+    zero or a sign (`31.5` -> `31.50`, `315e-1`, `+0031.5`), or a number next to it."""
+    d = Decimal(value)
+    if rng.random() < 0.3:
+        d += Decimal(rng.choice([1, -1])) * Decimal(10) ** d.as_tuple().exponent
+    digits = "".join(map(str, d.as_tuple().digits))
+    exp = d.as_tuple().exponent
+    r = rng.random()
+    if r < 0.25:
+        out = f"{digits[0]}.{digits[1:] or '0'}e{len(digits) - 1 + exp}"
+    elif r < 0.4:
+        out = f"{digits}e{exp}"
+    elif r < 0.55 and "." not in str(d) and len(digits) > 3:
+        out = "_".join(digits[i : i + 3] for i in range(0, len(digits), 3))
+    else:
+        out = format(d, "f") + ("0" * rng.randint(1, 2) if "." in format(d, "f") else "")
+    return rng.choice(["", "", "+", "00"]) + out
+
+
+@pytest.mark.parametrize("values", [["3107713414"], ["31.5", "0.0015", "3107713414"],
+                                    ["1000000000", "42"], ["602.214076", "100000", "7", "0"]])
+def test_number_tokens_are_found_whether_their_significant_digits_are_checked_first_or_not(
+        values: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(len("".join(values)))
+    doc, _ = build_set(values=[(f"v{i}", v) for i, v in enumerate(values)])
+    index = Scanner(parse(doc)).index
+    assert index.sigs_known
+    parts = []
+    for _ in range(4000):  # the values spelled many ways, and a lock file's numbers around them
+        r = rng.random()
+        v = rng.choice(values)
+        tok = spelled(rng, v) if r < 0.35 else prefixed(rng, int(Decimal(v))) if r < 0.45 \
+            else prefixed(rng, rng.randrange(2 ** 40)) if r < 0.5 else rng.choice(
+                ["x86_64", "2024-05-10T11:23:10.216Z", "size = 1377899", "0b0f028d", "3e6"])
+        parts.append(tok + rng.choice([",", " ", "\n", ")", "s", ";"]))
+    buf = "".join(parts).encode()
+    canon_calls = []
+    real = extract.number_canon
+    monkeypatch.setattr(extract, "number_canon", lambda t: canon_calls.append(t) or real(t))
+    for small in (True, False):
+        index.sigs_known = False  # the reference: every candidate canonical and hashed
+        want = matches(buf, index, small)
+        unchecked = len(canon_calls)
+        index.sigs_known = True
+        assert matches(buf, index, small) == want
+        assert len(canon_calls) - unchecked < unchecked  # (the check spared some)
+        canon_calls.clear()
+        assert len(want) > 400  # (the values were there to be found)
