@@ -47,6 +47,15 @@ class Entry(NamedTuple):
     threshold: float = DEFAULT_SOURCE_THRESHOLD
 
 
+# A value entry built from its seven fields at once (`Entry(...)` with its defaults, without the
+# keyword handling of the record's constructor: a set's load makes one per value).
+_NO_FINGERPRINTS: frozenset = Entry._field_defaults["fingerprints"]
+
+
+def _value_entry(fields: tuple) -> Entry:
+    return tuple.__new__(Entry, fields)
+
+
 class WithheldSet(NamedTuple):
     origin: str
     format: str
@@ -394,11 +403,9 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
         problems.append("entries must be a list")
         raw_entries = []
     for i, e in enumerate(raw_entries):
-        where = f"entry {i + 1}"
         if not isinstance(e, dict) or not isinstance(e.get("id"), str):
-            problems.append(f"{where}: must be an object with a string id")
+            problems.append(f"entry {i + 1}: must be an object with a string id")
             continue
-        where = f"entry {i + 1} ({e['id']})"
         kind = e.get("kind")
         try:
             if kind == "value":
@@ -416,7 +423,8 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
                     int(shape["digits"]), int(shape["sig"])
                 else:
                     int(shape["first"]), int(shape["len"])
-                entries.append(Entry(e["id"], "value", d, vt, shape))
+                entries.append(_value_entry((e["id"], "value", d, vt, shape, _NO_FINGERPRINTS,
+                                             DEFAULT_SOURCE_THRESHOLD)))
             elif kind == "file":
                 d = e["digest"]
                 bytes.fromhex(d)
@@ -433,7 +441,7 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
                 raise ValueError(f"kind {kind!r} is not value, file or source")
         except (KeyError, TypeError, ValueError) as err:
             msg = f"missing field {err}" if isinstance(err, KeyError) else str(err)
-            problems.append(f"{where}: {msg}")
+            problems.append(f"entry {i + 1} ({e['id']}): {msg}")
     if problems:
         raise WithheldSetError(f"{noun} {origin}: " + "; ".join(problems))
     if not entries:

@@ -8,6 +8,7 @@ of white space collapsed to one space.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import re
@@ -29,12 +30,33 @@ DOMAIN = b"plimsoll-ci/value/v1\0"
 
 _DEC = rb"[0-9](?:_?[0-9])*(?:\.[0-9](?:_?[0-9])*)?(?:[eE][+-]?[0-9]+)?"
 _INT_ALT = rb"0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+"
-# A whole number token as written in content; boundaries are checked by the extractor.
-NUMBER_RE = re.compile(rb"(?:" + _INT_ALT + rb"|" + _DEC + rb")")
-CLOCK_RE = re.compile(rb"([0-9]{1,3}):([0-5][0-9])(?::([0-5][0-9]))?(\.[0-9]+)?")
-_WHOLE_NUMBER = re.compile(rb"[+-]?(?:" + _INT_ALT + rb"|" + _DEC + rb")")
-_WHOLE_CLOCK = re.compile(rb"[0-9]{1,3}:[0-5][0-9](?::[0-5][0-9])?(?:\.[0-9]+)?")
-_WS = re.compile(rb"(?:\s|" + NBSP + rb")+")
+# The patterns are compiled on first use (most runs need few of them). A whole number token
+# as written in content: boundaries are checked by the extractor.
+@functools.cache
+def number_re() -> re.Pattern[bytes]:
+    """A whole number token as written in content, compiled on first use."""
+    return re.compile(rb"(?:" + _INT_ALT + rb"|" + _DEC + rb")")
+
+
+@functools.cache
+def clock_re() -> re.Pattern[bytes]:
+    """A clock (`0:31.5`, `1:02:03`) as written in content, compiled on first use."""
+    return re.compile(rb"([0-9]{1,3}):([0-5][0-9])(?::([0-5][0-9]))?(\.[0-9]+)?")
+
+
+@functools.cache
+def _whole_number() -> re.Pattern[bytes]:
+    return re.compile(rb"[+-]?(?:" + _INT_ALT + rb"|" + _DEC + rb")")
+
+
+@functools.cache
+def _whole_clock() -> re.Pattern[bytes]:
+    return re.compile(rb"[0-9]{1,3}:[0-5][0-9](?::[0-5][0-9])?(?:\.[0-9]+)?")
+
+
+@functools.cache
+def _ws() -> re.Pattern[bytes]:
+    return re.compile(rb"(?:\s|" + NBSP + rb")+")
 
 
 def number_canon(token: bytes) -> bytes | None:
@@ -71,7 +93,7 @@ def clock_canon(m: re.Match[bytes]) -> bytes | None:
 
 def text_canon(text: bytes) -> bytes:
     """ASCII-lowercase with white space runs collapsed to one space, stripped."""
-    return _WS.sub(b" ", text).strip().lower()
+    return _ws().sub(b" ", text).strip().lower()
 
 
 def _is_word(c: int) -> bool:
@@ -109,12 +131,12 @@ def edge_underscores(canon: bytes) -> tuple[int, int]:
 def classify(value: str) -> tuple[str, bytes]:
     """(`number` | `text`, canonical bytes) of a withheld value as written in a values file."""
     raw = value.strip().encode("utf-8")
-    if _WHOLE_NUMBER.fullmatch(raw):
+    if _whole_number().fullmatch(raw):
         canon = number_canon(raw)
         if canon is not None:
             return "number", canon
-    if _WHOLE_CLOCK.fullmatch(raw):
-        m = CLOCK_RE.fullmatch(raw)
+    if _whole_clock().fullmatch(raw):
+        m = clock_re().fullmatch(raw)
         if m is not None:
             canon = clock_canon(m)
             if canon is not None:

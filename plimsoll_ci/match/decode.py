@@ -10,6 +10,7 @@ is `charsets`. Deeper nesting (base64 inside base64) is out of scope.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Callable, Iterator
@@ -28,11 +29,11 @@ from plimsoll_ci.match.ascii import (
     SPACE,
 )
 from plimsoll_ci.match.b64 import LINE_BREAKS as _LINE_BREAKS
-from plimsoll_ci.match.b64 import RUN as _B64_RUN
 from plimsoll_ci.match.b64 import decode_arrays as _b64_arrays
 from plimsoll_ci.match.b64 import decode_run as _b64
 from plimsoll_ci.match.b64 import join_decoded as _join_decoded
 from plimsoll_ci.match.b64 import looks_base64 as _looks_base64
+from plimsoll_ci.match.b64 import run_re as _b64_run
 from plimsoll_ci.match.b64 import unwrap as _unwrap
 from plimsoll_ci.match.b64 import wrapped as _wrapped
 from plimsoll_ci.match.classes import (
@@ -122,12 +123,32 @@ class RegionBudget:
 # Base64: maximal runs of the alphabet (standard or URL-safe) of 6+ characters, decoded when they
 # end in padding ("MzEuNQ==" is `31.5`) or, unpadded, when 12+ characters mix both cases
 # (`_looks_base64`): identifiers in code are mostly shorter, unpadded, or of one case.
-_HEX_RUN = re.compile(rb"[0-9A-Fa-f]{8,}")
+@functools.cache
+def _hex_run() -> re.Pattern[bytes]:  # (each pattern compiled on first use)
+    return re.compile(rb"[0-9A-Fa-f]{8,}")
+
+
 # Escapes and entities: every line that holds one is decoded as a whole.
-_ESC_HIT = re.compile(rb"%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{1,10};")
-_PCT = re.compile(rb"%[0-9A-Fa-f]{2}")
-_UESC = re.compile(rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})")
-_ENT = re.compile(rb"&#?[A-Za-z0-9]{1,10};")
+@functools.cache
+def _esc_hit() -> re.Pattern[bytes]:
+    return re.compile(rb"%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{1,10};")
+
+
+@functools.cache
+def _pct() -> re.Pattern[bytes]:
+    return re.compile(rb"%[0-9A-Fa-f]{2}")
+
+
+@functools.cache
+def _uesc() -> re.Pattern[bytes]:
+    return re.compile(rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})")
+
+
+@functools.cache
+def _ent() -> re.Pattern[bytes]:
+    return re.compile(rb"&#?[A-Za-z0-9]{1,10};")
+
+
 _SMALL = 64 * 1024  # as extract.SMALL: small inputs never import numpy
 _NUMPY_FROM = 4 * 1024  # as extract.NUMPY_FROM: numpy's passes, once it is imported
 
@@ -145,21 +166,21 @@ def _unescape(region: bytes) -> bytes:
         cp = int(m.group(1) or m.group(2), 16)
         return chr(cp).encode("utf-8", "surrogatepass")
 
-    out = _UESC.sub(one, region)
-    if _PCT.search(out):
+    out = _uesc().sub(one, region)
+    if _pct().search(out):
         out = unquote_to_bytes(out)
-    if _ENT.search(out):
+    if _ent().search(out):
         out = html.unescape(out.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
     return out
 
 
 def _escape_kind(tok: bytes) -> str:
     kinds = []
-    if _PCT.search(tok):
+    if _pct().search(tok):
         kinds.append("percent-encoding")
     if b"\\u" in tok or b"\\x" in tok:
         kinds.append("escapes")
-    if _ENT.search(tok):
+    if _ent().search(tok):
         kinds.append("html-entities")
     return "+".join(kinds) or "escapes"
 
@@ -274,7 +295,7 @@ class _Regions:
             return
         buf, hi = self.buf, self.win.hi
         block_end = -1
-        for a, b in _c.runs(buf, _B64_RUN, True, None):
+        for a, b in _c.runs(buf, _b64_run(), True, None):
             if a < block_end:
                 continue  # a line of the wrapped block just decoded
             if a >= hi:
@@ -388,7 +409,7 @@ class _Regions:
 
     def _hex(self, classes: object | None) -> None:
         buf, lo, hi = self.buf, self.win.lo, self.win.hi
-        for a, b in _c.runs(buf, _HEX_RUN, False, classes):
+        for a, b in _c.runs(buf, _hex_run(), False, classes):
             if a < lo:
                 continue
             if a >= hi:
@@ -418,7 +439,7 @@ class _Regions:
             ls = buf.rfind(b"\n", 0, first) + 1
             le = buf.find(b"\n", first)
             le = n if le < 0 else le
-            m = _ESC_HIT.search(buf, first, le)
+            m = _esc_hit().search(buf, first, le)
             if m is None:
                 continue
             hit = m.start()
@@ -439,7 +460,11 @@ class _Regions:
                 self.add(_escape_kind(line), hit, data)
 
 
-_ESC_LEAD = re.compile(rb"[%\\&]")
+@functools.cache
+def _esc_lead() -> re.Pattern[bytes]:
+    return re.compile(rb"[%\\&]")
+
+
 _FEW = 4096  # escape leads in a large buffer that are walked in Python rather than by line
 
 
@@ -469,7 +494,7 @@ def _line_firsts(buf: bytes, classes: object | None) -> Iterator[int]:
     if _small(len(buf)):
         pos = 0
         while True:
-            m = _ESC_LEAD.search(buf, pos)
+            m = _esc_lead().search(buf, pos)
             if m is None:
                 return
             yield m.start()

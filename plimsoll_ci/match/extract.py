@@ -16,6 +16,7 @@ at a value's ends (`_private`) must be there too.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -41,7 +42,7 @@ from plimsoll_ci.match.ascii import (
     UPPER_Z,
     ZERO,
 )
-from plimsoll_ci.match.canonical import CLOCK_RE, NUMBER_RE, clock_canon, number_canon
+from plimsoll_ci.match.canonical import clock_canon, clock_re, number_canon, number_re
 from plimsoll_ci.match.classes import (  # noqa: F401  (byte_classes: callers import it here)
     C_B64,
     C_DIGIT,
@@ -83,17 +84,41 @@ NUMPY_FROM = 4 * 1024
 def small_buffer(n: int) -> bool:
     """Whether a buffer of `n` bytes takes the pure-Python (`re`) path rather than numpy's."""
     return pure_python(n, SMALL, NUMPY_FROM)
-_WS = re.compile(rb"(?:\s|" + NBSP + rb")+")
-_DIGIT_RUN = re.compile(rb"[0-9]+")
-_ODD_WS = re.compile(rb"[\t\n\r\x0b\x0c]|  ")  # white space that is not one plain space
-_WORD_RUN = re.compile(rb"[0-9A-Za-z\x80-\xff]+")
+
+
+@functools.cache
+def _ws() -> re.Pattern[bytes]:  # (each pattern compiled on first use)
+    return re.compile(rb"(?:\s|" + NBSP + rb")+")
+
+
+@functools.cache
+def _digit_run() -> re.Pattern[bytes]:
+    return re.compile(rb"[0-9]+")
+
+
+@functools.cache
+def _odd_ws() -> re.Pattern[bytes]:  # white space that is not one plain space
+    return re.compile(rb"[\t\n\r\x0b\x0c]|  ")
+
+
+@functools.cache
+def _word_run() -> re.Pattern[bytes]:
+    return re.compile(rb"[0-9A-Za-z\x80-\xff]+")
+
+
 _IS_DIGIT = bytes(1 if ZERO <= c <= NINE else 0 for c in range(256))
 _IS_WORD = bytes(1 if (ZERO <= c <= NINE or UPPER_A <= c <= UPPER_Z or LOWER_A <= c <= LOWER_Z
                        or c >= NON_ASCII) else 0 for c in range(256))
 _EXPONENT = (LOWER_E, UPPER_E)
 _SIGNS = (PLUS, MINUS)
 _CONT = bytes(1 if c in b"eE_xXoObB" else 0 for c in range(256))  # continue a number token
-_GROUPED = re.compile(rb"[1-9][0-9]{0,2}(?:,[0-9]{3}){2,6}")  # 4,820,193,756
+
+
+@functools.cache
+def _grouped_re() -> re.Pattern[bytes]:  # 4,820,193,756
+    return re.compile(rb"[1-9][0-9]{0,2}(?:,[0-9]{3}){2,6}")
+
+
 GROUPED_MIN_DIGITS = 7  # three groups at least: `4,820` is as likely a list as a number
 _HEXPFX = bytes(1 if c in b"xXoObB" else 0 for c in range(256))
 
@@ -178,7 +203,7 @@ def _plain(buf: bytes, s: int, e: int, index: ValueIndex, out: list[Match]) -> N
 
 
 def _token(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
-    m = NUMBER_RE.match(buf, s)
+    m = number_re().match(buf, s)
     if m is None or (m.end() < len(buf) and _IS_DIGIT[buf[m.end()]]):
         return
     tok = m.group()
@@ -201,7 +226,7 @@ def _clock_end(buf: bytes, s: int) -> int | None:
     """The end of the clock that starts at `s` (`0:31.5`, `1:02:03`), or None when the digits
     there make no clock: more digits, another `:`, `.` or `_` and a digit, or an exponent right
     after it (a longer token)."""
-    m = CLOCK_RE.match(buf, s)
+    m = clock_re().match(buf, s)
     if m is None:
         return None
     e, n = m.end(), len(buf)
@@ -215,7 +240,7 @@ def _clock_end(buf: bytes, s: int) -> int | None:
 
 
 def _clock(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
-    m = CLOCK_RE.match(buf, s)
+    m = clock_re().match(buf, s)
     if m is None or _clock_end(buf, s) is None:
         return
     canon = clock_canon(m)
@@ -226,7 +251,7 @@ def _clock(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
 
 def _grouped(buf: bytes, s: int, index: ValueIndex, out: list[Match]) -> None:
     """A comma-grouped integer at `s` (`4,820,193,756`): the whole comma chain, or nothing."""
-    m = _GROUPED.match(buf, s)
+    m = _grouped_re().match(buf, s)
     if m is None:
         return
     e, n = m.end(), len(buf)
@@ -247,10 +272,10 @@ def _text(buf: bytes, s: int, ln: int, index: ValueIndex,
             cand, end = buf[s : s + ln].lower(), s + ln
         else:
             w = buf[s : s + total + 1].lower()
-            if _ODD_WS.search(w) is None and NBSP_LEAD not in w:
+            if _odd_ws().search(w) is None and NBSP_LEAD not in w:
                 flat = w  # nothing to collapse: the canonical window is the bytes themselves
             else:
-                flat = _WS.sub(b" ", buf[s : s + 4 * total + 64].lower())
+                flat = _ws().sub(b" ", buf[s : s + 4 * total + 64].lower())
             if len(flat) < total or (len(flat) > total and _IS_WORD[flat[total]]):
                 continue
             cand, end = flat[:total], s + total
@@ -273,10 +298,10 @@ def _text_runs(buf: bytes, s: int, lens: tuple[int, ...], ends: list[int], index
             continue
         end = ends[k - 1]
         cand = buf[s:end].lower()  # bytes.lower() is ASCII-only, as the canonical form is
-        if len(cand) in totals and _ODD_WS.search(cand) is None:
+        if len(cand) in totals and _odd_ws().search(cand) is None:
             flat = cand  # one plain space between words already: canonical as it stands
         else:
-            flat = _WS.sub(b" ", cand)
+            flat = _ws().sub(b" ", cand)
         for total in totals:
             if len(flat) != total:
                 continue
@@ -305,7 +330,7 @@ def _sig_ok(buf: bytes, s: int, e: int, index: ValueIndex) -> bool:
 
 def _numbers_small(buf: bytes, index: ValueIndex, out: list[Match]) -> None:
     n = len(buf)
-    runs = [(m.start(), m.end()) for m in _DIGIT_RUN.finditer(buf)]
+    runs = [(m.start(), m.end()) for m in _digit_run().finditer(buf)]
     claimed = -1  # the end of the last clock: the runs before it are its parts
     grouped = index.has_ints and max(index.int_lengths) >= GROUPED_MIN_DIGITS
     for i, (s, e) in enumerate(runs):
@@ -347,7 +372,7 @@ def _numbers_small(buf: bytes, index: ValueIndex, out: list[Match]) -> None:
 
 def _texts_small(buf: bytes, index: ValueIndex, out: list[Match]) -> None:
     shapes = index.text_shapes
-    spans = [(m.start(), m.end()) for m in _WORD_RUN.finditer(buf)]
+    spans = [(m.start(), m.end()) for m in _word_run().finditer(buf)]
     starts = [a for a, _ in spans]
     ends = [b for _, b in spans]
     lens = [b - a for a, b in spans]

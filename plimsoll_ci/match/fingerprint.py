@@ -6,6 +6,7 @@ dropped (so reformatting does not either); keywords, numbers and operators stay.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import keyword
@@ -15,14 +16,18 @@ K = 8  # tokens per k-gram
 W = 6  # winnowing window
 DOMAIN = b"plimsoll-ci/source/v1\0"
 
-_TOKEN = re.compile(
-    rb"#[^\n]*|//[^\n]*|/\*.*?\*/"  # comments (dropped)
-    rb"|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'"  # strings
-    rb"|[A-Za-z_][A-Za-z0-9_]*"  # identifiers and keywords
-    rb"|0[xX][0-9a-fA-F_]+|[0-9][0-9_]*(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?"  # numbers
-    rb"|[^\sA-Za-z0-9_]",  # operators and punctuation
-    re.S,
-)
+@functools.cache
+def _token() -> re.Pattern[bytes]:  # (compiled on first use)
+    return re.compile(
+        rb"#[^\n]*|//[^\n]*|/\*.*?\*/"  # comments (dropped)
+        rb"|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'"  # strings
+        rb"|[A-Za-z_][A-Za-z0-9_]*"  # identifiers and keywords
+        rb"|0[xX][0-9a-fA-F_]+|[0-9][0-9_]*(?:\.[0-9_]+)?(?:[eE][+-]?[0-9]+)?"  # numbers
+        rb"|[^\sA-Za-z0-9_]",  # operators and punctuation
+        re.S,
+    )
+
+
 _KEYWORDS = frozenset(k.encode() for k in keyword.kwlist) | {
     b"function", b"const", b"let", b"var", b"return", b"self", b"this", b"np", b"numpy", b"math",
 }
@@ -31,7 +36,7 @@ _KEYWORDS = frozenset(k.encode() for k in keyword.kwlist) | {
 def tokens(source: bytes) -> list[bytes]:
     """Normalized tokens of a source file."""
     out = []
-    for m in _TOKEN.finditer(source):
+    for m in _token().finditer(source):
         t = m.group()
         c = t[0]
         if c == 35 or t[:2] in (b"//", b"/*"):

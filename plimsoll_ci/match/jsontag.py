@@ -10,12 +10,26 @@ key's value is a set, even if it is cut short or damaged after that.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
-_OUTSIDE = re.compile(rb'["{}\[\],:]')  # what matters outside strings at the top level
-_NESTED = re.compile(rb'["{}\[\]]')  # what matters inside a nested value
-_INSIDE = re.compile(rb'["\\]')  # what matters inside a string
+
+@functools.cache
+def _outside() -> re.Pattern[bytes]:  # what matters outside strings at the top level
+    return re.compile(rb'["{}\[\],:]')  # (each pattern compiled on first use)
+
+
+@functools.cache
+def _nested() -> re.Pattern[bytes]:  # what matters inside a nested value
+    return re.compile(rb'["{}\[\]]')
+
+
+@functools.cache
+def _inside() -> re.Pattern[bytes]:  # what matters inside a string
+    return re.compile(rb'["\\]')
+
+
 MAX_STRING = 256  # a top-level key or value longer than this is no tag
 _WHITE = b" \t\r\n\xef\xbb\xbf"  # (and a UTF-8 byte-order mark)
 
@@ -50,7 +64,7 @@ class TopLevelKey:
             if self._in_string:
                 pos = self._string(piece, pos)
                 continue
-            m = (_OUTSIDE if self._depth == 1 else _NESTED).search(piece, pos)
+            m = (_outside() if self._depth == 1 else _nested()).search(piece, pos)
             if m is None:
                 return
             c = piece[m.start() : m.end()]
@@ -78,7 +92,7 @@ class TopLevelKey:
             if top:
                 self._keep(piece[pos : pos + 1])
             return pos + 1
-        m = _INSIDE.search(piece, pos)
+        m = _inside().search(piece, pos)
         end = len(piece) if m is None else m.start()
         if top:
             self._keep(piece[pos:end])

@@ -1,0 +1,149 @@
+"""What a hook run does to its own process: it exits without the interpreter's last
+collections (its objects frozen by then, its report written all the same), collects no cycles
+while it runs (the collector left as it was), and pays only for the regular expressions its scan
+uses (the matching modules compile none when imported); a withheld set's load makes the same
+records as the record's constructor."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from harness_repo import KEY, SEED, git, hook_env, leak
+
+EXIT_PROBE = """
+import atexit, gc, sys
+from plimsoll_ci.cli import main
+atexit.register(lambda: print("frozen", gc.get_freeze_count(), file=sys.stderr))  # runs last
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def exit_probe(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", EXIT_PROBE, *args], cwd=repo,
+                          capture_output=True, text=True, env=hook_env())
+
+
+def frozen(p: subprocess.CompletedProcess) -> int:
+    return int(p.stderr.split()[-1])
+
+
+def test_a_hook_process_exits_with_its_objects_frozen_and_its_report_written(
+        harness: Path) -> None:
+    leak(harness)
+    git(harness, "add", "viewer/replay.html")
+    p = exit_probe(harness, "hook", "ship-scan", "viewer/replay.html")
+    assert p.returncode == 1 and "viewer/replay.html" in p.stdout and "refused" in p.stdout
+    assert SEED not in p.stdout + p.stderr
+    assert frozen(p) > 1000  # the modules and records of the run: never collected one by one
+    g = exit_probe(harness, "hook", "withheld-guard", "viewer/replay.html")
+    assert g.returncode == 0 and frozen(g) > 1000
+
+
+def test_a_process_that_runs_no_hook_exits_as_it_always_did(harness: Path) -> None:
+    assert frozen(exit_probe(harness, "--version")) == 0
+
+
+@pytest.fixture
+def collections() -> Iterator[list[str]]:
+    """Each cyclic collection's phase while the test runs, the collector eager meanwhile (a
+    collection on every allocation of a container), as it was after."""
+    seen: list[str] = []
+    thresholds, enabled = gc.get_threshold(), gc.isenabled()
+
+    def note(phase: str, info: dict) -> None:
+        seen.append(phase)
+
+    gc.callbacks.append(note)
+    gc.set_threshold(1)
+    gc.enable()
+    try:
+        yield seen
+    finally:
+        gc.callbacks.remove(note)
+        gc.set_threshold(*thresholds)
+        (gc.enable if enabled else gc.disable)()
+
+
+def test_a_pre_commit_run_collects_no_cycles_and_leaves_the_collector_as_it_was(
+        harness: Path, collections: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from plimsoll_ci import hook
+    from plimsoll_ci import scan as scan_module
+
+    monkeypatch.setenv("PLIMSOLL_WITHHELD_KEY", KEY)
+    during: list[int] = []
+    real = scan_module.ShipScan.scan
+
+    def spy(self: object, items: object) -> object:
+        during.append(len(collections))
+        result = real(self, items)  # type: ignore[arg-type]
+        during.append(len(collections))
+        return result
+
+    monkeypatch.setattr(scan_module.ShipScan, "scan", spy)
+    leak(harness)
+    git(harness, "add", "viewer/replay.html")
+    out = io.StringIO()
+    assert hook.ship_scan(["viewer/replay.html"], harness, out=out) == 1
+    assert "viewer/replay.html" in out.getvalue()
+    assert len(during) == 2 and during[0] == during[1]  # no collection while it scanned
+    assert gc.isenabled()
+    before = len(collections)
+    kept = [argparse.Namespace() for _ in range(10)]  # the collector runs again right after
+    assert len(collections) > before and len(kept) == 10
+    gc.disable()
+    assert hook.ship_scan(["viewer/replay.html"], harness, out=io.StringIO()) == 1
+    assert not gc.isenabled()  # a caller's choice is kept
+
+
+PATTERNS_PROBE = """
+import importlib, json, pkgutil, re, sys
+compiled = []
+real = re.compile
+def spy(pattern, flags=0):
+    compiled.append(sys._getframe(1).f_globals.get("__name__", ""))
+    return real(pattern, flags)
+re.compile = spy
+import plimsoll_ci.match as match
+for info in pkgutil.iter_modules(match.__path__):
+    importlib.import_module("plimsoll_ci.match." + info.name)
+at_import = sorted({n for n in compiled if n.startswith("plimsoll_ci.match")})
+from plimsoll_ci.match.canonical import classify
+classify("1:02:03")
+used = sorted({n for n in compiled if n.startswith("plimsoll_ci.match")})
+print(json.dumps([at_import, used, len(compiled)]))
+"""
+
+
+def test_the_matching_modules_compile_their_patterns_on_first_use_only() -> None:
+    p = subprocess.run([sys.executable, "-c", PATTERNS_PROBE], capture_output=True, text=True,
+                       env=hook_env(), check=True)
+    at_import, used, _ = json.loads(p.stdout)
+    assert at_import == []  # none when imported: a run that needs none pays for none
+    assert used == ["plimsoll_ci.match.canonical"]  # the spy sees the compile on first use
+
+
+def test_a_loaded_sets_value_entries_are_the_records_the_constructor_makes() -> None:
+    from plimsoll_ci import withheld
+
+    doc, _ = withheld.build_set(values=[("seeds.txt:1", SEED), ("notes.txt:1", "gate drone 7")],
+                                key=KEY.encode())
+    wset = withheld.parse(json.loads(withheld.dumps(doc)), key=KEY.encode())
+    assert len(wset.entries) == 2
+    for entry, raw in zip(wset.entries, doc["entries"], strict=True):
+        assert type(entry) is withheld.Entry
+        assert entry == withheld.Entry(raw["id"], "value", raw["digest"], raw["type"],
+                                       raw["shape"])
+        assert entry.fingerprints == frozenset()
+        assert entry.threshold == withheld.DEFAULT_SOURCE_THRESHOLD
+    bad = json.loads(withheld.dumps(doc))
+    bad["entries"][1]["digest"] = "zz"
+    with pytest.raises(withheld.WithheldSetError, match=r"entry 2 \(notes.txt:1\): digest"):
+        withheld.parse(bad, key=KEY.encode())
