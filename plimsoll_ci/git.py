@@ -398,11 +398,14 @@ def tracked_files(repo: str | os.PathLike[str]) -> list[str]:
 
 
 def read_blobs(repo: str | os.PathLike[str], oids: Iterable[str]) -> dict[str, bytes]:
-    """Contents of many blobs through one `git cat-file --batch`; a missing one is `BadInput`."""
+    """Contents of many blobs through one `git cat-file --batch`; a missing one is `BadInput`.
+    Every request is written at once, so git's output is buffered (`--buffer`: a few large
+    writes, where it would flush three times a blob and wake the reader as often)."""
     want = list(dict.fromkeys(oids))
     if not want:
         return {}
-    out = output(repo, "cat-file", "--batch", input="".join(o + "\n" for o in want).encode())
+    out = output(repo, "cat-file", "--batch", "--buffer",
+                 input="".join(o + "\n" for o in want).encode())
     blobs: dict[str, bytes] = {}
     pos = 0
     for oid in want:

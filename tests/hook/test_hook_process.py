@@ -147,3 +147,27 @@ def test_a_loaded_sets_value_entries_are_the_records_the_constructor_makes() -> 
     bad["entries"][1]["digest"] = "zz"
     with pytest.raises(withheld.WithheldSetError, match=r"entry 2 \(notes.txt:1\): digest"):
         withheld.parse(bad, key=KEY.encode())
+
+
+def test_the_hooks_blob_read_gives_each_blob_as_git_shows_it_and_refuses_a_missing_one(
+        tmp_path: Path) -> None:
+    from plimsoll_ci import hook
+    from plimsoll_ci.errors import BadInput
+
+    repo = tmp_path / "blobs"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    contents = [b"", b"\n", b"one line\n", b"no newline", b"\x00\xff binary\n\nmissing 1\n" * 50,
+                b"x" * 70_000, *(f"file {i}\n".encode() * i for i in range(300))]
+    for i, data in enumerate(contents):
+        (repo / f"f{i:03d}").write_bytes(data)
+    git(repo, "add", "-A")
+    oids = [e.split()[1] for e in git(repo, "ls-files", "-s").splitlines()]
+    got = hook.read_blobs(repo, [*oids, oids[3]])  # (a blob asked twice is read once)
+    assert list(got) == list(dict.fromkeys(oids))
+    for oid in oids:
+        shown = subprocess.run(["git", "cat-file", "blob", oid], cwd=repo, capture_output=True,
+                               check=True).stdout
+        assert got[oid] == shown
+    with pytest.raises(BadInput, match="is missing"):
+        hook.read_blobs(repo, [oids[0], "1" * 40])
