@@ -154,6 +154,7 @@ def main() -> int:
     ap.add_argument("--compare", metavar="CHECKOUT",
                     help="also time another checkout's plimsoll_ci (first on PYTHONPATH)")
     args = ap.parse_args()
+    load_before = os.getloadavg()[0]  # (the machine may be shared: said beside the numbers)
     tmp = Path(tempfile.mkdtemp(prefix="bench-hook-"))
     try:
         repo = build(tmp, args.files)
@@ -172,8 +173,9 @@ def main() -> int:
         results = measure(repo, hook, envs, args.runs)
         base_wall = statistics.median(status[0])
         print(f"harness: {args.files} shipped files, 1,000-entry keyed withheld set, "
-              f"{args.runs} runs, medians; load average {os.getloadavg()[0]:.1f} on "
-              f"{os.cpu_count()} cores (wall time grows with load, CPU time much less)")
+              f"{args.runs} runs, medians; load average {load_before:.1f} before, "
+              f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores (wall time grows "
+              "with load, CPU time much less)")
         print(f"  {'':<54} {'wall':>9}   {'x git status':>12}   {'cpu':>9}")
         rows = [("git status", status), ("python3 -c pass", python)]
         for name, res in results.items():
