@@ -163,7 +163,7 @@ def main() -> int:
         # An installed package has its bytecode compiled (pip and pre-commit do it); a checkout
         # run with PYTHONDONTWRITEBYTECODE would recompile every module on every run.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        hook = [sys.executable, "-m", "plimsoll_ci.cli"]
+        hook = [sys.executable, "-m", "plimsoll_ci"]  # the program, as the console script
         here = str(Path(__file__).resolve().parents[1])
         envs = {"this checkout": dict(env, PYTHONPATH=here)}
         if args.compare:

@@ -24,13 +24,13 @@ output; the shipped path for a name) with the content's size, in a file named by
 set's digest, the limits and the engine's version; a finding or a note is never cached, so a
 cached run reports exactly what a fresh run would, bytes scanned included. The staged config's
 parse is remembered by content in the user's cache (`configmemo`), and a cold run's blob read
-starts numpy's import meanwhile (`read_blobs`). A process that ran a hook exits without the
-interpreter's last collections (`exit_without_collecting`).
+starts numpy's import meanwhile (`read_blobs`). A pre-commit run collects no cycles while it
+runs (`collector_paused`), and the program ends once a hook's output is out (the command's
+`QUICK_EXIT`).
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import gc
@@ -150,20 +150,6 @@ def staged_config(repo: Path, path: Path, entries: Sequence[git.FileEntry] | Non
     the git folder holds the memo when the user's cache cannot)."""
     gd = git_dir(repo)
     return configmemo.staged_config(repo, path, entries, gd / "plimsoll" if gd else None)
-
-
-_EXIT_FROZEN: list[bool] = []
-
-
-def exit_without_collecting() -> None:
-    """Freeze every object the collector tracks when this process exits (an `atexit` hook,
-    registered once; the process's life until then is untouched). The interpreter's exit would
-    otherwise collect every module's cycles (functions and their globals) one by one: 10-20 ms
-    of a hook run's wall time for memory the system takes back anyway. Files are closed where
-    they are written, and standard output is flushed by the interpreter all the same."""
-    if not _EXIT_FROZEN:
-        _EXIT_FROZEN.append(True)
-        atexit.register(gc.freeze)
 
 
 @contextlib.contextmanager
@@ -318,7 +304,6 @@ def scan_commits(repo: Path, commits: Sequence[str], config_path: str | None,
 def ship_scan(filenames: Sequence[str], cwd: Path, config_path: str | None = None,
               out: IO[str] | None = None, env: dict[str, str] | None = None) -> int:
     """The `plimsoll-ship-scan` hook; returns the exit code (0 pass, 1 refused, 2 bad input)."""
-    exit_without_collecting()
     out = out or sys.stdout
     repo = locate(Path(cwd))
     frm, to = push_range(env)
@@ -514,7 +499,6 @@ def guard_findings(contents: dict[str, bytes], wsets: Iterable[tuple[str, Any]])
 def withheld_guard(filenames: Sequence[str], cwd: Path, config_path: str | None = None,
                    out: IO[str] | None = None) -> int:
     """The `plimsoll-withheld-guard` hook; 0 pass, 1 refused, 2 bad input."""
-    exit_without_collecting()
     out = out or sys.stdout
     repo = git.repo_root(Path(cwd))
     wsets: list[tuple[str, Any]] = []
