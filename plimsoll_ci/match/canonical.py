@@ -12,7 +12,7 @@ import functools
 import hashlib
 import hmac
 import re
-from decimal import Decimal, InvalidOperation
+from types import ModuleType
 
 from plimsoll_ci.match.ascii import (
     LOWER_A,
@@ -59,17 +59,27 @@ def _ws() -> re.Pattern[bytes]:
     return re.compile(rb"(?:\s|" + NBSP + rb")+")
 
 
+@functools.cache
+def _decimal() -> ModuleType:
+    """`decimal`, imported when a number is first made canonical (a hook run that meets no
+    number never pays its import)."""
+    import decimal
+
+    return decimal
+
+
 def number_canon(token: bytes) -> bytes | None:
     """Canonical decimal form of one number token (`0x1F` -> `31`, `31.50` -> `31.5`), or None."""
     t = token.replace(b"_", b"").lstrip(b"+-")
+    dec = _decimal()
     try:
         if len(t) > 2 and t[0:1] == b"0" and t[1:2] in b"xXoObB":
             base = {b"x": 16, b"o": 8, b"b": 2}[t[1:2].lower()]
             return str(int(t[2:], base)).encode()
         if len(t) > 400:
             return None
-        d = Decimal(t.decode("ascii"))
-    except (ValueError, InvalidOperation, UnicodeDecodeError):
+        d = dec.Decimal(t.decode("ascii"))
+    except (ValueError, dec.InvalidOperation, UnicodeDecodeError):
         return None
     if not d.is_finite() or abs(d.adjusted()) > 80:
         return None
@@ -82,12 +92,13 @@ def number_canon(token: bytes) -> bytes | None:
 def clock_canon(m: re.Match[bytes]) -> bytes | None:
     """Seconds of an `m:ss(.f)` or `h:mm:ss(.f)` clock match, in canonical decimal form."""
     a, b, c, frac = m.group(1), m.group(2), m.group(3), m.group(4) or b""
+    dec = _decimal()
     if c is None:
-        seconds = Decimal(int(a) * 60 + int(b))
+        seconds = dec.Decimal(int(a) * 60 + int(b))
     else:
-        seconds = Decimal(int(a) * 3600 + int(b) * 60 + int(c))
+        seconds = dec.Decimal(int(a) * 3600 + int(b) * 60 + int(c))
     if frac:
-        seconds += Decimal(frac.decode())
+        seconds += dec.Decimal(frac.decode())
     return number_canon(str(seconds).encode())
 
 

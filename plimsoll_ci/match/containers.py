@@ -8,11 +8,7 @@ container's bytes are given, and zipfile and tarfile read them through a view.
 
 from __future__ import annotations
 
-import bz2
 import io
-import lzma
-import tarfile
-import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
@@ -29,9 +25,18 @@ ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header; an empty arc
 TAR_MAGIC, TAR_MAGIC_AT = b"ustar", 257  # in the first 512-byte header block
 
 
-# Errors a damaged stream or archive raises while it is read.
-_READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError, RuntimeError,
-                NotImplementedError, zipfile.BadZipFile, tarfile.TarError)
+
+
+def _read_errors() -> tuple[type[BaseException], ...]:
+    """Errors a damaged stream or archive raises while it is read. (The archive modules are
+    imported when an archive is met: a commit of source files never pays their import.)"""
+    import lzma
+    import tarfile
+    import zipfile
+
+    return (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError, RuntimeError,
+            NotImplementedError, zipfile.BadZipFile, tarfile.TarError)
+
 _FEED = 64 * 1024  # compressed bytes handed to a decompressor at a time
 
 
@@ -45,8 +50,12 @@ class _Inflate:
         elif kind == "zlib":
             self.d = zlib.decompressobj()
         elif kind == "bz2":
+            import bz2
+
             self.d = bz2.BZ2Decompressor()
         else:
+            import lzma
+
             self.d = lzma.LZMADecompressor()
 
     def _input(self) -> bytes:
@@ -93,7 +102,7 @@ class _Bounded:
             return b""
         try:
             chunk = self.src(min(n, self.limit - self.count + 1))  # a byte past: is there more?
-        except _READ_ERRORS as e:
+        except _read_errors() as e:
             self.notes.append(f"{self.broken} ({type(e).__name__})")
             self.done = True
             return b""
@@ -229,6 +238,8 @@ class Container:
         yield Member(kind, None, replay.read)
 
     def _zip(self) -> Iterator[Member]:
+        import zipfile
+
         b = self.bounds
         try:
             zf = zipfile.ZipFile(_MemoryFile(self.data))
@@ -247,7 +258,7 @@ class Container:
                 continue
             try:
                 fh = zf.open(info)
-            except _READ_ERRORS as e:
+            except _read_errors() as e:
                 self.notes.append(f"zip member {name} does not read ({type(e).__name__})")
                 yield Member(f"zip member {name}", name, None)
                 continue
@@ -264,10 +275,12 @@ class Container:
                 return
 
     def _tar(self, fileobj: object, mode: str, prefix: str) -> Iterator[Member]:
+        import tarfile
+
         b = self.bounds
         try:
             tf = tarfile.open(fileobj=fileobj, mode=mode)  # type: ignore[call-overload]
-        except _READ_ERRORS as e:
+        except _read_errors() as e:
             self.notes.append(f"tar archive does not open ({type(e).__name__})")
             return
         n = 0
@@ -287,5 +300,5 @@ class Container:
                     fh.read, b.max_decompressed, self.notes,
                     f"tar member {member.name} is over the {b.max_decompressed}-byte bound: "
                     "scanned up to the bound", f"tar member {member.name} does not read"))
-        except _READ_ERRORS as e:
+        except _read_errors() as e:
             self.notes.append(f"tar archive is damaged after {n} members ({type(e).__name__})")

@@ -11,11 +11,9 @@ is `charsets`. Deeper nesting (base64 inside base64) is out of scope.
 from __future__ import annotations
 
 import functools
-import html
 import re
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, NoReturn
-from urllib.parse import unquote_to_bytes
 
 from plimsoll_ci.match import candidates as _c
 from plimsoll_ci.match.ascii import (
@@ -168,8 +166,12 @@ def _unescape(region: bytes) -> bytes:
 
     out = _uesc().sub(one, region)
     if _pct().search(out):
+        from urllib.parse import unquote_to_bytes
+
         out = unquote_to_bytes(out)
     if _ent().search(out):
+        import html  # (its entity table: 2-4 ms of a hook run that meets no entity)
+
         out = html.unescape(out.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
     return out
 
