@@ -284,7 +284,8 @@ def _from_entries(repo: Path, entries: list[git.FileEntry], config: Config,
     blobs = git.read_blobs(repo, [e.oid for _, _, e in wanted]) if read else {}
     for s, rel, e in wanted:
         files.append(ShippedFile(s.name, rel, blobs.get(e.oid, b""), source=e.path, blob=e.oid))
-    files.sort(key=lambda f: (list(config.ship).index(f.set_name), f.path))
+    order = {name: i for i, name in enumerate(config.ship)}
+    files.sort(key=lambda f: (order[f.set_name], f.path))
     return files
 
 
