@@ -14,9 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from plimsoll_ci import ship
+from plimsoll_ci import ship, shipconfig
 from plimsoll_ci.errors import PlimsollError
 from plimsoll_ci.git import MODE_SUBMODULE, ZERO_OID, CatFile, Change, Commit, TreeEntry, blob_id
+from plimsoll_ci.history import configs
 from plimsoll_ci.history.session import Session
 
 CONFIG_NAME = os.fsencode(ship.CONFIG_NAME)
@@ -43,6 +44,10 @@ class Delta(NamedTuple):
     item: Shipped | None  # None: no longer shipped
 
 
+class _Missing(Exception):
+    """A config blob missing from the object store (a partial or damaged clone)."""
+
+
 class Judge:
     """Turns a commit's tree into what its ship sets ship, with every cache that makes it cheap."""
 
@@ -58,6 +63,9 @@ class Judge:
         if self.external is not None:
             self.prefix = ship.config_prefix(self.external, Path(self.repo.top))
         self._cat: CatFile | None = None
+        # where a commit's own config is remembered by content (none with --no-cache)
+        self.memo = configs.repo_memos(
+            self.repo.git_dir if session.options.use_cache else None)
 
     @property
     def cat(self) -> CatFile:
@@ -84,14 +92,22 @@ class Judge:
         return entry.oid, self.configs[entry.oid]
 
     def _parse_config(self, commit: str, oid: str) -> ship.Config | None:
-        blob = self.cat.read(oid)
-        if blob is None:
+        """Commit `commit`'s config, blob `oid` (what it declares remembered by that id:
+        `configs.declared`); None, noted, when it cannot be read or is not valid."""
+        origin = f"{commit[:12]}:plimsoll.yaml"
+
+        def text() -> str:
+            blob = self.cat.read(oid)
+            if blob is None:
+                raise _Missing
+            return blob.data.decode("utf-8")
+
+        try:
+            declared = configs.declared(oid, text, origin, self.memo)
+            return shipconfig.anchor(declared, origin, Path(self.repo.top))
+        except _Missing:
             self.notes.add(f"commit {commit[:12]}: plimsoll.yaml (blob {oid[:12]}) is "
                            "missing from the object store; that config is not applied")
-            return None
-        try:
-            return ship.parse_config(blob.data.decode("utf-8"), f"{commit[:12]}:plimsoll.yaml",
-                                     Path(self.repo.top))
         except UnicodeDecodeError:
             self.notes.add(f"commit {commit[:12]}: plimsoll.yaml is not UTF-8; commits "
                            "with this config are not judged")
