@@ -145,6 +145,11 @@ class ScanCache:
         i = self.found.get(oid)
         return self._entries[i] if i is not None else NOTHING
 
+    def carrying(self) -> dict[str, frozenset[str]]:
+        """`entries` of every blob with findings or notes, as one map (blob id -> entries) that
+        a replay of thousands of deltas reads without a call per delta."""
+        return {oid: self._entries[i] for oid, i in self.found.items()}
+
     def findings(self, oid: str) -> list[Finding]:
         """Blob `oid`'s content findings (path empty)."""
         i = self.found.get(oid)

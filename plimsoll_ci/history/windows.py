@@ -86,6 +86,7 @@ def propagate(records: list[Record], cache: ScanCache, every_commit: bool) -> Le
     names: dict[str, frozenset[str]] = {}
     interned: dict[frozenset[str], frozenset[str]] = {NOTHING: NOTHING}
     live: dict[str, _State] = {}
+    carrying = cache.carrying()  # blob id -> the entries its content carries
     out = Leaks([], {}, {})
     per_commit = out.per_commit
     for i, r in enumerate(records):
@@ -100,24 +101,24 @@ def propagate(records: list[Record], cache: ScanCache, every_commit: bool) -> Le
         else:
             carriers, counts, ships = {}, {}, NOTHING
         changed = False  # whether an entry's count of carriers went to or from zero
-        for d in r.deltas:
-            key = (d.set, d.label)
+        for set_name, label, item in r.deltas:
+            key = (set_name, label)
             old = carriers.pop(key, None)
             if old is not None:
                 for e in old[1]:
                     n = counts[e] = counts[e] - 1
                     if not n:
                         changed = True
-            if d.item is None:
+            if item is None:
                 continue
-            by_name = names.get(d.item.name)
+            by_name = names.get(item.name)
             if by_name is None:
-                by_name = names[d.item.name] = _name_entries(d.item.name, cache)
-            ents = cache.entries(d.item.oid)
+                by_name = names[item.name] = _name_entries(item.name, cache)
+            ents = carrying.get(item.oid, NOTHING)
             if by_name:
                 ents = ents | by_name
             if ents:
-                carriers[key] = (d.item, ents)
+                carriers[key] = (item, ents)
                 for e in ents:
                     n = counts[e] = counts.get(e, 0) + 1
                     if n == 1:
@@ -133,8 +134,8 @@ def propagate(records: list[Record], cache: ScanCache, every_commit: bool) -> Le
         if not changed and not r.boundary and len(r.parents) == 1:
             new = []  # (most commits: what the parent shipped, unchanged)
         else:
-            parents = [per_commit[index[p]] for p in r.parents if p in index]
-            new = [e for e in ships if not any(e in p for p in parents)]
+            fresh = ships.difference(*[per_commit[index[p]] for p in r.parents if p in index])
+            new = [e for e in ships if e in fresh] if fresh else []
         if new or every_commit:
             occ = _placed(carriers, cache)
             for e in new:

@@ -48,6 +48,7 @@ def test_every_verdict_reads_back_as_it_was_put(tmp_path: Path) -> None:
     assert [f.line for f in cache.member_findings(B)] == [9] and not cache.member_findings(C)
     assert cache.blob_notes(C) == ("read up to 64 bytes",) and cache.blob_notes(B) == ()
     assert cache.knows(D) and not cache.knows("0" * 40)
+    assert cache.carrying() == {oid: cache.entries(oid) for oid in (B, C, D)}  # (A is clean)
 
 
 def test_what_two_runs_saved_is_merged(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Windows read off a commit graph: two introductions merged share the commits after the merge
+"""Verdicts and windows read off a commit graph: a merge introduces only what none of its parents
+shipped; two introductions merged share the commits after the merge
 (each window lists them), one fix closes both, and an entry a tip still ships stays open."""
 
 from __future__ import annotations
@@ -31,3 +32,31 @@ def test_two_introductions_merged_share_their_commits_and_their_fix() -> None:
     assert b.commits == [oid(2), oid(3), oid(4)] and b.ranges == [Range(oid(2), oid(4), 3)]
     (w,) = o.windows  # still shipped by the tip
     assert (w.first.oid, w.fixed, w.seconds, w.commits) == (oid(4), None, 60, [oid(4), oid(5)])
+
+
+def test_a_merge_introduces_only_what_none_of_its_parents_shipped() -> None:
+    from plimsoll_ci.history.cache import ScanCache
+    from plimsoll_ci.history.judge import Delta, Shipped
+    from plimsoll_ci.history.windows import propagate
+    from plimsoll_ci.scan import Finding, Verdict
+
+    cache = ScanCache(None, "k")
+    blobs = {"x": "e1", "y": "e2", "z": "e3", "w": "e4"}
+    for blob, entry in blobs.items():
+        cache.put("blob:" + blob * 40, Verdict((Finding("", 1, 1, "", entry, "value", "content",
+                                                        ""),), (), 10))
+
+    def ship(name: str) -> list[Delta]:
+        return [Delta("s", f"{name}.txt", Shipped(name * 40, f"{name}.txt"))]
+
+    #  0 --- 1 (x) --- 3 merge (+y) --- 4 (+z) --- 5 merge of 4 and 2 (+w)
+    #    \-- 2 (y) --/----------------------------/
+    shape = [((), []), ((0,), ship("x")), ((0,), ship("y")), ((1, 2), ship("y")),
+             ((3,), ship("z")), ((4, 2), ship("w"))]
+    records = [Record(CommitInfo(oid(i), 1000 + i, "Ada"), tuple(map(oid, ps)), deltas, not ps)
+               for i, (ps, deltas) in enumerate(shape)]
+    leaks = propagate(records, cache, False)
+    assert leaks.per_commit == [frozenset(), {"e1"}, {"e2"}, {"e1", "e2"}, {"e1", "e2", "e3"},
+                                {"e1", "e2", "e3", "e4"}]
+    assert sorted(leaks.intros) == [(1, "e1"), (2, "e2"), (4, "e3"), (5, "e4")]
+    assert [o.path for o in leaks.intros[(5, "e4")]] == ["w.txt"]
