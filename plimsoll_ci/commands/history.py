@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gc
-import os
-from collections.abc import Iterator
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,36 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Replay (or bisect); exit 0 when nothing withheld shipped, 1 when something did, 2 bad input."""
-    with cycle_collector_paused():
-        return _run(args)
-
-
-_FORK_HOOK: list[bool] = []  # whether forked children get the cycle collector back
-
-
-@contextlib.contextmanager
-def cycle_collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while a replay runs, as it was afterwards, and on in any
-    process forked meanwhile (the blob scan's workers).
-
-    A replay keeps hundreds of thousands of containers alive (trees, deltas, records), which
-    the collector walks again and again, and makes almost no cyclic garbage: about 500 objects
-    a run on psf/requests, warm or cold. Its passes were 35-40 ms of a warm run's 0.35 s of CPU
-    there; memory is freed by reference counts as before.
-    """
-    if not _FORK_HOOK:
-        os.register_at_fork(after_in_child=gc.enable)
-        _FORK_HOOK.append(True)
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
-def _run(args: argparse.Namespace) -> int:
+    import os
     import sys
 
     from plimsoll_ci import history, withheld
