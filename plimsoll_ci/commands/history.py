@@ -35,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-blob-bytes", type=int, default=64 << 20, metavar="N",
                         help="scan at most the first N bytes of a blob (noted when hit)")
     parser.add_argument("--no-cache", action="store_true",
-                        help="neither read nor write .git/plimsoll-cache/")
+                        help="neither read nor write .git/plimsoll-cache/ (nor the configs "
+                             "remembered by content)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--every-commit", action="store_true",
                         help="also list every commit that ships an entry, with its findings "
@@ -61,9 +62,11 @@ def run(args: argparse.Namespace) -> int:
     if args.key_env or args.key_file:
         key = withheld.key_from(env=args.key_env, file=args.key_file)
     elif args.config:
-        from plimsoll_ci import ship
+        from plimsoll_ci import configmemo, ship
+        from plimsoll_ci.history import configs
 
-        key = ship.load_key(ship.load_config(args.config))
+        memo = None if args.no_cache else configmemo.memo_dir(None)  # (the session's, mostly)
+        key = ship.load_key(configs.external(args.config, memo))
     wset = withheld.load(args.set_path, key=key)
     warn_set_notes(wset)
     options = history.Options(

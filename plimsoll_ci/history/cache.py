@@ -17,12 +17,13 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from plimsoll_ci import __version__, scan
 from plimsoll_ci.scan import Finding, Verdict, name_key, shown_path
 
-CACHE_FORMAT = "plimsoll-history-cache/4"
+CACHE_FORMAT = "plimsoll-history-cache/5"
 NOTHING: frozenset[str] = frozenset()
 
 
@@ -49,13 +50,23 @@ class ScanCache:
     """Verdicts for one withheld set, one set of scan limits and one engine; persisted as one JSON
     file written atomically (temp file + rename), so Ctrl-C at any moment leaves either the old
     file or the new one, never a torn one.
+
+    The file is laid out to load quickly, since a warm replay reads all of it: the ids of clean
+    blobs as one string (separated by spaces) with their sizes beside them, the blobs with findings as columns (ids,
+    sizes, an index into the sets of entries, notes and tokens only where there are some, and
+    their findings' texts joined by line breaks, which their compact JSON never holds).
     """
 
     def __init__(self, folder: str | None, key: str) -> None:
         self.folder = folder
         self.key = key
         self.clean: dict[str, int] = {}  # blob id -> size
-        self.found: dict[str, Found] = {}
+        self.found: dict[str, int] = {}  # blob id -> its row in the columns below
+        self._size: list[int] = []
+        self._entries: list[frozenset[str]] = []  # the entries its content carries
+        self._rows: list[str] = []  # its findings, JSON: [[line, column, chain, entry, ...], ...]
+        self._notes: dict[int, tuple[str, ...]] = {}  # (only where there are some)
+        self._tokens: dict[int, tuple[str, ...]] = {}
         self.names: dict[str, tuple[Finding, ...]] = {}  # name key -> findings (never empty)
         self.clean_names: set[str] = set()  # name keys
         self.builds: dict[str, list[list[str]]] = {}
@@ -73,7 +84,7 @@ class ScanCache:
         if kind == "blob":
             if ident in self.clean:
                 return Verdict((), (), self.clean[ident])
-            found = self.found.get(ident)
+            found = self.blob(ident)
             if found is None:
                 return None
             return Verdict(tuple(self.findings(ident)), found.notes, found.size, found.tokens)
@@ -91,13 +102,37 @@ class ScanCache:
             if verdict.clean:
                 self.clean[ident] = verdict.size
                 return
-            self.found[ident] = Found(verdict.size, self._intern(f.entry for f in verdict.findings),
-                                      tuple(verdict.notes), tuple(verdict.tokens),
-                                      _content_rows(verdict.findings))
+            self._keep(ident, Found(verdict.size, self._intern(f.entry for f in verdict.findings),
+                                    tuple(verdict.notes), tuple(verdict.tokens),
+                                    _content_rows(verdict.findings)))
         elif verdict.findings:
             self.names[ident] = tuple(verdict.findings)
         else:
             self.clean_names.add(ident)
+
+    def _keep(self, oid: str, found: Found) -> None:
+        i = self.found.get(oid)
+        if i is None:
+            i = self.found[oid] = len(self._size)
+            self._size.append(found.size)
+            self._entries.append(found.entries)
+            self._rows.append(found.findings)
+        else:
+            self._size[i], self._entries[i], self._rows[i] = found.size, found.entries, \
+                found.findings
+        for column, value in ((self._notes, found.notes), (self._tokens, found.tokens)):
+            if value:
+                column[i] = value
+            else:
+                column.pop(i, None)
+
+    def blob(self, oid: str) -> Found | None:
+        """Blob `oid`'s record when it has findings or notes (None when clean or unknown)."""
+        i = self.found.get(oid)
+        if i is None:
+            return None
+        return Found(self._size[i], self._entries[i], self._notes.get(i, ()),
+                     self._tokens.get(i, ()), self._rows[i])
 
     # -- what the replay asks -----------------------------------------------------------------
 
@@ -107,27 +142,32 @@ class ScanCache:
 
     def entries(self, oid: str) -> frozenset[str]:
         """The entries blob `oid`'s content carries (none when clean or unknown)."""
-        found = self.found.get(oid)
-        return found.entries if found is not None else NOTHING
+        i = self.found.get(oid)
+        return self._entries[i] if i is not None else NOTHING
+
+    def carrying(self) -> dict[str, frozenset[str]]:
+        """`entries` of every blob with findings or notes, as one map (blob id -> entries) that
+        a replay of thousands of deltas reads without a call per delta."""
+        return {oid: self._entries[i] for oid, i in self.found.items()}
 
     def findings(self, oid: str) -> list[Finding]:
         """Blob `oid`'s content findings (path empty)."""
-        found = self.found.get(oid)
-        if found is None:
+        i = self.found.get(oid)
+        if i is None:
             return []
-        return [Finding("", *row) for row in json.loads(found.findings)]
+        return [Finding("", *row) for row in json.loads(self._rows[i])]
 
     def member_findings(self, oid: str) -> list[Finding]:
         """Blob `oid`'s findings in the names of archive members (decoded only when it has any)."""
-        found = self.found.get(oid)
-        if found is None or '"name"' not in found.findings:  # (where == "name" in some row)
+        i = self.found.get(oid)
+        if i is None or '"name"' not in self._rows[i]:  # (where == "name" in some row)
             return []
         return [f for f in self.findings(oid) if f.where == "name"]
 
     def blob_notes(self, oid: str) -> tuple[str, ...]:
         """Blob `oid`'s notes (bounds hit), without a path."""
-        found = self.found.get(oid)
-        return found.notes if found is not None else ()
+        i = self.found.get(oid)
+        return self._notes.get(i, ()) if i is not None else ()
 
     def knows_name(self, name: str) -> bool:
         """Whether shipped path `name` has a verdict here."""
@@ -157,20 +197,49 @@ class ScanCache:
                 doc = json.load(f)
             if doc.get("format") != CACHE_FORMAT or doc.get("key") != self.key:
                 raise ValueError("another format")
-            self.clean = {str(k): int(v) for k, v in doc["clean"].items()}
-            self.found = {str(k): Found(int(size), self._intern(entries), tuple(notes),
-                                        tuple(tokens), str(rows))
-                          for k, (size, entries, notes, tokens, rows) in doc["found"].items()}
+            self.clean = dict(zip(_ids(doc["clean"]), map(int, doc["clean_sizes"]), strict=True))
+            found = doc["found"]
+            ids = _ids(found["ids"])
+            sets = [self._intern(map(str, s)) for s in found["sets"]]
+            self._size = list(map(int, found["sizes"]))
+            self._entries = [sets[i] for i in found["entries"]]
+            self._rows = found["rows"].split("\n") if ids else []
+            if not len(ids) == len(self._size) == len(self._entries) == len(self._rows):
+                raise ValueError("columns of different lengths")
+            self.found = {oid: i for i, oid in enumerate(ids)}
+            self._notes = {int(i): tuple(map(str, v)) for i, v in found["notes"].items()}
+            self._tokens = {int(i): tuple(map(str, v)) for i, v in found["tokens"].items()}
+            if not set(self._notes).union(self._tokens) <= set(range(len(ids))):
+                raise ValueError("notes of no blob")
             self.names = {str(k): tuple(Finding(*row) for row in rows)
                           for k, rows in doc["names"].items()}
             self.clean_names = set(doc["clean_names"])
             self.builds = dict(doc.get("builds", {}))
         except FileNotFoundError:
             pass
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
             self.notes.append(f"cache {path} was unreadable and is rebuilt")
             self.clean, self.found, self.names, self.builds = {}, {}, {}, {}
+            self._size, self._entries, self._rows, self._notes, self._tokens = [], [], [], {}, {}
             self.clean_names = set()
+
+    def _doc(self) -> dict[str, Any]:
+        """The file's JSON (see the class's docstring)."""
+        sets: dict[frozenset[str], int] = {}
+        order = list(self.found.items())
+        found = {"ids": _joined(oid for oid, _i in order),
+                 "sizes": [self._size[i] for _oid, i in order],
+                 "entries": [sets.setdefault(self._entries[i], len(sets)) for _oid, i in order],
+                 "sets": [sorted(s) for s in sets],
+                 "notes": {str(n): self._notes[i] for n, (_oid, i) in enumerate(order)
+                           if i in self._notes},
+                 "tokens": {str(n): self._tokens[i] for n, (_oid, i) in enumerate(order)
+                            if i in self._tokens},
+                 "rows": "\n".join(self._rows[i] for _oid, i in order)}
+        return {"format": CACHE_FORMAT, "key": self.key, "clean": _joined(self.clean),
+                "clean_sizes": list(self.clean.values()), "found": found,
+                "names": {k: [_name_row(f) for f in v] for k, v in self.names.items()},
+                "clean_names": sorted(self.clean_names), "builds": self.builds}
 
     def save(self) -> None:
         """Write the cache atomically (merging what another run saved meanwhile)."""
@@ -180,16 +249,18 @@ class ScanCache:
         assert path is not None
         os.makedirs(self.folder, exist_ok=True)
         other = ScanCache(self.folder, self.key)
-        for mine, theirs in ((self.clean, other.clean), (self.found, other.found),
-                             (self.names, other.names), (self.builds, other.builds)):
+        for oid, size in other.clean.items():
+            self.clean.setdefault(oid, size)
+        for oid in other.found:
+            if oid not in self.found:
+                found = other.blob(oid)
+                assert found is not None
+                self._keep(oid, found._replace(entries=self._intern(found.entries)))
+        for mine, theirs in ((self.names, other.names), (self.builds, other.builds)):
             for k, v in theirs.items():
                 mine.setdefault(k, v)  # type: ignore[arg-type]
         self.clean_names |= other.clean_names
-        doc = {"format": CACHE_FORMAT, "key": self.key, "clean": self.clean,
-               "found": {k: [f.size, sorted(f.entries), f.notes, f.tokens, f.findings]
-                         for k, f in self.found.items()},
-               "names": {k: [_name_row(f) for f in v] for k, v in self.names.items()},
-               "clean_names": sorted(self.clean_names), "builds": self.builds}
+        doc = self._doc()
         fd, tmp = tempfile.mkstemp(prefix=".tmp-scan-", dir=self.folder)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -220,6 +291,17 @@ class ScanCache:
                 caches.append((mtime, full))
         for _mtime, full in sorted(caches, reverse=True)[keep:]:
             _unlink(full)
+
+
+def _ids(joined: str) -> list[str]:
+    """Blob ids as the file keeps them: one string, separated by spaces (`_joined`)."""
+    if not isinstance(joined, str):
+        raise ValueError("blob ids are one string")
+    return joined.split(" ") if joined else []
+
+
+def _joined(ids: Iterable[str]) -> str:
+    return " ".join(ids)
 
 
 def _unlink(path: str) -> None:

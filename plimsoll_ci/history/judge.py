@@ -14,9 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from plimsoll_ci import ship
+from plimsoll_ci import ship, shipconfig
 from plimsoll_ci.errors import PlimsollError
 from plimsoll_ci.git import MODE_SUBMODULE, ZERO_OID, CatFile, Change, Commit, TreeEntry, blob_id
+from plimsoll_ci.history import configs
 from plimsoll_ci.history.session import Session
 
 CONFIG_NAME = os.fsencode(ship.CONFIG_NAME)
@@ -43,6 +44,10 @@ class Delta(NamedTuple):
     item: Shipped | None  # None: no longer shipped
 
 
+class _Missing(Exception):
+    """A config blob missing from the object store (a partial or damaged clone)."""
+
+
 class Judge:
     """Turns a commit's tree into what its ship sets ship, with every cache that makes it cheap."""
 
@@ -58,6 +63,10 @@ class Judge:
         if self.external is not None:
             self.prefix = ship.config_prefix(self.external, Path(self.repo.top))
         self._cat: CatFile | None = None
+        self._sets: dict[int, tuple[ship.Config, list[ship.ShipSet]]] = {}  # by id(config)
+        # where a commit's own config is remembered by content (none with --no-cache)
+        self.memo = configs.repo_memos(
+            self.repo.git_dir if session.options.use_cache else None)
 
     @property
     def cat(self) -> CatFile:
@@ -84,14 +93,22 @@ class Judge:
         return entry.oid, self.configs[entry.oid]
 
     def _parse_config(self, commit: str, oid: str) -> ship.Config | None:
-        blob = self.cat.read(oid)
-        if blob is None:
+        """Commit `commit`'s config, blob `oid` (what it declares remembered by that id:
+        `configs.declared`); None, noted, when it cannot be read or is not valid."""
+        origin = f"{commit[:12]}:plimsoll.yaml"
+
+        def text() -> str:
+            blob = self.cat.read(oid)
+            if blob is None:
+                raise _Missing
+            return blob.data.decode("utf-8")
+
+        try:
+            declared = configs.declared(oid, text, origin, self.memo)
+            return shipconfig.anchor(declared, origin, Path(self.repo.top))
+        except _Missing:
             self.notes.add(f"commit {commit[:12]}: plimsoll.yaml (blob {oid[:12]}) is "
                            "missing from the object store; that config is not applied")
-            return None
-        try:
-            return ship.parse_config(blob.data.decode("utf-8"), f"{commit[:12]}:plimsoll.yaml",
-                                     Path(self.repo.top))
         except UnicodeDecodeError:
             self.notes.add(f"commit {commit[:12]}: plimsoll.yaml is not UTF-8; commits "
                            "with this config are not judged")
@@ -144,41 +161,50 @@ class Judge:
 
     def incremental(self, commit: Commit, cfg: ship.Config, state: ShipState) -> list[Delta]:
         """Apply a commit's tree changes to the glob sets of `state` in place; return the deltas
-        (the sets' rules are evaluated on the changed paths alone).
+        (the sets' rules are evaluated on the changed paths alone, and remembered by path).
         """
         deltas: list[Delta] = []
         changes = commit.changes
         if not changes:
             return deltas
+        new = tuple.__new__  # (the records' own `__new__` is a Python call, per change)
         paths = [ch.path for ch in changes]
-        for s in cfg.ship.values():
-            if s.command is not None:
-                continue
+        for s in self._glob_sets(cfg):
             sel = self.selected.get(s)
-            if sel is None or not all(p in sel for p in paths):
+            try:
+                hits = [sel[p] for p in paths]  # type: ignore[index]
+            except (KeyError, TypeError):  # a path (or the set) not seen yet
                 sel = self._selection(s, paths)
-            for ch in changes:
-                hit = sel[ch.path]
+                hits = [sel[p] for p in paths]
+            name = s.name
+            for ch, hit in zip(changes, hits, strict=True):
                 if hit is None:
                     continue
                 path = hit[0]
-                key = (s.name, path)
+                key = (name, path)
                 if ch.oid == ZERO_OID or ch.mode == MODE_SUBMODULE:
                     if ch.mode == MODE_SUBMODULE:
                         self.notes.submodule(path, commit.oid)
                     if state.pop(key, None) is not None:
-                        deltas.append(Delta(s.name, path, None))
+                        deltas.append(new(Delta, (name, path, None)))
                     continue
-                item = Shipped(ch.oid, hit[1])
+                item = new(Shipped, (ch.oid, hit[1]))
                 if state.get(key) != item:
                     state[key] = item
-                    deltas.append(Delta(s.name, path, item))
+                    deltas.append(new(Delta, (name, path, item)))
         return deltas
 
-    @staticmethod
-    def builds(cfg: ship.Config) -> bool:
+    def _glob_sets(self, cfg: ship.Config) -> list[ship.ShipSet]:
+        """`cfg`'s glob sets, in order (looked up once per config, not per commit)."""
+        known = self._sets.get(id(cfg))
+        if known is None or known[0] is not cfg:
+            known = self._sets[id(cfg)] = (cfg, [s for s in cfg.ship.values()
+                                                if s.command is None])
+        return known[1]
+
+    def builds(self, cfg: ship.Config) -> bool:
         """Whether `cfg` has a command set (rebuilt at every commit)."""
-        return any(s.command is not None for s in cfg.ship.values())
+        return len(self._glob_sets(cfg)) != len(cfg.ship)
 
     def rebuild(self, commit: Commit, tree: Tree, cfg: ship.Config,
                 state: ShipState) -> list[Delta]:

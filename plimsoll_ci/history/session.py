@@ -5,12 +5,14 @@ cache and the notes; and the revisions it walks.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from plimsoll_ci import ship
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.git import Repo, check_revs, is_shallow, open_repo
 from plimsoll_ci.git import run as git
+from plimsoll_ci.history import configs
 from plimsoll_ci.history.cache import ScanCache, cache_key
 from plimsoll_ci.history.records import Notes, Options
 from plimsoll_ci.scan import Limits
@@ -39,7 +41,8 @@ def open_session(repo: str | Repo, wset: Any, options: Options, notes: Notes) ->
     """
     if not isinstance(repo, Repo):
         repo = open_repository(repo, options, notes)
-    external, limits = _config(options)
+    external, limits = _config(options, configs.user_memos(
+        repo.git_dir if options.use_cache else None))
     cache = ScanCache(os.path.join(repo.git_dir, "plimsoll-cache") if options.use_cache else None,
                       cache_key(wset, limits, options.max_blob_bytes))
     return Session(repo, wset, limits, external, options, cache, notes)
@@ -61,10 +64,10 @@ def open_repository(repo_dir: str, options: Options, notes: Notes) -> Repo:
     return repo
 
 
-def _config(options: Options) -> tuple[Any, Limits]:
+def _config(options: Options, memo: Path | None) -> tuple[Any, Limits]:
     external = None
     if options.config is not None:
-        external = ship.load_config(options.config)
+        external = configs.external(options.config, memo)
     limits = Limits()
     if external is not None and external.limits:
         try:

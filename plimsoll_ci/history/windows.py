@@ -86,6 +86,7 @@ def propagate(records: list[Record], cache: ScanCache, every_commit: bool) -> Le
     names: dict[str, frozenset[str]] = {}
     interned: dict[frozenset[str], frozenset[str]] = {NOTHING: NOTHING}
     live: dict[str, _State] = {}
+    carrying = cache.carrying()  # blob id -> the entries its content carries
     out = Leaks([], {}, {})
     per_commit = out.per_commit
     for i, r in enumerate(records):
@@ -100,24 +101,24 @@ def propagate(records: list[Record], cache: ScanCache, every_commit: bool) -> Le
         else:
             carriers, counts, ships = {}, {}, NOTHING
         changed = False  # whether an entry's count of carriers went to or from zero
-        for d in r.deltas:
-            key = (d.set, d.label)
+        for set_name, label, item in r.deltas:
+            key = (set_name, label)
             old = carriers.pop(key, None)
             if old is not None:
                 for e in old[1]:
                     n = counts[e] = counts[e] - 1
                     if not n:
                         changed = True
-            if d.item is None:
+            if item is None:
                 continue
-            by_name = names.get(d.item.name)
+            by_name = names.get(item.name)
             if by_name is None:
-                by_name = names[d.item.name] = _name_entries(d.item.name, cache)
-            ents = cache.entries(d.item.oid)
+                by_name = names[item.name] = _name_entries(item.name, cache)
+            ents = carrying.get(item.oid, NOTHING)
             if by_name:
                 ents = ents | by_name
             if ents:
-                carriers[key] = (d.item, ents)
+                carriers[key] = (item, ents)
                 for e in ents:
                     n = counts[e] = counts.get(e, 0) + 1
                     if n == 1:
@@ -133,8 +134,8 @@ def propagate(records: list[Record], cache: ScanCache, every_commit: bool) -> Le
         if not changed and not r.boundary and len(r.parents) == 1:
             new = []  # (most commits: what the parent shipped, unchanged)
         else:
-            parents = [per_commit[index[p]] for p in r.parents if p in index]
-            new = [e for e in ships if not any(e in p for p in parents)]
+            fresh = ships.difference(*[per_commit[index[p]] for p in r.parents if p in index])
+            new = [e for e in ships if e in fresh] if fresh else []
         if new or every_commit:
             occ = _placed(carriers, cache)
             for e in new:
@@ -163,14 +164,16 @@ def windows(records: list[Record], leaks: Leaks, tips: set[str]) -> list[EntryHi
     children in the range, or one that a branch, a tag or a revision of the range names (`tips`).
     Windows are ordered by the time of their introduction.
     """
-    index = {r.info.oid: i for i, r in enumerate(records)}
+    infos = [r.info for r in records]
+    oids = [c.oid for c in infos]
+    index = {oid: i for i, oid in enumerate(oids)}
     parents = [[index[p] for p in r.parents if p in index] for r in records]
     kids: list[list[int]] = [[] for _ in records]
     for i, ps in enumerate(parents):
         for p in ps:
             kids[p].append(i)
-    times = [r.info.time for r in records]
-    is_tip = [not kids[i] or r.info.oid in tips for i, r in enumerate(records)]
+    times = [c.time for c in infos]
+    is_tip = [not kids[i] or oid in tips for i, oid in enumerate(oids)]
     by_entry: dict[str, list[int]] = {}
     for i, ships in enumerate(leaks.per_commit):
         for e in ships:
@@ -178,11 +181,7 @@ def windows(records: list[Record], leaks: Leaks, tips: set[str]) -> list[EntryHi
     result = []
     for entry in sorted(by_entry):
         leaking_in_order = by_entry[entry]
-        origins, fixes, open_ = _origins(leaking_in_order, parents, kids, is_tip)
-        members_of: dict[int, list[int]] = {}
-        for i in leaking_in_order:
-            for intro in origins[i]:
-                members_of.setdefault(intro, []).append(i)
+        members_of, fixes, open_ = _origins(leaking_in_order, parents, kids, is_tip)
         found = []
         for intro in sorted(members_of, key=lambda i: (times[i], i)):
             rec = records[intro]
@@ -193,8 +192,8 @@ def windows(records: list[Record], leaks: Leaks, tips: set[str]) -> list[EntryHi
                 fixed = records[last].info
             end = fixed.time if fixed else max(map(times.__getitem__, members))
             found.append(Window(rec.info, leaks.intros[(intro, entry)], fixed,
-                                max(0, end - rec.info.time), [records[i].info.oid for i in members],
-                                rec.boundary and bool(rec.parents), _ranges(members, records)))
+                                max(0, end - rec.info.time), list(map(oids.__getitem__, members)),
+                                rec.boundary and bool(rec.parents), _ranges(members, oids)))
         commits = [(records[i].info, [o for o in leaks.every[i] if o.entry == entry])
                    for i in leaking_in_order if i in leaks.every]
         result.append(EntryHistory(entry, found, len(leaking_in_order), commits))
@@ -202,46 +201,54 @@ def windows(records: list[Record], leaks: Leaks, tips: set[str]) -> list[EntryHi
 
 
 def _origins(leaking_in_order: list[int], parents: list[list[int]], kids: list[list[int]],
-             is_tip: list[bool]) -> tuple[dict[int, frozenset[int]], dict[int, list[int]],
-                                          set[int]]:
-    """For one entry: the introductions each leaking commit descends from (`origins`), the fix
-    commits of each introduction, and the introductions still shipping at a tip.
+             is_tip: list[bool]) -> tuple[dict[int, list[int]], dict[int, list[int]], set[int]]:
+    """For one entry: the leaking commits that descend from each introduction (the introduction
+    first, in the replay's order), the fix commits of each introduction, and the introductions
+    still shipping at a tip.
     """
     leaking = set(leaking_in_order)
     look = set(leaking)
     for i in leaking_in_order:
         look.update(kids[i])
-    origins: dict[int, frozenset[int]] = {}  # only leaking commits; never an empty set
+    origins: dict[int, frozenset[int]] = {}  # leaking commit -> its introductions (never empty)
+    origin = origins.get
+    members: dict[int, list[int]] = {}  # introduction -> the leaking commits descending from it
     fixes: dict[int, list[int]] = {}  # introduction -> fix commits
     open_: set[int] = set()  # introductions still shipping at a tip
     for i in sorted(look):  # (parents come before children)
         ps = parents[i]
         if len(ps) == 1:
-            inherited = origins.get(ps[0])
+            inherited = origin(ps[0])
         else:
             inherited = None
             for p in ps:
-                o = origins.get(p)
+                o = origin(p)
                 if o is not None:
                     inherited = o if inherited is None else inherited | o
         if i in leaking:
-            o = origins[i] = inherited or frozenset((i,))
+            if inherited is None:  # an introduction
+                o = origins[i] = frozenset((i,))
+                members[i] = [i]
+            else:
+                o = origins[i] = inherited
+                for intro in o:  # (each came before: it is an ancestor)
+                    members[intro].append(i)
             if is_tip[i]:
                 open_ |= o
         elif inherited is not None:
             for intro in inherited:
                 fixes.setdefault(intro, []).append(i)
-    return origins, fixes, open_
+    return members, fixes, open_
 
 
-def _ranges(members: list[int], records: list[Record]) -> list[Range]:
-    """Runs of consecutive records in `members` (sorted)."""
+def _ranges(members: list[int], oids: list[str]) -> list[Range]:
+    """Runs of consecutive records in `members` (sorted), named by their commits (`oids`)."""
     out = []
     start = prev = members[0]
     for i in members[1:]:
         if i != prev + 1:
-            out.append(Range(records[start].info.oid, records[prev].info.oid, prev - start + 1))
+            out.append(Range(oids[start], oids[prev], prev - start + 1))
             start = i
         prev = i
-    out.append(Range(records[start].info.oid, records[prev].info.oid, prev - start + 1))
+    out.append(Range(oids[start], oids[prev], prev - start + 1))
     return out
