@@ -25,7 +25,7 @@ set's digest, the limits and the engine's version; a finding or a note is never 
 cached run reports exactly what a fresh run would, bytes scanned included. The staged config's
 parse is remembered by content in the user's cache (`configmemo`), and a cold run's blob read
 starts numpy's import meanwhile (`read_blobs`). A pre-commit run collects no cycles while it
-runs (`collector_paused`), and the program ends once a hook's output is out (the command's
+runs (`pool.collector_paused`), and the program ends once a hook's output is out (the command's
 `QUICK_EXIT`).
 """
 
@@ -33,13 +33,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import hashlib
 import json
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,6 +46,7 @@ from plimsoll_ci import __version__, configmemo, git, scan, ship, withheld
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.match.canonical import classify
 from plimsoll_ci.match.canonical import digest as value_digest
+from plimsoll_ci.pool import collector_paused
 from plimsoll_ci.scan import Limits, ScanResult, ShipScan, Verdict, decide_mode, make_limits
 from plimsoll_ci.withheld import GUESSABLE_BITS, shape_bits
 
@@ -150,21 +150,6 @@ def staged_config(repo: Path, path: Path, entries: Sequence[git.FileEntry] | Non
     the git folder holds the memo when the user's cache cannot)."""
     gd = git_dir(repo)
     return configmemo.staged_config(repo, path, entries, gd / "plimsoll" if gd else None)
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside (the collector as it was after): a pre-commit run is
-    one bounded scan whose records are freed by their counts, and the collector's passes over
-    everything it allocates (the index, the withheld set, a cold run's 1,000 names and numpy's
-    modules) cost 3 ms of a warm run and 10-15 ms of a cold one."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 # --------------------------------------------------------------------------- scanning

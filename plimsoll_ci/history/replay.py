@@ -4,10 +4,7 @@ shipped blob and name once, then read windows off the commit graph.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import sys
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
@@ -20,6 +17,7 @@ from plimsoll_ci.history.records import CommitInfo, HistoryReport, Notes, Option
 from plimsoll_ci.history.redact import Redactor
 from plimsoll_ci.history.session import Session, open_repository, open_session, rev_args, tips
 from plimsoll_ci.history.windows import Record, propagate, windows
+from plimsoll_ci.pool import collector_paused
 from plimsoll_ci.scan import Scanner
 
 EAGER_COMMITS = 100  # from this many commits (and a cold cache), workers scan during the walk
@@ -27,22 +25,8 @@ EAGER_COMMITS = 100  # from this many commits (and a cold cache), workers scan d
 
 def replay(repo_dir: str, wset: Any, options: Options | None = None) -> HistoryReport:
     """Replay the commits of `options.revs` (default HEAD's history) against withheld set `wset`."""
-    with _collector_paused():
+    with collector_paused():  # (its records hold no cycles)
         return _replay_all(repo_dir, wset, options or Options())
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic collector paused while a replay builds its trees, records and verdicts:
-    they hold no reference cycles, and each full collection walked all of them (on requests'
-    history 0.12-0.16 s of every run, warm or cold; 0.2 s with the younger collections)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _replay_all(repo_dir: str, wset: Any, options: Options) -> HistoryReport:

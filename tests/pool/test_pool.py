@@ -94,6 +94,23 @@ def test_workers_collect_their_own_garbage_and_the_parent_keeps_its_heap_unfroze
         gc.enable()
 
 
+def test_the_collector_pause_gives_it_back_as_it_was_even_on_an_error() -> None:
+    try:
+        for was in (True, False):
+            (gc.enable if was else gc.disable)()
+            with pool.collector_paused():
+                assert not gc.isenabled()
+            assert gc.isenabled() is was
+            try:
+                with pool.collector_paused():
+                    raise KeyError("x")
+            except KeyError:
+                pass
+            assert gc.isenabled() is was
+    finally:
+        gc.enable()
+
+
 def _slow(x: int, delay: float) -> tuple[int, int]:
     import time
 
