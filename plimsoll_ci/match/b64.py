@@ -4,27 +4,18 @@ one run at a time or a large buffer's runs all at once (numpy), for `decode`."""
 from __future__ import annotations
 
 import binascii
-import functools
-import re
 from typing import Any
 
 from plimsoll_ci.match import classes as _classes
-from plimsoll_ci.match.ascii import EQUALS
-
+from plimsoll_ci.match.ascii import EQUALS, lazy_re
 
 # Maximal runs of the alphabet (standard or URL-safe) of 6+ characters, decoded when they end in
 # padding ("MzEuNQ==" is `31.5`) or, unpadded, when 12+ characters mix both cases
 # (`looks_base64`): identifiers in code are mostly shorter, unpadded, or of one case.
-@functools.cache
-def run_re() -> re.Pattern[bytes]:
-    """The runs above, compiled on first use."""
-    return re.compile(rb"[A-Za-z0-9+/_-]{6,}={0,2}")
-
-
+# The runs above, compiled on first use.
+run_re = lazy_re(rb"[A-Za-z0-9+/_-]{6,}={0,2}")
 # The next line of a line-wrapped base64 block: a line break, the block's indentation, a run.
-@functools.cache
-def _wrap_next() -> re.Pattern[bytes]:
-    return re.compile(rb"\r?\n([ \t]*)([A-Za-z0-9+/_-]+)(={0,2})")
+_wrap_next = lazy_re(rb"\r?\n([ \t]*)([A-Za-z0-9+/_-]+)(={0,2})")
 
 
 WRAP_WIDTHS = (16, 1024)  # line widths of a wrapped block (GNU base64: 76, PEM: 64)

@@ -24,6 +24,7 @@ from plimsoll_ci.match.ascii import (
     UPPER_A,
     UPPER_Z,
     ZERO,
+    lazy_re,
 )
 
 DOMAIN = b"plimsoll-ci/value/v1\0"
@@ -32,31 +33,13 @@ _DEC = rb"[0-9](?:_?[0-9])*(?:\.[0-9](?:_?[0-9])*)?(?:[eE][+-]?[0-9]+)?"
 _INT_ALT = rb"0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+"
 # The patterns are compiled on first use (most runs need few of them). A whole number token
 # as written in content: boundaries are checked by the extractor.
-@functools.cache
-def number_re() -> re.Pattern[bytes]:
-    """A whole number token as written in content, compiled on first use."""
-    return re.compile(rb"(?:" + _INT_ALT + rb"|" + _DEC + rb")")
-
-
-@functools.cache
-def clock_re() -> re.Pattern[bytes]:
-    """A clock (`0:31.5`, `1:02:03`) as written in content, compiled on first use."""
-    return re.compile(rb"([0-9]{1,3}):([0-5][0-9])(?::([0-5][0-9]))?(\.[0-9]+)?")
-
-
-@functools.cache
-def _whole_number() -> re.Pattern[bytes]:
-    return re.compile(rb"[+-]?(?:" + _INT_ALT + rb"|" + _DEC + rb")")
-
-
-@functools.cache
-def _whole_clock() -> re.Pattern[bytes]:
-    return re.compile(rb"[0-9]{1,3}:[0-5][0-9](?::[0-5][0-9])?(?:\.[0-9]+)?")
-
-
-@functools.cache
-def _ws() -> re.Pattern[bytes]:
-    return re.compile(rb"(?:\s|" + NBSP + rb")+")
+# A whole number token as written in content, compiled on first use.
+number_re = lazy_re(rb"(?:" + _INT_ALT + rb"|" + _DEC + rb")")
+# A clock (`0:31.5`, `1:02:03`) as written in content, compiled on first use.
+clock_re = lazy_re(rb"([0-9]{1,3}):([0-5][0-9])(?::([0-5][0-9]))?(\.[0-9]+)?")
+_whole_number = lazy_re(rb"[+-]?(?:" + _INT_ALT + rb"|" + _DEC + rb")")
+_whole_clock = lazy_re(rb"[0-9]{1,3}:[0-5][0-9](?::[0-5][0-9])?(?:\.[0-9]+)?")
+_ws = lazy_re(rb"(?:\s|" + NBSP + rb")+")
 
 
 @functools.cache

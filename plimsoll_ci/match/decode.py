@@ -10,7 +10,6 @@ is `charsets`. Deeper nesting (base64 inside base64) is out of scope.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, NoReturn
@@ -25,6 +24,7 @@ from plimsoll_ci.match.ascii import (
     NEWLINE,
     PERCENT,
     SPACE,
+    lazy_re,
 )
 from plimsoll_ci.match.b64 import LINE_BREAKS as _LINE_BREAKS
 from plimsoll_ci.match.b64 import decode_arrays as _b64_arrays
@@ -121,30 +121,13 @@ class RegionBudget:
 # Base64: maximal runs of the alphabet (standard or URL-safe) of 6+ characters, decoded when they
 # end in padding ("MzEuNQ==" is `31.5`) or, unpadded, when 12+ characters mix both cases
 # (`_looks_base64`): identifiers in code are mostly shorter, unpadded, or of one case.
-@functools.cache
-def _hex_run() -> re.Pattern[bytes]:  # (each pattern compiled on first use)
-    return re.compile(rb"[0-9A-Fa-f]{8,}")
-
+_hex_run = lazy_re(rb"[0-9A-Fa-f]{8,}")  # (each pattern compiled on first use)
 
 # Escapes and entities: every line that holds one is decoded as a whole.
-@functools.cache
-def _esc_hit() -> re.Pattern[bytes]:
-    return re.compile(rb"%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{1,10};")
-
-
-@functools.cache
-def _pct() -> re.Pattern[bytes]:
-    return re.compile(rb"%[0-9A-Fa-f]{2}")
-
-
-@functools.cache
-def _uesc() -> re.Pattern[bytes]:
-    return re.compile(rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})")
-
-
-@functools.cache
-def _ent() -> re.Pattern[bytes]:
-    return re.compile(rb"&#?[A-Za-z0-9]{1,10};")
+_esc_hit = lazy_re(rb"%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{1,10};")
+_pct = lazy_re(rb"%[0-9A-Fa-f]{2}")
+_uesc = lazy_re(rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})")
+_ent = lazy_re(rb"&#?[A-Za-z0-9]{1,10};")
 
 
 _SMALL = 64 * 1024  # as extract.SMALL: small inputs never import numpy
@@ -462,9 +445,7 @@ class _Regions:
                 self.add(_escape_kind(line), hit, data)
 
 
-@functools.cache
-def _esc_lead() -> re.Pattern[bytes]:
-    return re.compile(rb"[%\\&]")
+_esc_lead = lazy_re(rb"[%\\&]")
 
 
 _FEW = 4096  # escape leads in a large buffer that are walked in Python rather than by line

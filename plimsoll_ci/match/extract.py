@@ -16,8 +16,6 @@ at a value's ends (`_private`) must be there too.
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -41,6 +39,7 @@ from plimsoll_ci.match.ascii import (
     UPPER_E,
     UPPER_Z,
     ZERO,
+    lazy_re,
 )
 from plimsoll_ci.match.canonical import clock_canon, clock_re, number_canon, number_re
 from plimsoll_ci.match.classes import (  # noqa: F401  (byte_classes: callers import it here)
@@ -86,24 +85,10 @@ def small_buffer(n: int) -> bool:
     return pure_python(n, SMALL, NUMPY_FROM)
 
 
-@functools.cache
-def _ws() -> re.Pattern[bytes]:  # (each pattern compiled on first use)
-    return re.compile(rb"(?:\s|" + NBSP + rb")+")
-
-
-@functools.cache
-def _digit_run() -> re.Pattern[bytes]:
-    return re.compile(rb"[0-9]+")
-
-
-@functools.cache
-def _odd_ws() -> re.Pattern[bytes]:  # white space that is not one plain space
-    return re.compile(rb"[\t\n\r\x0b\x0c]|  ")
-
-
-@functools.cache
-def _word_run() -> re.Pattern[bytes]:
-    return re.compile(rb"[0-9A-Za-z\x80-\xff]+")
+_ws = lazy_re(rb"(?:\s|" + NBSP + rb")+")  # (each pattern compiled on first use)
+_digit_run = lazy_re(rb"[0-9]+")
+_odd_ws = lazy_re(rb"[\t\n\r\x0b\x0c]|  ")  # white space that is not one plain space
+_word_run = lazy_re(rb"[0-9A-Za-z\x80-\xff]+")
 
 
 _IS_DIGIT = bytes(1 if ZERO <= c <= NINE else 0 for c in range(256))
@@ -114,9 +99,7 @@ _SIGNS = (PLUS, MINUS)
 _CONT = bytes(1 if c in b"eE_xXoObB" else 0 for c in range(256))  # continue a number token
 
 
-@functools.cache
-def _grouped_re() -> re.Pattern[bytes]:  # 4,820,193,756
-    return re.compile(rb"[1-9][0-9]{0,2}(?:,[0-9]{3}){2,6}")
+_grouped_re = lazy_re(rb"[1-9][0-9]{0,2}(?:,[0-9]{3}){2,6}")  # 4,820,193,756
 
 
 GROUPED_MIN_DIGITS = 7  # three groups at least: `4,820` is as likely a list as a number

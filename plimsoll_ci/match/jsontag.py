@@ -10,24 +10,13 @@ key's value is a set, even if it is cut short or damaged after that.
 
 from __future__ import annotations
 
-import functools
 import json
-import re
 
+from plimsoll_ci.match.ascii import lazy_re
 
-@functools.cache
-def _outside() -> re.Pattern[bytes]:  # what matters outside strings at the top level
-    return re.compile(rb'["{}\[\],:]')  # (each pattern compiled on first use)
-
-
-@functools.cache
-def _nested() -> re.Pattern[bytes]:  # what matters inside a nested value
-    return re.compile(rb'["{}\[\]]')
-
-
-@functools.cache
-def _inside() -> re.Pattern[bytes]:  # what matters inside a string
-    return re.compile(rb'["\\]')
+_outside = lazy_re(rb'["{}\[\],:]')  # what matters outside strings at the top level
+_nested = lazy_re(rb'["{}\[\]]')  # what matters inside a nested value
+_inside = lazy_re(rb'["\\]')  # what matters inside a string
 
 
 MAX_STRING = 256  # a top-level key or value longer than this is no tag
