@@ -22,7 +22,7 @@ import hashlib
 import importlib.util
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from plimsoll_ci import git, globs, ship, shipconfig
@@ -159,20 +159,30 @@ def staged_config(repo: Path, path: Path, entries: Sequence[git.FileEntry] | Non
     folder = memo_dir(fallback) if staged is not None else None
     if staged is None or folder is None:
         return ship.config_at(repo, path, ":")
-    code = _parser_version()
-    tag = hashlib.sha256(f"{staged}\0{code}".encode()).hexdigest()
-    memo = folder / f"config-{tag[:32]}.json"
     origin = f"{rel} (staged)"
-    found = _read_memo(memo, staged, code)
+    declared = remembered(staged, folder, origin, lambda: shipconfig.config_text(
+        git.read_blobs(repo, [staged])[staged], origin))
+    config = shipconfig.anchor(declared, origin, path.resolve().parent, repo)
+    return config._replace(path=path.resolve())
+
+
+def remembered(oid: str, folder: Path, origin: str,
+               text: Callable[[], str]) -> shipconfig.Declared:
+    """What the config whose git blob id is `oid` declares: from its trusted memo in `folder`
+    (its glob translations remembered too), else `shipconfig.declare(text(), origin)`, then
+    written there. `text` is called only when the config must be parsed; its errors, and
+    `ConfigError` naming `origin` and the line, reach the caller (and nothing is written)."""
+    code = _parser_version()
+    tag = hashlib.sha256(f"{oid}\0{code}".encode()).hexdigest()
+    memo = folder / f"config-{tag[:32]}.json"
+    found = _read_memo(memo, oid, code)
     if found is not None:
         declared, rules = found
         globs.remember(rules)
-    else:
-        data = git.read_blobs(repo, [staged])[staged]
-        declared = shipconfig.declare(shipconfig.config_text(data, origin), origin)
-        _write_memo(memo, staged, code, declared)
-    config = shipconfig.anchor(declared, origin, path.resolve().parent, repo)
-    return config._replace(path=path.resolve())
+        return declared
+    declared = shipconfig.declare(text(), origin)
+    _write_memo(memo, oid, code, declared)
+    return declared
 
 
 def prune(folder: Path, pattern: str, keep: int) -> None:

@@ -18,11 +18,10 @@ is never remembered.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
-from plimsoll_ci import configmemo, globs, shipconfig
+from plimsoll_ci import configmemo, shipconfig
 from plimsoll_ci.errors import ConfigError
 from plimsoll_ci.git import blob_id
 
@@ -30,7 +29,6 @@ MEMO_FOLDER = ("plimsoll", "history-configs")  # under the git folder, beside th
 
 # (blob id, memo folder) -> what it declares, in this process
 _DECLARED: dict[tuple[str, Path | None], shipconfig.Declared] = {}
-_PARSER: list[str] = []  # configmemo's parser version, computed once per process
 
 
 def declared(oid: str, text: Callable[[], str], origin: str,
@@ -41,24 +39,10 @@ def declared(oid: str, text: Callable[[], str], origin: str,
     `ConfigError` naming `origin` and the line, reach the caller.
     """
     found = _DECLARED.get((oid, folder))
-    if found is not None:
-        return found
-    memo = None
-    if folder is not None:
-        if not _PARSER:
-            _PARSER.append(configmemo._parser_version())
-        code = _PARSER[0]
-        tag = hashlib.sha256(f"{oid}\0{code}".encode()).hexdigest()  # (as the hook names it)
-        memo = folder / f"config-{tag[:32]}.json"
-        read = configmemo._read_memo(memo, oid, code)
-        if read is not None:
-            found, rules = read
-            globs.remember(rules)
     if found is None:
-        found = shipconfig.declare(text(), origin)
-        if memo is not None:
-            configmemo._write_memo(memo, oid, _PARSER[0], found)
-    _DECLARED[(oid, folder)] = found
+        found = shipconfig.declare(text(), origin) if folder is None else \
+            configmemo.remembered(oid, folder, origin, text)
+        _DECLARED[(oid, folder)] = found
     return found
 
 
