@@ -327,14 +327,23 @@ def config_text(data: bytes, origin: str) -> str:
 def load_config(path: str | os.PathLike[str]) -> Config:
     """Read and validate a `plimsoll.yaml`; `ConfigError` names the file and line."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such config file; create it or pass --config") from None
-    except (OSError, UnicodeDecodeError) as e:
+    data = config_bytes(p)
+    try:  # (as text: line ends as `\n`, as `read_text` gives them)
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError as e:
         raise ConfigError(f"{p}: cannot read the config ({e.__class__.__name__})") from None
     cfg = parse_config(text, str(p), p.resolve().parent)
     return cfg._replace(path=p.resolve())
+
+
+def config_bytes(p: Path) -> bytes:
+    """A config file's bytes; `ConfigError` when it is missing or cannot be read."""
+    try:
+        return p.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such config file; create it or pass --config") from None
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read the config ({e.__class__.__name__})") from None
 
 
 def find_config(start: Path) -> Path | None:

@@ -52,12 +52,7 @@ def external(path: str, folder: Path | None) -> shipconfig.Config:
     turns line ends into `\\n`, and a memo is keyed by the bytes as they are.
     """
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such config file; create it or pass --config") from None
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read the config ({e.__class__.__name__})") from None
+    data = shipconfig.config_bytes(p)
     if b"\r" in data:
         return shipconfig.load_config(p)
 
