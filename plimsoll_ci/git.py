@@ -456,7 +456,10 @@ def _spooled(repo: str | os.PathLike[str], args: Sequence[str], input: bytes
 def _memory_file(name: str) -> IO[bytes]:
     """A nameless read-write file in memory (`memfd_create`), or a temporary file elsewhere."""
     if hasattr(os, "memfd_create"):
-        return open(os.memfd_create(name, os.MFD_CLOEXEC), "w+b")  # noqa: SIM115
+        try:
+            return open(os.memfd_create(name, os.MFD_CLOEXEC), "w+b")  # noqa: SIM115
+        except OSError:  # (a sandbox may refuse it: a temporary file does the same)
+            pass
     import tempfile
 
     return tempfile.TemporaryFile()  # noqa: SIM115
