@@ -17,8 +17,12 @@ Targets (issue 19): warm <= 150 ms, cold <= 300 ms (both cold kinds are held to 
 
 `--compare CHECKOUT` times the same runs with another checkout's `plimsoll_ci` first on
 PYTHONPATH (say, the commit before a change), in the same run, and prints the ratios.
+`--venv` runs each checkout as pre-commit does: installed by `pip` into a virtual environment of
+its own, through its console script (the interpreter then starts without this machine's other
+site packages and their `.pth` hooks).
 
     python benchmarks/bench_hook.py [--files 1000] [--runs 7] [--compare CHECKOUT] [--loose]
+                                    [--venv]
 """
 
 from __future__ import annotations
@@ -98,9 +102,10 @@ def timed(repo: Path, argv: list[str], env: dict, runs: int, before=None
     return wall, cpu
 
 
-def import_ms(argv: list[str], env: dict, cwd: Path) -> tuple[float, float, list[str]]:
+def import_ms(python: str, argv: list[str], env: dict, cwd: Path
+              ) -> tuple[float, float, list[str]]:
     """(all imports, plimsoll_ci's own, the heaviest three) in ms, from `-X importtime`."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", *argv], cwd=cwd, env=env,
+    proc = subprocess.run([python, "-X", "importtime", *argv], cwd=cwd, env=env,
                           capture_output=True, text=True)
     rows = []
     for line in proc.stderr.splitlines():
@@ -113,7 +118,7 @@ def import_ms(argv: list[str], env: dict, cwd: Path) -> tuple[float, float, list
     return total, ours, [f"{r[3]} {r[1] / 1000:.0f}" for r in top]
 
 
-def measure(repo: Path, hook: list[str], envs: dict[str, dict], runs: int
+def measure(repo: Path, envs: dict[str, tuple[list[str], dict]], runs: int
             ) -> dict[str, dict[str, tuple[list[float], list[float]]]]:
     """Every kind of hook run for every checkout, the checkouts' runs interleaved (the load of a
     shared machine then weighs on each alike)."""
@@ -131,7 +136,7 @@ def measure(repo: Path, hook: list[str], envs: dict[str, dict], runs: int
 
     def drop_every_cache(i: int) -> None:
         drop_cache(i)
-        for env in envs.values():
+        for _, env in envs.values():
             shutil.rmtree(Path(env["PLIMSOLL_CACHE"]) / "configs", ignore_errors=True)
 
     kinds = (("hook, README-only commit", ["README.md"], None, runs),
@@ -140,20 +145,31 @@ def measure(repo: Path, hook: list[str], envs: dict[str, dict], runs: int
              ("hook, cold (no cache)", [changed], drop_cache, runs),
              ("hook, first run ever (no user cache)", [changed], drop_every_cache, runs))
     out: dict[str, dict[str, tuple[list[float], list[float]]]] = {n: {} for n in envs}
-    for env in envs.values():
+    for hook, env in envs.values():
         timed(repo, [*hook, "hook", "ship-scan"], env, 2)  # warm the caches and the OS
     for kind, files, before, n in kinds:
         for _ in range(n):
-            for name, env in envs.items():
+            for name, (hook, env) in envs.items():
                 if kind == "hook, nothing to scan":  # what the last edit left is known clean
                     timed(repo, [*hook, "hook", "ship-scan", *files], env, 1, edit)
                 wall, cpu = timed(repo, [*hook, "hook", "ship-scan", *files], env, 1, before)
                 got = out[name].setdefault(kind, ([], []))
                 got[0].extend(wall)
                 got[1].extend(cpu)
-    for name, env in envs.items():
+    for name, (hook, env) in envs.items():
         out[name]["plimsoll-ci --version"] = timed(repo, [*hook, "--version"], env, runs)
     return out
+
+
+def installed(checkout: Path, where: Path) -> list[str]:
+    """The console script of `checkout` installed as pre-commit installs a hook: `pip install`
+    into a virtual environment of its own (no editable finder, no other site packages; the
+    compiled engine built and the bytecode compiled at install)."""
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
+    subprocess.run([str(where / "bin" / "python"), "-m", "pip", "install", "-q",
+                    "--disable-pip-version-check", str(checkout)], check=True,
+                   capture_output=True)
+    return [str(where / "bin" / "plimsoll-ci")]
 
 
 def main() -> int:
@@ -164,27 +180,38 @@ def main() -> int:
                     help="time the harness where it was committed (loose objects), not a clone")
     ap.add_argument("--compare", metavar="CHECKOUT",
                     help="also time another checkout's plimsoll_ci (first on PYTHONPATH)")
+    ap.add_argument("--venv", action="store_true",
+                    help="run each checkout as pre-commit does: installed by pip into a virtual "
+                         "environment of its own, through its console script")
     args = ap.parse_args()
     load_before = os.getloadavg()[0]  # (the machine may be shared: said beside the numbers)
     tmp = Path(tempfile.mkdtemp(prefix="bench-hook-"))
     try:
         repo = build(tmp, args.files, args.loose)
-        env = dict(os.environ, PLIMSOLL_WITHHELD_KEY=KEY, PYTHONPYCACHEPREFIX=str(tmp / "pyc"),
-                   PLIMSOLL_CACHE=str(tmp / "user-cache"))
+        env = dict(os.environ, PLIMSOLL_WITHHELD_KEY=KEY, PLIMSOLL_CACHE=str(tmp / "user-cache"))
         # An installed package has its bytecode compiled (pip and pre-commit do it); a checkout
         # run with PYTHONDONTWRITEBYTECODE would recompile every module on every run.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        hook = [sys.executable, "-m", "plimsoll_ci"]  # the program, as the console script
-        here = str(Path(__file__).resolve().parents[1])
-        envs = {"this checkout": dict(env, PYTHONPATH=here)}
+        checkouts = {"this checkout": Path(__file__).resolve().parents[1]}
         if args.compare:
-            envs["--compare"] = dict(env, PYTHONPATH=str(Path(args.compare).resolve()))
+            checkouts["--compare"] = Path(args.compare).resolve()
+        envs: dict[str, tuple[list[str], dict]] = {}
+        for name, checkout in checkouts.items():
+            if args.venv:
+                envs[name] = (installed(checkout, tmp / f"venv-{len(envs)}"), env)
+            else:  # the program, as the console script runs it
+                envs[name] = ([sys.executable, "-m", "plimsoll_ci"],
+                              dict(env, PYTHONPATH=str(checkout),
+                                   PYTHONPYCACHEPREFIX=str(tmp / "pyc")))
+        python_exe = (str(Path(envs["this checkout"][0][0]).with_name("python")) if args.venv
+                      else sys.executable)
         status = timed(repo, ["git", "status", "--porcelain"], env, args.runs)
-        python = timed(repo, [sys.executable, "-c", "pass"], env, args.runs)
-        results = measure(repo, hook, envs, args.runs)
+        python = timed(repo, [python_exe, "-c", "pass"], env, args.runs)
+        results = measure(repo, envs, args.runs)
         base_wall = statistics.median(status[0])
         print(f"harness: {args.files} shipped files, 1,000-entry keyed withheld set, "
               f"{'loose objects' if args.loose else 'a fresh clone (packed objects)'}, "
+              f"{'installed in a virtual environment each' if args.venv else 'run from each checkout'}, "
               f"{args.runs} runs, medians; load average {load_before:.1f} before, "
               f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores (wall time grows "
               "with load, CPU time much less)")
@@ -209,9 +236,10 @@ def main() -> int:
                 line += (f"; against --compare: wall {w / 1000 / statistics.median(old[0]):.2f}x,"
                          f" cpu {c / 1000 / statistics.median(old[1]):.2f}x")
             print(line)
-        for name, e in envs.items():
-            total, own, top = import_ms(["-c", "import plimsoll_ci.cli, plimsoll_ci.hook, "
-                                         "plimsoll_ci.commands.hook"], e, repo)
+        for name, (hook, e) in envs.items():
+            exe = str(Path(hook[0]).with_name("python")) if args.venv else sys.executable
+            total, own, top = import_ms(exe, ["-c", "import plimsoll_ci.cli, plimsoll_ci.hook, "
+                                              "plimsoll_ci.commands.hook"], e, repo)
             print(f"  imports of the hook's entry point [{name}]: {total:.0f} ms in all, "
                   f"plimsoll_ci's own {own:.0f} ms; heaviest: {', '.join(top)} (-X importtime, "
                   "cumulative us->ms)")
