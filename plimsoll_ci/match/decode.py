@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, NoReturn
 
 from plimsoll_ci.match import candidates as _c
+from plimsoll_ci.match import classes as _classes
 from plimsoll_ci.match.ascii import (
     AMPERSAND,
     BACKSLASH,
@@ -418,16 +419,7 @@ class _Regions:
         if b"%" not in buf and b"\\" not in buf and b"&" not in buf:
             return
         n = len(buf)
-        for first in _line_firsts(buf, classes):
-            if first >= win.hi:
-                return
-            ls = buf.rfind(b"\n", 0, first) + 1
-            le = buf.find(b"\n", first)
-            le = n if le < 0 else le
-            m = _esc_hit().search(buf, first, le)
-            if m is None:
-                continue
-            hit = m.start()
+        for ls, le, hit in escape_lines(buf, classes):
             if hit < win.lo:
                 continue  # the line's first escape is in the window before: decoded there
             if hit >= win.hi:
@@ -443,6 +435,31 @@ class _Regions:
             data = _unescape(line)
             if data != line:
                 self.add(_escape_kind(line), hit, data)
+
+
+def escape_lines(buf: bytes, classes: object | None) -> Iterator[tuple[int, int, int]]:
+    """(start, end, first hit) of each line of `buf` that holds an escape or an entity, in
+    order: where the line starts, where its line break is (or the buffer's end), and where its
+    first escape or entity starts. The compiled part finds them in one pass from the byte
+    `classes` when both are there; else from the first lead of each line (`_line_firsts`)."""
+    native = _classes.native
+    if classes is not None and native is not None and len(buf) < _classes.NATIVE_MAX:
+        import numpy as np
+
+        rows = np.frombuffer(native.escape_lines(classes.cls, buf, C_ESC),  # type: ignore[attr-defined]
+                             dtype=np.int32)
+        for i in range(0, len(rows), 3 << 16):
+            t = rows[i : i + (3 << 16)].tolist()
+            yield from zip(t[0::3], t[1::3], t[2::3], strict=True)
+        return
+    n = len(buf)
+    for first in _line_firsts(buf, classes):
+        ls = buf.rfind(b"\n", 0, first) + 1
+        le = buf.find(b"\n", first)
+        le = n if le < 0 else le
+        m = _esc_hit().search(buf, first, le)
+        if m is not None:
+            yield ls, le, m.start()
 
 
 _esc_lead = lazy_re(rb"[%\\&]")
