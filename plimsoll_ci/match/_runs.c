@@ -9,6 +9,7 @@
      the maximal runs of class `bit` in a buffer of class bytes, `minimum` or more long, as int32
      (start, end) pairs; with `with_bits`, the OR of each run's class bytes (else None).
    base64_runs(classes, text, bit, both) -> (pairs, keep): the base64 runs and which look encoded.
+   base64_kept(classes, text, bit, both) -> (pairs, nexts): only those kept, and what follows each.
    hex_runs(classes, text, bit, letters, digit) -> (pairs, keep): the hex runs and which may be
      hex-encoded text.
    b64_runs(text, starts, ends) -> (out, good): base64 runs decoded, joined.
@@ -65,12 +66,17 @@ static inline uint64_t mask64(const uint8_t *c, uint8_t bit) {
 #endif
 }
 
-uint64_t block_mask(const uint8_t *c, Py_ssize_t n, Py_ssize_t base, uint8_t bit) {
+static inline uint64_t block_mask(const uint8_t *c, Py_ssize_t n, Py_ssize_t base,
+                                  uint8_t bit) {
     if (base >= n) return 0;
     if (base + 64 <= n) return mask64(c + base, bit);
     uint8_t tail[64] = {0};  /* the tail, zero-padded: a run that reaches the end ends at n */
     memcpy(tail, c + base, (size_t)(n - base));
     return mask64(tail, bit);
+}
+
+uint64_t class_mask(const uint8_t *c, Py_ssize_t n, Py_ssize_t base, uint8_t bit) {
+    return block_mask(c, n, base, bit);
 }
 
 /* The boundaries of the runs of class `bit` in c[0:n] that are `w` + 1 (1..64) or more long:
@@ -267,6 +273,54 @@ done:
 
 /* classify(text, table, out): out[i] = table[text[i]] for every byte of `text` (`table` 256
    bytes, `out` writable and as long as `text`): a buffer's class bytes, in one pass. */
+/* The engine's table (`classes._cls_lut`), built here too: when `classify` is given this very
+   table, sixteen bytes are classed at once from compares (SSE2), else one at a time from it. */
+enum { UPPER = 1, LOWER = 2, DIGIT = 4, HEX = 8, B64P = 16, WORD = 32, B64 = 64, ESC = 128 };
+static uint8_t CLASSES[256];
+
+static void class_table(void) {
+    for (int c = 0; c < 256; c++) {
+        int v = 0;
+        if (c >= 'A' && c <= 'Z') v = UPPER | WORD | B64 | (c <= 'F' ? HEX : 0);
+        else if (c >= 'a' && c <= 'z') v = LOWER | WORD | B64 | (c <= 'f' ? HEX : 0);
+        else if (c >= '0' && c <= '9') v = DIGIT | WORD | B64 | HEX;
+        else if (c == '+' || c == '/' || c == '_' || c == '-') v = B64P | B64;
+        else if (c >= 0x80) v = WORD;
+        else if (c == '%' || c == '\\' || c == '&') v = ESC;
+        CLASSES[c] = (uint8_t)v;
+    }
+}
+
+#ifdef RUNS_SSE2
+static inline __m128i in_range(__m128i v, uint8_t lo, uint8_t hi) {  /* lo <= v <= hi, unsigned */
+    __m128i d = _mm_sub_epi8(v, _mm_set1_epi8((char)lo));
+    return _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8((char)(hi - lo))), d);
+}
+
+static inline __m128i is_byte(__m128i v, char c) { return _mm_cmpeq_epi8(v, _mm_set1_epi8(c)); }
+
+static inline __m128i bits(__m128i mask, uint8_t b) {
+    return _mm_and_si128(mask, _mm_set1_epi8((char)b));
+}
+
+/* The classes of 16 bytes, as CLASSES gives them. */
+static inline __m128i classes16(__m128i v) {
+    __m128i upper = in_range(v, 'A', 'Z'), lower = in_range(v, 'a', 'z');
+    __m128i digit = in_range(v, '0', '9');
+    __m128i hex = _mm_or_si128(digit, in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 'f'));
+    __m128i high = _mm_cmplt_epi8(v, _mm_setzero_si128());
+    __m128i punct = _mm_or_si128(_mm_or_si128(is_byte(v, '+'), is_byte(v, '/')),
+                                 _mm_or_si128(is_byte(v, '_'), is_byte(v, '-')));
+    __m128i esc = _mm_or_si128(_mm_or_si128(is_byte(v, '%'), is_byte(v, '\\')), is_byte(v, '&'));
+    __m128i alnum = _mm_or_si128(_mm_or_si128(upper, lower), digit);
+    __m128i out = _mm_or_si128(bits(upper, UPPER), bits(lower, LOWER));
+    out = _mm_or_si128(out, _mm_or_si128(bits(digit, DIGIT), bits(hex, HEX)));
+    out = _mm_or_si128(out, _mm_or_si128(bits(punct, B64P), bits(_mm_or_si128(alnum, high), WORD)));
+    out = _mm_or_si128(out, _mm_or_si128(bits(_mm_or_si128(alnum, punct), B64), bits(esc, ESC)));
+    return out;
+}
+#endif
+
 static PyObject *classify(PyObject *self, PyObject *args) {
     Py_buffer text, table, out;
     if (!PyArg_ParseTuple(args, "y*y*w*", &text, &table, &out)) return NULL;
@@ -276,9 +330,16 @@ static PyObject *classify(PyObject *self, PyObject *args) {
     } else {
         const uint8_t *t = (const uint8_t *)table.buf, *c = (const uint8_t *)text.buf;
         uint8_t *o = (uint8_t *)out.buf;
-        Py_ssize_t n = text.len;
+        Py_ssize_t n = text.len, i = 0;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) o[i] = t[c[i]];
+#ifdef RUNS_SSE2
+        if (memcmp(t, CLASSES, 256) == 0) {
+            for (; i + 16 <= n; i += 16)
+                _mm_storeu_si128((__m128i *)(o + i),
+                                 classes16(_mm_loadu_si128((const __m128i *)(c + i))));
+        }
+#endif
+        for (; i < n; i++) o[i] = t[c[i]];
         Py_END_ALLOW_THREADS
         result = Py_NewRef(Py_None);
     }
@@ -425,6 +486,53 @@ static PyObject *base64_runs(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* base64_kept(classes, text, bit, both) -> (pairs, nexts): the runs `base64_runs` keeps, only
+   them, as int32 (start, end) pairs, and for each the length of the run of 6 or more that
+   follows it (int32; 0 when none does): all `candidates.may_wrap` reads of the runs it does not
+   keep. A buffer of source has a dozen runs for each one kept. */
+static PyObject *base64_kept(PyObject *self, PyObject *args) {
+    Py_buffer view, text;
+    int bit, both;
+    if (!PyArg_ParseTuple(args, "y*y*ii", &view, &text, &bit, &both)) return NULL;
+    PyObject *result = NULL, *pairs = NULL, *nexts = NULL;
+    int32_t *t = NULL, *nx = NULL;
+    uint8_t *keep = NULL;
+    Py_ssize_t n = view.len, count = 0, kept = 0;
+    if (bit < 1 || bit > 255 || both < 1 || both > 255 || view.len != text.len
+        || view.len > INT32_MAX - 16) {
+        PyErr_SetString(PyExc_ValueError, "base64_kept: classes as long as the text, bits 1..255");
+        goto done;
+    }
+    const uint8_t *c = (const uint8_t *)view.buf, *x = (const uint8_t *)text.buf;
+    t = malloc((size_t)(n + 1) * sizeof(int32_t));
+    keep = malloc((size_t)(n / 2 + 1));
+    nx = malloc((size_t)(n / 2 + 1) * sizeof(int32_t));
+    if (t == NULL || keep == NULL || nx == NULL) { PyErr_NoMemory(); goto done; }
+    Py_BEGIN_ALLOW_THREADS
+    count = edges(c, n, (uint8_t)bit, 5, t) / 2;
+    pick_base64(c, x, n, t, count, keep, &both);
+    for (Py_ssize_t r = 0; r < count; r++) {  /* (in place: a kept run moves back, never ahead) */
+        if (!keep[r]) continue;
+        nx[kept] = r + 1 < count ? t[2 * r + 3] - t[2 * r + 2] : 0;
+        t[2 * kept] = t[2 * r];
+        t[2 * kept + 1] = t[2 * r + 1];
+        kept++;
+    }
+    Py_END_ALLOW_THREADS
+    pairs = PyBytes_FromStringAndSize((const char *)t, kept * 2 * (Py_ssize_t)sizeof(int32_t));
+    nexts = PyBytes_FromStringAndSize((const char *)nx, kept * (Py_ssize_t)sizeof(int32_t));
+    if (pairs != NULL && nexts != NULL) result = PyTuple_Pack(2, pairs, nexts);
+done:
+    free(t);
+    free(keep);
+    free(nx);
+    Py_XDECREF(pairs);
+    Py_XDECREF(nexts);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&text);
+    return result;
+}
+
 /* hex_runs(classes, text, bit, letters, digit) -> (pairs, keep): the runs of class `bit` (hex
    characters) 8 or more long, as `runs` gives them, and keep[r] = 1 for those that may be hex-
    encoded text (`candidates.kept_runs`): of even length; when they are digits only (no class bit
@@ -471,6 +579,9 @@ static PyMethodDef methods[] = {
     {"base64_runs", base64_runs, METH_VARARGS,
      "base64_runs(classes, text, bit, both) -> (pairs, keep): base64 candidate runs (see the "
      "source)."},
+    {"base64_kept", base64_kept, METH_VARARGS,
+     "base64_kept(classes, text, bit, both) -> (pairs, nexts): the base64 candidate runs kept, "
+     "and the length of the run after each (see the source)."},
     {"hex_runs", hex_runs, METH_VARARGS,
      "hex_runs(classes, text, bit, letters, digit) -> (pairs, keep): hex candidate runs (see "
      "the source)."},
@@ -506,5 +617,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__runs(void) {
     b64_tables();
+    class_table();
     return PyModule_Create(&module);
 }

@@ -12,7 +12,7 @@
 Py_ssize_t runs_of(const uint8_t *c, Py_ssize_t n, uint8_t bit, int32_t *t);
 
 /* Which of the 64 class bytes from c[base] (zero past n) have `bit`: bit j for c[base + j]. */
-uint64_t block_mask(const uint8_t *c, Py_ssize_t n, Py_ssize_t base, uint8_t bit);
+uint64_t class_mask(const uint8_t *c, Py_ssize_t n, Py_ssize_t base, uint8_t bit);
 
 /* Whether the sorted keys[0:n] hold k. */
 int has_key(const int64_t *keys, Py_ssize_t n, int64_t k);

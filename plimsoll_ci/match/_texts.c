@@ -165,10 +165,10 @@ PyObject *escape_lines(PyObject *self, PyObject *args) {
     Py_ssize_t pos = 0;
     while (pos < n) {
         Py_ssize_t base = pos & ~(Py_ssize_t)63;
-        uint64_t m = block_mask(c, n, base, (uint8_t)bit) & (~0ULL << (pos - base));
+        uint64_t m = class_mask(c, n, base, (uint8_t)bit) & (~0ULL << (pos - base));
         while (!m && base + 64 < n) {
             base += 64;
-            m = block_mask(c, n, base, (uint8_t)bit);
+            m = class_mask(c, n, base, (uint8_t)bit);
         }
         if (!m) break;
         Py_ssize_t p = base + __builtin_ctzll(m);

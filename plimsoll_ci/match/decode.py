@@ -296,8 +296,12 @@ class _Regions:
         import numpy as np
 
         buf, lo, hi = self.buf, self.win.lo, self.win.hi
-        every = _c.long_runs(buf, True, classes)
-        starts, run_ends = _c.kept_runs(buf, True, classes, every)
+        if _classes.native is not None and len(buf) < _classes.NATIVE_MAX:
+            starts, run_ends, second = _c.base64_kept(buf, classes)
+        else:
+            every = _c.long_runs(buf, True, classes)
+            starts, run_ends = _c.kept_runs(buf, True, classes, every)
+            second = _c.following(run_ends, every)
         if not len(starts):
             return
         n = len(buf)
@@ -308,7 +312,7 @@ class _Regions:
         after = a[np.minimum(ends, n - 1)]
         # a run that ends its line may start a wrapped block
         slow = (ends < n) & ((after == NEWLINE) | (after == CARRIAGE_RETURN))
-        slow[slow] = _c.may_wrap(a, starts[slow], ends[slow], every)
+        slow[slow] = _c.may_wrap(a, starts[slow], ends[slow], second[slow])
         slow |= ends - starts > self.bounds.max_region
         if not self.win.at_end:
             slow |= ends >= n

@@ -257,6 +257,46 @@ def test_compiled_base64_candidates_are_refused_for_classes_of_another_text() ->
     cl.release()
 
 
+@pytest.mark.parametrize("build", ["sse2", "portable"])
+@pytest.mark.parametrize("seed", range(3))
+def test_base64_runs_kept_and_what_follows_each_are_numpys(build: str, seed: int,
+                                                           request: pytest.FixtureRequest,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # The compiled call that hands back only the base64 runs kept gives the runs numpy keeps,
+    # and for each the length of the next run of 6+ (what says whether a wrapped block may start
+    # there), 0 after the last one.
+    if build == "sse2":
+        need(classes.native, "the compiled runs")
+        module = classes.native
+    else:
+        module = request.getfixturevalue("portable")
+    rng = random.Random(seed)
+    kept = 0
+    for _ in range(12):
+        buf = source_like(rng) + rng.choice([b"", b"QUJDRA", b"QUJDRA=", b"aGVsbG8gd29ybGQ"])
+        with monkeypatch.context() as m:
+            m.setattr(classes, "native", None)
+            cl = classes.byte_classes(buf)
+            every = candidates.long_runs(buf, True, cl)
+            starts, ends = candidates.kept_runs(buf, True, cl, every)
+            second = candidates.following(ends, every)
+        m_cls = cl.padded[1 : len(buf) + 1]
+        pairs, nexts = module.base64_kept(m_cls, buf, C_B64, C_UPPER | C_LOWER)
+        t = np.frombuffer(pairs, dtype=np.int32)
+        assert t[0::2].tolist() == starts.tolist() and t[1::2].tolist() == ends.tolist()
+        assert np.frombuffer(nexts, dtype=np.int32).tolist() == second.tolist()
+        kept += len(starts)
+    assert kept
+    text = b"MzEuNQ== NotImplementedError abcdefghijklm"
+    cl = classes.byte_classes(text)
+    pairs, nexts = module.base64_kept(cl.cls, text, C_B64, C_UPPER | C_LOWER)
+    assert np.frombuffer(pairs, dtype=np.int32).tolist() == [0, 6, 9, 28]
+    assert np.frombuffer(nexts, dtype=np.int32).tolist() == [19, 13]
+    for args in ((cl.cls, text[:-1], C_B64, 3), (cl.cls, text, 0, 3), (cl.cls, text, C_B64, 0)):
+        with pytest.raises(ValueError):
+            module.base64_kept(*args)
+
+
 def test_text_candidates_take_a_negative_length_as_no_run() -> None:
     # The lengths index 256-byte and 65536-byte tables: a negative one (a caller's bad array)
     # must not read outside them.
@@ -288,6 +328,8 @@ for _ in range(400):
         (N.base64_runs, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),
                          rng.randint(-1, 256), rng.randint(-1, 256))),
         (N.b64_runs, (text, arr(), arr())),
+        (N.base64_kept, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),
+                         rng.randint(-1, 256), rng.randint(-1, 256))),
         (N.hex_runs, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),
                       rng.randint(-1, 256), rng.randint(-1, 256), rng.randint(-1, 256))),
         (N.classify, (text, rb(rng.choice([255, 256, 257])), bytearray(rng.choice([n, n + 1])))),
