@@ -69,14 +69,14 @@ class Bulk(NamedTuple):
     a source file's: its CamelCase names): where each starts in the buffer, and their decoded
     bytes joined with `BULK_SEP` between them, each region's starting at `places[i]`."""
 
-    offsets: list[int]
+    offsets: Any  # an int array (a buffer of source has thousands: none made a Python int)
     data: bytes
     places: list[int]
 
     def layer(self, i: int) -> Layer:
         """Region `i` as the layer `text_regions` would have made of it."""
         end = self.places[i + 1] - len(BULK_SEP) if i + 1 < len(self.places) else len(self.data)
-        return Layer("base64", self.offsets[i], self.data[self.places[i] : end])
+        return Layer("base64", int(self.offsets[i]), self.data[self.places[i] : end])
 
 
 BULK_SEP = b"\x00\n\x00"  # between the regions of a bulk: no value spans it
@@ -370,7 +370,7 @@ class _Regions:
         idx = np.flatnonzero(plain)
         if len(idx):
             data, places = _join_decoded(out, first[idx], last[idx], BULK_SEP)
-            self.bulk = Bulk(starts[idx].tolist(), data, places)
+            self.bulk = Bulk(starts[idx], data, places)
             self.budget.left -= len(idx)
             self.ticks += len(idx)
         return True
