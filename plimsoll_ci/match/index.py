@@ -20,7 +20,7 @@ from plimsoll_ci.match.canonical import (
 )
 
 TAG_BITS = 12
-SEEN_CANDIDATES = 1 << 16  # digests of candidates kept per kind (then forgotten, all at once)
+SEEN_CANDIDATES = 1 << 14  # candidates whose entries are kept, per kind (then all forgotten)
 _MULT = 0x9E3779B97F4A7C15  # Fibonacci hashing constant; keyed sets derive theirs from the key
 
 
