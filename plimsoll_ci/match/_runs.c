@@ -1,4 +1,5 @@
-/* The matching engine's passes over every byte of a buffer, compiled (`match/`'s one C part).
+/* The matching engine's passes over every byte of a buffer, compiled (`match/`'s one C part, with
+   _numbers.c and _texts.c).
 
    numpy needs several passes over the whole buffer for each of these (a mask, a compare, a
    nonzero, an erosion); here each is one. It is optional: without it (no compiler when the
@@ -8,6 +9,7 @@
      the maximal runs of class `bit` in a buffer of class bytes, `minimum` or more long, as int32
      (start, end) pairs; with `with_bits`, the OR of each run's class bytes (else None).
    base64_runs(classes, text, bit, both) -> (pairs, keep): the base64 runs and which look encoded.
+   base64_kept(classes, text, bit, both) -> (pairs, nexts): only those kept, and what follows each.
    hex_runs(classes, text, bit, letters, digit) -> (pairs, keep): the hex runs and which may be
      hex-encoded text.
    b64_runs(text, starts, ends) -> (out, good): base64 runs decoded, joined.
@@ -16,6 +18,12 @@
      text entry could start at.
    number_candidates(text, classes, stop, luts, params): the digit runs a number token could
      start at, and what kind of token (its source is _numbers.c).
+   word_windows(classes, text, bit, limit, tables, multiplier, tag_bits, k): text_candidates'
+     pick from a buffer's class bytes in one call, with the window of k word runs of each.
+   escape_lines(classes, text, bit): the lines that hold an escape or an entity, and where.
+   wrapped_lines(text, a, b, limit): the lines of a line-wrapped base64 block.
+   join_spans(data, first, last, sep): spans of a buffer joined with a separator.
+     (These four are in _texts.c.)
    Each function's comment below says more; none holds a value: they read bytes and return
    offsets, flags and decoded bytes. */
 
@@ -58,12 +66,17 @@ static inline uint64_t mask64(const uint8_t *c, uint8_t bit) {
 #endif
 }
 
-static inline uint64_t block_mask(const uint8_t *c, Py_ssize_t n, Py_ssize_t base, uint8_t bit) {
+static inline uint64_t block_mask(const uint8_t *c, Py_ssize_t n, Py_ssize_t base,
+                                  uint8_t bit) {
     if (base >= n) return 0;
     if (base + 64 <= n) return mask64(c + base, bit);
     uint8_t tail[64] = {0};  /* the tail, zero-padded: a run that reaches the end ends at n */
     memcpy(tail, c + base, (size_t)(n - base));
     return mask64(tail, bit);
+}
+
+uint64_t class_mask(const uint8_t *c, Py_ssize_t n, Py_ssize_t base, uint8_t bit) {
+    return block_mask(c, n, base, bit);
 }
 
 /* The boundaries of the runs of class `bit` in c[0:n] that are `w` + 1 (1..64) or more long:
@@ -166,7 +179,7 @@ static PyObject *runs(PyObject *self, PyObject *args, PyObject *kwargs) {
    65536 `pre3` (first two lengths of some three-length key), then `tag_ok` (1 << tag_bits bytes,
    or none), then the three-length keys as sorted int64. Lengths are clipped to 255; a run past
    the last one has length 0. */
-static int has_key(const int64_t *keys, Py_ssize_t n, int64_t k) {
+int has_key(const int64_t *keys, Py_ssize_t n, int64_t k) {
     Py_ssize_t lo = 0, hi = n;
     while (lo < hi) {
         Py_ssize_t mid = lo + (hi - lo) / 2;
@@ -260,6 +273,54 @@ done:
 
 /* classify(text, table, out): out[i] = table[text[i]] for every byte of `text` (`table` 256
    bytes, `out` writable and as long as `text`): a buffer's class bytes, in one pass. */
+/* The engine's table (`classes._cls_lut`), built here too: when `classify` is given this very
+   table, sixteen bytes are classed at once from compares (SSE2), else one at a time from it. */
+enum { UPPER = 1, LOWER = 2, DIGIT = 4, HEX = 8, B64P = 16, WORD = 32, B64 = 64, ESC = 128 };
+static uint8_t CLASSES[256];
+
+static void class_table(void) {
+    for (int c = 0; c < 256; c++) {
+        int v = 0;
+        if (c >= 'A' && c <= 'Z') v = UPPER | WORD | B64 | (c <= 'F' ? HEX : 0);
+        else if (c >= 'a' && c <= 'z') v = LOWER | WORD | B64 | (c <= 'f' ? HEX : 0);
+        else if (c >= '0' && c <= '9') v = DIGIT | WORD | B64 | HEX;
+        else if (c == '+' || c == '/' || c == '_' || c == '-') v = B64P | B64;
+        else if (c >= 0x80) v = WORD;
+        else if (c == '%' || c == '\\' || c == '&') v = ESC;
+        CLASSES[c] = (uint8_t)v;
+    }
+}
+
+#ifdef RUNS_SSE2
+static inline __m128i in_range(__m128i v, uint8_t lo, uint8_t hi) {  /* lo <= v <= hi, unsigned */
+    __m128i d = _mm_sub_epi8(v, _mm_set1_epi8((char)lo));
+    return _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8((char)(hi - lo))), d);
+}
+
+static inline __m128i is_byte(__m128i v, char c) { return _mm_cmpeq_epi8(v, _mm_set1_epi8(c)); }
+
+static inline __m128i bits(__m128i mask, uint8_t b) {
+    return _mm_and_si128(mask, _mm_set1_epi8((char)b));
+}
+
+/* The classes of 16 bytes, as CLASSES gives them. */
+static inline __m128i classes16(__m128i v) {
+    __m128i upper = in_range(v, 'A', 'Z'), lower = in_range(v, 'a', 'z');
+    __m128i digit = in_range(v, '0', '9');
+    __m128i hex = _mm_or_si128(digit, in_range(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 'f'));
+    __m128i high = _mm_cmplt_epi8(v, _mm_setzero_si128());
+    __m128i punct = _mm_or_si128(_mm_or_si128(is_byte(v, '+'), is_byte(v, '/')),
+                                 _mm_or_si128(is_byte(v, '_'), is_byte(v, '-')));
+    __m128i esc = _mm_or_si128(_mm_or_si128(is_byte(v, '%'), is_byte(v, '\\')), is_byte(v, '&'));
+    __m128i alnum = _mm_or_si128(_mm_or_si128(upper, lower), digit);
+    __m128i out = _mm_or_si128(bits(upper, UPPER), bits(lower, LOWER));
+    out = _mm_or_si128(out, _mm_or_si128(bits(digit, DIGIT), bits(hex, HEX)));
+    out = _mm_or_si128(out, _mm_or_si128(bits(punct, B64P), bits(_mm_or_si128(alnum, high), WORD)));
+    out = _mm_or_si128(out, _mm_or_si128(bits(_mm_or_si128(alnum, punct), B64), bits(esc, ESC)));
+    return out;
+}
+#endif
+
 static PyObject *classify(PyObject *self, PyObject *args) {
     Py_buffer text, table, out;
     if (!PyArg_ParseTuple(args, "y*y*w*", &text, &table, &out)) return NULL;
@@ -269,9 +330,16 @@ static PyObject *classify(PyObject *self, PyObject *args) {
     } else {
         const uint8_t *t = (const uint8_t *)table.buf, *c = (const uint8_t *)text.buf;
         uint8_t *o = (uint8_t *)out.buf;
-        Py_ssize_t n = text.len;
+        Py_ssize_t n = text.len, i = 0;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) o[i] = t[c[i]];
+#ifdef RUNS_SSE2
+        if (memcmp(t, CLASSES, 256) == 0) {
+            for (; i + 16 <= n; i += 16)
+                _mm_storeu_si128((__m128i *)(o + i),
+                                 classes16(_mm_loadu_si128((const __m128i *)(c + i))));
+        }
+#endif
+        for (; i < n; i++) o[i] = t[c[i]];
         Py_END_ALLOW_THREADS
         result = Py_NewRef(Py_None);
     }
@@ -385,9 +453,18 @@ static void pick_base64(const uint8_t *c, const uint8_t *x, Py_ssize_t n, const 
     for (Py_ssize_t r = 0; r < count; r++) {
         int32_t a = t[2 * r], e = t[2 * r + 1];
         int ok = e < n && x[e] == '=';
-        if (!ok && e - a >= 12) {
-            uint8_t acc = 0;
-            for (int32_t i = a; i < e && (acc & both) != both; i++) acc |= c[i];
+        if (!ok && e - a >= 12) {  /* eight class bytes ORed at a time, then the rest */
+            uint64_t wide = 0;
+            int32_t i = a;
+            for (; i + 8 <= e; i += 8) {
+                uint64_t w;
+                memcpy(&w, c + i, 8);
+                wide |= w;
+            }
+            wide |= wide >> 32;
+            wide |= wide >> 16;
+            uint8_t acc = (uint8_t)(wide | (wide >> 8));
+            for (; i < e; i++) acc |= c[i];
             ok = (acc & both) == both;
         }
         k[r] = (uint8_t)ok;
@@ -404,6 +481,53 @@ static PyObject *base64_runs(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "base64_runs: classes as long as the text, bits 1..255");
     else
         result = picked_runs(&view, &text, (uint8_t)bit, 5, pick_base64, &both);
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&text);
+    return result;
+}
+
+/* base64_kept(classes, text, bit, both) -> (pairs, nexts): the runs `base64_runs` keeps, only
+   them, as int32 (start, end) pairs, and for each the length of the run of 6 or more that
+   follows it (int32; 0 when none does): all `candidates.may_wrap` reads of the runs it does not
+   keep. A buffer of source has a dozen runs for each one kept. */
+static PyObject *base64_kept(PyObject *self, PyObject *args) {
+    Py_buffer view, text;
+    int bit, both;
+    if (!PyArg_ParseTuple(args, "y*y*ii", &view, &text, &bit, &both)) return NULL;
+    PyObject *result = NULL, *pairs = NULL, *nexts = NULL;
+    int32_t *t = NULL, *nx = NULL;
+    uint8_t *keep = NULL;
+    Py_ssize_t n = view.len, count = 0, kept = 0;
+    if (bit < 1 || bit > 255 || both < 1 || both > 255 || view.len != text.len
+        || view.len > INT32_MAX - 16) {
+        PyErr_SetString(PyExc_ValueError, "base64_kept: classes as long as the text, bits 1..255");
+        goto done;
+    }
+    const uint8_t *c = (const uint8_t *)view.buf, *x = (const uint8_t *)text.buf;
+    t = malloc((size_t)(n + 1) * sizeof(int32_t));
+    keep = malloc((size_t)(n / 2 + 1));
+    nx = malloc((size_t)(n / 2 + 1) * sizeof(int32_t));
+    if (t == NULL || keep == NULL || nx == NULL) { PyErr_NoMemory(); goto done; }
+    Py_BEGIN_ALLOW_THREADS
+    count = edges(c, n, (uint8_t)bit, 5, t) / 2;
+    pick_base64(c, x, n, t, count, keep, &both);
+    for (Py_ssize_t r = 0; r < count; r++) {  /* (in place: a kept run moves back, never ahead) */
+        if (!keep[r]) continue;
+        nx[kept] = r + 1 < count ? t[2 * r + 3] - t[2 * r + 2] : 0;
+        t[2 * kept] = t[2 * r];
+        t[2 * kept + 1] = t[2 * r + 1];
+        kept++;
+    }
+    Py_END_ALLOW_THREADS
+    pairs = PyBytes_FromStringAndSize((const char *)t, kept * 2 * (Py_ssize_t)sizeof(int32_t));
+    nexts = PyBytes_FromStringAndSize((const char *)nx, kept * (Py_ssize_t)sizeof(int32_t));
+    if (pairs != NULL && nexts != NULL) result = PyTuple_Pack(2, pairs, nexts);
+done:
+    free(t);
+    free(keep);
+    free(nx);
+    Py_XDECREF(pairs);
+    Py_XDECREF(nexts);
     PyBuffer_Release(&view);
     PyBuffer_Release(&text);
     return result;
@@ -455,11 +579,27 @@ static PyMethodDef methods[] = {
     {"base64_runs", base64_runs, METH_VARARGS,
      "base64_runs(classes, text, bit, both) -> (pairs, keep): base64 candidate runs (see the "
      "source)."},
+    {"base64_kept", base64_kept, METH_VARARGS,
+     "base64_kept(classes, text, bit, both) -> (pairs, nexts): the base64 candidate runs kept, "
+     "and the length of the run after each (see the source)."},
     {"hex_runs", hex_runs, METH_VARARGS,
      "hex_runs(classes, text, bit, letters, digit) -> (pairs, keep): hex candidate runs (see "
      "the source)."},
     {"b64_runs", b64_runs, METH_VARARGS,
      "b64_runs(text, starts, ends) -> (out, good): base64 runs decoded, joined (see the source)."},
+    {"word_windows", word_windows, METH_VARARGS,
+     "word_windows(classes, text, bit, limit, tables, multiplier, tag_bits, k) -> int32 bytes: "
+     "the text candidates of a buffer's word runs and each one's window of k runs (see the "
+     "source)."},
+    {"escape_lines", escape_lines, METH_VARARGS,
+     "escape_lines(classes, text, bit) -> int32 triples (line start, line end, hit): the lines "
+     "that hold an escape or an entity (see the source)."},
+    {"join_spans", join_spans, METH_VARARGS,
+     "join_spans(data, first, last, sep) -> bytes: the spans data[first[i]:last[i]] joined with "
+     "sep between them."},
+    {"wrapped_lines", wrapped_lines, METH_VARARGS,
+     "wrapped_lines(text, a, b, limit) -> int32 (start, end) pairs or None: the lines of the "
+     "wrapped base64 block that text[a:b] starts (see the source)."},
     {"classify", classify, METH_VARARGS,
      "classify(text, table, out): out[i] = table[text[i]], in one pass."},
     {"text_candidates", text_candidates, METH_VARARGS,
@@ -477,5 +617,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__runs(void) {
     b64_tables();
+    class_table();
     return PyModule_Create(&module);
 }

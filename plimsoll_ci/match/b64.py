@@ -53,13 +53,26 @@ def looks_base64(tok: bytes) -> bool:
     return len(tok) >= 12 and tok != tok.lower() and tok != tok.upper()
 
 
-def wrapped(buf: bytes, a: int, b: int,  # noqa: PLR0911
-            limit: int) -> list[tuple[int, int]] | None:
+def wrapped(buf: bytes, a: int, b: int, limit: int) -> list[tuple[int, int]] | None:
     """The lines (start, end) of a line-wrapped base64 block whose first line is `buf[a:b]`, or
     None. Its lines after the first have the same indentation; every line but the last is as long
     as the second one (the width: a multiple of 4 from 16 to 1024, as base64 tools wrap); the
     last is no longer, and ends its line (or is padded, or closed by punctuation); the first is
-    as long as the width, or shorter when other text comes before it on its line."""
+    as long as the width, or shorter when other text comes before it on its line. The compiled
+    part follows the block when it is built (`_runs.wrapped_lines`), else `wrapped_py`."""
+    native = _classes.native
+    if native is None:
+        return wrapped_py(buf, a, b, limit)
+    pairs = native.wrapped_lines(buf, a, b, limit)
+    if pairs is None:
+        return None
+    t = memoryview(pairs).cast("i").tolist()
+    return list(zip(t[0::2], t[1::2], strict=True))
+
+
+def wrapped_py(buf: bytes, a: int, b: int,  # noqa: PLR0911
+               limit: int) -> list[tuple[int, int]] | None:
+    """`wrapped`, in Python (with `_wrap_next`, a line at a time)."""
     if buf[b : b + 1] not in (b"\n", b"\r") or b - a < 12 or buf[b - 1] == EQUALS:
         return None  # (padding ends a block: it is never on its first line)
     first = b - a
@@ -180,6 +193,10 @@ def join_decoded(out: Any, first: Any, last: Any,  # noqa: ANN401
     places = np.zeros(k, dtype=np.int64)
     if k > 1:
         np.cumsum(lens[:-1] + gap, out=places[1:])
+    native = _classes.native
+    if native is not None:  # one pass, compiled
+        return native.join_spans(out, np.ascontiguousarray(first, dtype=np.int64),
+                                 np.ascontiguousarray(last, dtype=np.int64), sep), places.tolist()
     total = int(lens.sum()) + gap * max(k - 1, 0)
     joined = np.empty(total, dtype=np.uint8)
     before = np.cumsum(lens) - lens  # data bytes of the runs before each

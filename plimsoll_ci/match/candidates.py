@@ -108,24 +108,41 @@ def kept_runs(buf: bytes, pad: bool, classes: object, runs: LongRuns) -> tuple[A
     return starts[keep], ends[keep]
 
 
-def may_wrap(a: Any, starts: Any, ends: Any, every: LongRuns) -> Any:  # noqa: ANN401
+def base64_kept(buf: bytes, classes: object) -> tuple[Any, Any, Any]:
+    """With the compiled part: the base64 runs `kept_runs` keeps (starts, ends) and the length
+    of the run of 6+ after each (`following`), found in one call that hands back no other run."""
+    import numpy as np
+
+    cls = classes.padded[1 : len(buf) + 1]  # type: ignore[attr-defined]
+    pairs, nexts = _classes.native.base64_kept(cls, buf, C_B64, C_UPPER | C_LOWER)
+    t = np.frombuffer(pairs, dtype=np.int32)
+    return t[0::2], t[1::2], np.frombuffer(nexts, dtype=np.int32)
+
+
+def following(ends: Any, every: LongRuns) -> Any:  # noqa: ANN401
+    """For runs of `every` that end at `ends`, the length of the run of `every` after each (0
+    when there is none)."""
+    import numpy as np
+
+    j = np.searchsorted(every.starts, ends)
+    has = j < len(every.starts)
+    second = np.zeros(len(ends), dtype=np.int64)
+    second[has] = every.ends[j[has]] - every.starts[j[has]]
+    return second
+
+
+def may_wrap(a: Any, starts: Any, ends: Any, second: Any) -> Any:  # noqa: ANN401
     """Which runs `a[s:e]` that end their line could be a wrapped block's first line: for the
     others `b64.wrapped` says None, and they are plain runs. A block's width (a multiple of 4,
     16-1024) is its first line's length, or its second line's when that is full and no shorter;
-    the second line's run is the first of the alphabet after the line break. Of those, `every`
-    holds the ones of 6+ bytes: when the next one is shorter, the one after it stands in, which
-    can only keep a run here that `wrapped` then declines."""
-    import numpy as np
-
+    the second line's run is the first of the alphabet after the line break. `second` holds the
+    length of the next run of 6+ bytes (`following`; 0 for none): when the next one is shorter,
+    the one after it stands in, which can only keep a run here that `wrapped` then declines."""
     first = ends - starts
     lo, hi = WRAP_WIDTHS
     own = (first % 4 == 0) & (first >= lo) & (first <= hi)
-    nxt_starts, nxt_ends = every.starts, every.ends
-    j = np.searchsorted(nxt_starts, ends)
-    has = j < len(nxt_starts)
-    second = np.zeros(len(first), dtype=np.int64)
-    second[has] = nxt_ends[j[has]] - nxt_starts[j[has]]
-    by_second = has & (second % 4 == 0) & (second >= first) & (second >= lo) & (second <= hi)
+    by_second = (second > 0) & (second % 4 == 0) & (second >= first) & (second >= lo) \
+        & (second <= hi)
     return (first >= 12) & (a[ends - 1] != EQUALS) & (own | by_second)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, NoReturn
 
 from plimsoll_ci.match import candidates as _c
+from plimsoll_ci.match import classes as _classes
 from plimsoll_ci.match.ascii import (
     AMPERSAND,
     BACKSLASH,
@@ -68,14 +69,14 @@ class Bulk(NamedTuple):
     a source file's: its CamelCase names): where each starts in the buffer, and their decoded
     bytes joined with `BULK_SEP` between them, each region's starting at `places[i]`."""
 
-    offsets: list[int]
+    offsets: Any  # an int array (a buffer of source has thousands: none made a Python int)
     data: bytes
     places: list[int]
 
     def layer(self, i: int) -> Layer:
         """Region `i` as the layer `text_regions` would have made of it."""
         end = self.places[i + 1] - len(BULK_SEP) if i + 1 < len(self.places) else len(self.data)
-        return Layer("base64", self.offsets[i], self.data[self.places[i] : end])
+        return Layer("base64", int(self.offsets[i]), self.data[self.places[i] : end])
 
 
 BULK_SEP = b"\x00\n\x00"  # between the regions of a bulk: no value spans it
@@ -295,8 +296,12 @@ class _Regions:
         import numpy as np
 
         buf, lo, hi = self.buf, self.win.lo, self.win.hi
-        every = _c.long_runs(buf, True, classes)
-        starts, run_ends = _c.kept_runs(buf, True, classes, every)
+        if _classes.native is not None and len(buf) < _classes.NATIVE_MAX:
+            starts, run_ends, second = _c.base64_kept(buf, classes)
+        else:
+            every = _c.long_runs(buf, True, classes)
+            starts, run_ends = _c.kept_runs(buf, True, classes, every)
+            second = _c.following(run_ends, every)
         if not len(starts):
             return
         n = len(buf)
@@ -307,7 +312,7 @@ class _Regions:
         after = a[np.minimum(ends, n - 1)]
         # a run that ends its line may start a wrapped block
         slow = (ends < n) & ((after == NEWLINE) | (after == CARRIAGE_RETURN))
-        slow[slow] = _c.may_wrap(a, starts[slow], ends[slow], every)
+        slow[slow] = _c.may_wrap(a, starts[slow], ends[slow], second[slow])
         slow |= ends - starts > self.bounds.max_region
         if not self.win.at_end:
             slow |= ends >= n
@@ -365,7 +370,7 @@ class _Regions:
         idx = np.flatnonzero(plain)
         if len(idx):
             data, places = _join_decoded(out, first[idx], last[idx], BULK_SEP)
-            self.bulk = Bulk(starts[idx].tolist(), data, places)
+            self.bulk = Bulk(starts[idx], data, places)
             self.budget.left -= len(idx)
             self.ticks += len(idx)
         return True
@@ -418,16 +423,7 @@ class _Regions:
         if b"%" not in buf and b"\\" not in buf and b"&" not in buf:
             return
         n = len(buf)
-        for first in _line_firsts(buf, classes):
-            if first >= win.hi:
-                return
-            ls = buf.rfind(b"\n", 0, first) + 1
-            le = buf.find(b"\n", first)
-            le = n if le < 0 else le
-            m = _esc_hit().search(buf, first, le)
-            if m is None:
-                continue
-            hit = m.start()
+        for ls, le, hit in escape_lines(buf, classes):
             if hit < win.lo:
                 continue  # the line's first escape is in the window before: decoded there
             if hit >= win.hi:
@@ -443,6 +439,31 @@ class _Regions:
             data = _unescape(line)
             if data != line:
                 self.add(_escape_kind(line), hit, data)
+
+
+def escape_lines(buf: bytes, classes: object | None) -> Iterator[tuple[int, int, int]]:
+    """(start, end, first hit) of each line of `buf` that holds an escape or an entity, in
+    order: where the line starts, where its line break is (or the buffer's end), and where its
+    first escape or entity starts. The compiled part finds them in one pass from the byte
+    `classes` when both are there; else from the first lead of each line (`_line_firsts`)."""
+    native = _classes.native
+    if classes is not None and native is not None and len(buf) < _classes.NATIVE_MAX:
+        import numpy as np
+
+        rows = np.frombuffer(native.escape_lines(classes.cls, buf, C_ESC),  # type: ignore[attr-defined]
+                             dtype=np.int32)
+        for i in range(0, len(rows), 3 << 16):
+            t = rows[i : i + (3 << 16)].tolist()
+            yield from zip(t[0::3], t[1::3], t[2::3], strict=True)
+        return
+    n = len(buf)
+    for first in _line_firsts(buf, classes):
+        ls = buf.rfind(b"\n", 0, first) + 1
+        le = buf.find(b"\n", first)
+        le = n if le < 0 else le
+        m = _esc_hit().search(buf, first, le)
+        if m is not None:
+            yield ls, le, m.start()
 
 
 _esc_lead = lazy_re(rb"[%\\&]")

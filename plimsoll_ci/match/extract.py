@@ -70,7 +70,7 @@ from plimsoll_ci.match.digitruns import (
     underscored_long_enough,
 )
 from plimsoll_ci.match.index import ValueIndex, word_tag
-from plimsoll_ci.match.wordruns import WordRuns, text_candidates
+from plimsoll_ci.match.wordruns import WordRuns, text_candidates, word_windows
 from plimsoll_ci.match.workspace import work_array
 
 SMALL = 64 * 1024  # below this many bytes the pure-Python path costs less than importing numpy
@@ -551,6 +551,10 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
 
     if classes is None:
         classes = byte_classes(buf)
+    if _classes.native is not None and index.text_runs and not index.text_shapes \
+            and len(buf) < NATIVE_MAX:  # the runs and their candidates in one compiled call
+        _texts_compiled(buf, index, classes, out)
+        return
     starts, ends = classes.runs(C_WORD)
     if not len(starts):
         return
@@ -576,4 +580,20 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
         lens_w = np.where(past, -1, lens[win]).tolist()
         ends_w = ends[win].tolist()
         for s, lw, ew in zip(starts[part].tolist(), lens_w, ends_w, strict=True):
+            _text_runs(buf, s, tuple(lw), ew, index, out)
+
+
+def _texts_compiled(buf: bytes, index: ValueIndex, classes: ByteClasses,
+                    out: list[Match]) -> None:
+    """`_texts_np` with the compiled part: the candidate runs and their windows of runs come
+    from one call (`wordruns.word_windows`), checked in order as `_texts_np` checks them."""
+    import numpy as np
+
+    rows = word_windows(buf, classes.cls, getattr(out, "stop", len(buf)) + index.max_lead, index)
+    k = index.max_runs
+    for i in range(0, len(rows), _BATCH):
+        part = rows[i : i + _BATCH]
+        starts_w, ends_w = part[:, :k], part[:, k:]
+        lens_w = np.where(starts_w < 0, -1, ends_w - starts_w).tolist()
+        for s, lw, ew in zip(starts_w[:, 0].tolist(), lens_w, ends_w.tolist(), strict=True):
             _text_runs(buf, s, tuple(lw), ew, index, out)

@@ -20,6 +20,7 @@ from plimsoll_ci.match.canonical import (
 )
 
 TAG_BITS = 12
+SEEN_CANDIDATES = 1 << 14  # candidates whose entries are kept, per kind (then all forgotten)
 _MULT = 0x9E3779B97F4A7C15  # Fibonacci hashing constant; keyed sets derive theirs from the key
 
 
@@ -61,6 +62,8 @@ class ValueIndex:
         self.numbers: dict[bytes, list[str]] = {}
         self.texts: dict[bytes, list[str]] = {}
         self.files: dict[bytes, list[str]] = {}
+        self._seen_numbers: dict[bytes, list[str]] = {}  # canonical candidate -> its entries
+        self._seen_texts: dict[bytes, list[str]] = {}
         self.int_lengths: set[int] = set()
         self.min_sig = 10**9
         self.clockable = False
@@ -131,10 +134,22 @@ class ValueIndex:
         """The number entries whose canonical form is `canon`."""
         if self.sigs_known and (len(canon.replace(b".", b"").strip(b"0")) or 1) not in self.sigs:
             return []  # (the significant digits of `number_shape`)
-        return self.numbers.get(digest("number", canon, self.key), [])
+        return self._ids(self.numbers, self._seen_numbers, "number", canon)
 
     def text_ids(self, canon: bytes) -> list[str]:
-        return self.texts.get(digest("text", canon, self.key), [])
+        """The text entries whose canonical form is `canon`."""
+        return self._ids(self.texts, self._seen_texts, "text", canon)
+
+    def _ids(self, table: dict[bytes, list[str]], seen: dict[bytes, list[str]], kind: str,
+             canon: bytes) -> list[str]:
+        # A history's blobs are versions of the same files: the same candidates (an entry's own
+        # spelling among them) come back thousands of times, and each digest is kept for them.
+        ids = seen.get(canon)
+        if ids is None:
+            if len(seen) >= SEEN_CANDIDATES:
+                seen.clear()
+            ids = seen[canon] = table.get(digest(kind, canon, self.key), [])
+        return ids
 
     def file_ids(self, data: bytes) -> list[str]:
         if not self.files:

@@ -2,7 +2,9 @@
 the next one or two make a key some entry has (the entries' word run lengths), and, for a set
 whose entries carry tags, when its word's tag is some entry's (its first four bytes, ASCII
 letters lowered, and its length, hashed with the set's multiplier). The compiled part does it in
-one pass when it is built (`_runs.text_candidates`); numpy's passes do the same otherwise."""
+one pass when it is built (`_runs.text_candidates`); numpy's passes do the same otherwise.
+`word_windows` has the compiled part find the runs too and hand back only the candidates, each
+with the window of runs `extract` reads (a buffer of source brings one run per six bytes)."""
 
 from __future__ import annotations
 
@@ -37,6 +39,22 @@ def text_candidates(buf: bytes, runs: WordRuns, index: ValueIndex) -> Any:  # no
             0 if tag_ok is None else TAG_BITS), dtype=np.int32)
     return _candidates_np(np.frombuffer(buf, dtype=np.uint8), runs,
                           (one, two, pre3, w3, tag_ok), index.mult)
+
+
+def word_windows(buf: bytes, cls, limit: int, index: ValueIndex):  # noqa: ANN001, ANN201
+    """With the compiled part: the word runs of `buf` (`cls`: its class bytes) that start before
+    `limit` and that `text_candidates` picks, each as a row of the starts of the
+    `index.max_runs` runs from it, then their ends (int32; a run past the last: start -1 and the
+    last run's end), what `_candidates_np` and the windows `extract` takes from them give."""
+    import numpy as np
+
+    from plimsoll_ci.match.classes import C_WORD
+
+    _, _, _, _, tag_ok, joined = _tables(index)
+    k = index.max_runs
+    rows = _classes.native.word_windows(cls, buf, C_WORD, limit, joined, index.mult,
+                                        0 if tag_ok is None else TAG_BITS, k)
+    return np.frombuffer(rows, dtype=np.int32).reshape(-1, 2 * k)
 
 
 def _tables(index: ValueIndex) -> tuple:

@@ -8,45 +8,16 @@ passes. In CI the compiled part must be there: a missing build fails instead of 
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import random
-import shutil
 import subprocess
 import sys
-import sysconfig
-from pathlib import Path
 
 import numpy as np
 import pytest
+from nativekit import IN_CI, need
 
 from plimsoll_ci.match import candidates, classes
 from plimsoll_ci.match.classes import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER, C_WORD
-
-SOURCES = [Path(classes.__file__).with_name(name) for name in ("_runs.c", "_numbers.c")]
-IN_CI = os.environ.get("CI") == "true"
-
-
-def need(module: object, what: str) -> None:
-    if module is None:
-        if IN_CI:
-            pytest.fail(f"CI=true but {what} is missing: the package must be built with its C part")
-        pytest.skip(f"{what} is not built here (no C compiler when the package was installed)")
-
-
-@pytest.fixture(scope="module")
-def portable(tmp_path_factory: pytest.TempPathFactory) -> object:
-    """The extension built again without SSE2: the plain-C path of other processors."""
-    cc = shutil.which("cc") or shutil.which("gcc")
-    need(cc, "a C compiler")
-    out = tmp_path_factory.mktemp("portable") / ("_runs" + sysconfig.get_config_var("EXT_SUFFIX"))
-    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-DPLIMSOLL_RUNS_PORTABLE",
-                    f"-I{sysconfig.get_paths()['include']}", *map(str, SOURCES), "-o", str(out)],
-                   check=True, capture_output=True)
-    spec = importlib.util.spec_from_file_location("_runs", out)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def reference(cls: bytes, bit: int, minimum: int) -> list[tuple[int, int, int]]:
@@ -286,6 +257,46 @@ def test_compiled_base64_candidates_are_refused_for_classes_of_another_text() ->
     cl.release()
 
 
+@pytest.mark.parametrize("build", ["sse2", "portable"])
+@pytest.mark.parametrize("seed", range(3))
+def test_base64_runs_kept_and_what_follows_each_are_numpys(build: str, seed: int,
+                                                           request: pytest.FixtureRequest,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # The compiled call that hands back only the base64 runs kept gives the runs numpy keeps,
+    # and for each the length of the next run of 6+ (what says whether a wrapped block may start
+    # there), 0 after the last one.
+    if build == "sse2":
+        need(classes.native, "the compiled runs")
+        module = classes.native
+    else:
+        module = request.getfixturevalue("portable")
+    rng = random.Random(seed)
+    kept = 0
+    for _ in range(12):
+        buf = source_like(rng) + rng.choice([b"", b"QUJDRA", b"QUJDRA=", b"aGVsbG8gd29ybGQ"])
+        with monkeypatch.context() as m:
+            m.setattr(classes, "native", None)
+            cl = classes.byte_classes(buf)
+            every = candidates.long_runs(buf, True, cl)
+            starts, ends = candidates.kept_runs(buf, True, cl, every)
+            second = candidates.following(ends, every)
+        m_cls = cl.padded[1 : len(buf) + 1]
+        pairs, nexts = module.base64_kept(m_cls, buf, C_B64, C_UPPER | C_LOWER)
+        t = np.frombuffer(pairs, dtype=np.int32)
+        assert t[0::2].tolist() == starts.tolist() and t[1::2].tolist() == ends.tolist()
+        assert np.frombuffer(nexts, dtype=np.int32).tolist() == second.tolist()
+        kept += len(starts)
+    assert kept
+    text = b"MzEuNQ== NotImplementedError abcdefghijklm"
+    cl = classes.byte_classes(text)
+    pairs, nexts = module.base64_kept(cl.cls, text, C_B64, C_UPPER | C_LOWER)
+    assert np.frombuffer(pairs, dtype=np.int32).tolist() == [0, 6, 9, 28]
+    assert np.frombuffer(nexts, dtype=np.int32).tolist() == [19, 13]
+    for args in ((cl.cls, text[:-1], C_B64, 3), (cl.cls, text, 0, 3), (cl.cls, text, C_B64, 0)):
+        with pytest.raises(ValueError):
+            module.base64_kept(*args)
+
+
 def test_text_candidates_take_a_negative_length_as_no_run() -> None:
     # The lengths index 256-byte and 65536-byte tables: a negative one (a caller's bad array)
     # must not read outside them.
@@ -317,12 +328,24 @@ for _ in range(400):
         (N.base64_runs, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),
                          rng.randint(-1, 256), rng.randint(-1, 256))),
         (N.b64_runs, (text, arr(), arr())),
+        (N.base64_kept, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),
+                         rng.randint(-1, 256), rng.randint(-1, 256))),
         (N.hex_runs, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),
                       rng.randint(-1, 256), rng.randint(-1, 256), rng.randint(-1, 256))),
         (N.classify, (text, rb(rng.choice([255, 256, 257])), bytearray(rng.choice([n, n + 1])))),
         (N.text_candidates, (text, arr(), arr(), rng.randint(-2, k + 2),
                              rb(rng.choice([0, 131328, 135424, 135432, 131335])),
                              rng.randint(0, 2**64 - 1), rng.choice([0, 12, 24, 25, -1]))),
+        (N.word_windows, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),
+                          rng.randint(-1, 256), rng.randint(-5, n + 5),
+                          rb(rng.choice([0, 131328, 135424, 135432, 131335])),
+                          rng.randint(0, 2**64 - 1), rng.choice([0, 12, 24, 25, -1]),
+                          rng.choice([-1, 0, 1, 3, 64, 65]))),
+        (N.escape_lines, (text, dense if rng.random() < 0.9 else dense[:-1],
+                          rng.choice([128, 128, 0, 256, 255]))),
+        (N.wrapped_lines, (rb(n) + b"\\n" * (n % 2), rng.randint(-3, n + 3),
+                           rng.randint(-3, n + 3), rng.choice([-1, 0, 16, 2**31 - 1]))),
+        (N.join_spans, (text, arr().astype(np.int64), arr().astype(np.int64), rb(3))),
         (N.number_candidates, (dense, rb(rng.choice([n, n, n + 1])) if rng.random() < 0.3
                                else classes.byte_classes(dense).cls.tobytes() if n else b"",
                                rng.randint(-5, n + 5), rb(rng.choice([512, 512, 511, 0])),
@@ -342,8 +365,8 @@ print("ok")
 @pytest.mark.parametrize("seed", range(3))
 def test_hostile_arguments_raise_errors_and_never_crash_the_process(seed: int) -> None:
     # Random texts, run arrays out of range (negative, past the end, 2**31 - 1), tables of the
-    # wrong size and bits out of range, in a process of their own: a read outside a buffer would
-    # end it with a signal, not an exception.
+    # wrong size, bits out of range and spans or runs outside the text, in a process of their
+    # own: a read outside a buffer would end it with a signal, not an exception.
     need(classes.native, "the compiled runs")
     proc = subprocess.run([sys.executable, "-c", FUZZ, str(seed)], capture_output=True,
                           text=True, timeout=120, check=False)

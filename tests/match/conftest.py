@@ -1,0 +1,26 @@
+"""The `portable` build of the compiled part, for every test of it that compares builds."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sysconfig
+
+import pytest
+from nativekit import SOURCES, need
+
+
+@pytest.fixture(scope="session")
+def portable(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """The extension built again without SSE2: the plain-C path of other processors."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    need(cc, "a C compiler")
+    out = tmp_path_factory.mktemp("portable") / ("_runs" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-DPLIMSOLL_RUNS_PORTABLE",
+                    f"-I{sysconfig.get_paths()['include']}", *map(str, SOURCES), "-o", str(out)],
+                   check=True, capture_output=True)
+    spec = importlib.util.spec_from_file_location("_runs", out)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
