@@ -64,6 +64,9 @@ class Judge:
             self.prefix = ship.config_prefix(self.external, Path(self.repo.top))
         self._cat: CatFile | None = None
         self._sets: dict[int, tuple[ship.Config, list[ship.ShipSet]]] = {}  # by id(config)
+        # the config of the commit before and its glob sets, and whether it has command sets
+        # (most commits share their parent's config: two questions per commit, answered here)
+        self._last: tuple[ship.Config | None, list[ship.ShipSet], bool] = (None, [], False)
         # where a commit's own config is remembered by content (none with --no-cache)
         self.memo = configs.repo_memos(
             self.repo.git_dir if session.options.use_cache else None)
@@ -196,15 +199,21 @@ class Judge:
 
     def _glob_sets(self, cfg: ship.Config) -> list[ship.ShipSet]:
         """`cfg`'s glob sets, in order (looked up once per config, not per commit)."""
+        last = self._last
+        if last[0] is cfg:
+            return last[1]
         known = self._sets.get(id(cfg))
         if known is None or known[0] is not cfg:
             known = self._sets[id(cfg)] = (cfg, [s for s in cfg.ship.values()
                                                 if s.command is None])
+        self._last = (cfg, known[1], len(known[1]) != len(cfg.ship))
         return known[1]
 
     def builds(self, cfg: ship.Config) -> bool:
         """Whether `cfg` has a command set (rebuilt at every commit)."""
-        return len(self._glob_sets(cfg)) != len(cfg.ship)
+        if self._last[0] is not cfg:
+            self._glob_sets(cfg)
+        return self._last[2]
 
     def rebuild(self, commit: Commit, tree: Tree, cfg: ship.Config,
                 state: ShipState) -> list[Delta]:

@@ -104,10 +104,12 @@ def _replay(run: _Run, log: Log, scans: BlobScans) -> HistoryReport:
     log.close()
     # ---- pass 2: finish scanning each distinct blob, and each name, once
     run.judge.close()  # before any worker is forked: none may inherit its pipes
+    # what needs no verdict is done while workers still scan: the names, and the tips (git)
     scan_names(run.scanner, run.session.cache, walked.names)
+    ends = tips(run.session.repo, run.revs)
     scans.finish(run.judge.built, walked.need)
     scans.close()
-    return _report(run, walked)
+    return _report(run, walked, ends)
 
 
 def _walk(run: _Run, log: Log, scans: BlobScans) -> _Walked:
@@ -123,6 +125,9 @@ def _walk(run: _Run, log: Log, scans: BlobScans) -> _Walked:
     trees: dict[str, Tree] = {}
     states: dict[str, tuple[str, ShipState]] = {}  # commit -> (config identity, ship state)
     out = _Walked([], {}, {}, 0)
+    need, names, records = out.need, out.names, out.records
+    new = tuple.__new__  # (a NamedTuple's own `__new__` is a Python call: two per commit)
+    advance = run.progress.advance if run.progress.bar is not None else None
     no_config = scanned_before = 0
     for commit in log:
         fp = commit.parents[0] if commit.parents else None
@@ -159,22 +164,23 @@ def _walk(run: _Run, log: Log, scans: BlobScans) -> _Walked:
                       if (s, label) not in state]
             deltas += [Delta(s, label, item) for (s, label), item in state.items()
                        if parent_state.get((s, label)) != item]
-        for d in deltas:
-            if d.item is not None:
-                if d.item.oid not in out.need:
-                    out.need[d.item.oid] = d.label
-                    if cache.knows(d.item.oid):
+        for _set, label, item in deltas:
+            if item is not None:
+                oid = item.oid
+                if oid not in need:
+                    need[oid] = label
+                    if cache.knows(oid):
                         scanned_before += 1
-                    elif d.item.oid not in judge.built:
-                        scans.add(d.item.oid, d.label)
-                out.names.setdefault(d.item.name, d.label)
+                    elif oid not in judge.built:
+                        scans.add(oid, label)
+                names.setdefault(item.name, label)
         if children_fp.get(commit.oid):
             trees[commit.oid] = tree
             states[commit.oid] = (cfg_id, state)
-        out.records.append(Record(CommitInfo(commit.oid, commit.time, commit.author),
-                                  commit.parents, deltas, not inherit))
-        run.progress.advance("commits")
-    records = out.records
+        records.append(new(Record, (new(CommitInfo, (commit.oid, commit.time, commit.author)),
+                                    commit.parents, deltas, not inherit)))
+        if advance is not None:
+            advance("commits")
     if not records:
         session.notes.add(f"the range {' '.join(run.revs)} has no commits")
     if no_config == len(records) and records:
@@ -186,19 +192,22 @@ def _walk(run: _Run, log: Log, scans: BlobScans) -> _Walked:
     return out._replace(scanned_before=scanned_before)
 
 
-def _report(run: _Run, walked: _Walked) -> HistoryReport:
-    """Replay the deltas over the verdicts, read windows off the graph, and redact."""
+def _report(run: _Run, walked: _Walked, ends: set[str]) -> HistoryReport:
+    """Replay the deltas over the verdicts, read windows off the graph (`ends`: its tips), and
+    redact."""
     session, cache = run.session, run.session.cache
-    for oid, label in walked.need.items():
+    # notes and members' findings are a blob's with findings or notes (a few of thousands)
+    carriers = [oid for oid in walked.need if oid in cache.found]
+    for oid in carriers:
         for n in cache.blob_notes(oid):
-            session.notes.add(f"{shown(label)}: {n}")
+            session.notes.add(f"{shown(walked.need[oid])}: {n}")
 
     # ---- pass 3: propagate verdicts from parents along the deltas; windows from the graph
     records = walked.records
     leaks = propagate(records, cache, session.options.every_commit)
-    entries = windows(records, leaks, tips(session.repo, run.revs))
+    entries = windows(records, leaks, ends)
     names = [f for name in walked.names for f in cache.name_findings(name)]
-    members = [f for oid in walked.need for f in cache.member_findings(oid)]
+    members = [f for oid in carriers for f in cache.member_findings(oid)]
     redact = Redactor(names, members, run.scanner)
     entries = [redact.entry(e) for e in entries]
     if any(r.boundary and r.parents for r in records):

@@ -11,6 +11,7 @@ at every leaking commit when a report asks for each).
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import NamedTuple
 
 from plimsoll_ci.history.cache import NOTHING, ScanCache
@@ -174,10 +175,22 @@ def windows(records: list[Record], leaks: Leaks, tips: set[str]) -> list[EntryHi
             kids[p].append(i)
     times = [c.time for c in infos]
     is_tip = [not kids[i] or oid in tips for i, oid in enumerate(oids)]
-    by_entry: dict[str, list[int]] = {}
+    # the commits shipping each entry, in order: gathered per distinct set of entries (one
+    # object per set, shared by the commits that ship it), not per commit and entry
+    by_set: dict[frozenset[str], list[int]] = {}
     for i, ships in enumerate(leaks.per_commit):
+        if ships:
+            at = by_set.get(ships)
+            if at is None:
+                by_set[ships] = [i]
+            else:
+                at.append(i)
+    lists: dict[str, list[list[int]]] = {}
+    for ships, at in by_set.items():
         for e in ships:
-            by_entry.setdefault(e, []).append(i)
+            lists.setdefault(e, []).append(at)
+    by_entry = {e: at[0] if len(at) == 1 else sorted(chain.from_iterable(at))
+                for e, at in lists.items()}
     result = []
     for entry in sorted(by_entry):
         leaking_in_order = by_entry[entry]
@@ -207,9 +220,7 @@ def _origins(leaking_in_order: list[int], parents: list[list[int]], kids: list[l
     still shipping at a tip.
     """
     leaking = set(leaking_in_order)
-    look = set(leaking)
-    for i in leaking_in_order:
-        look.update(kids[i])
+    look = leaking.union(chain.from_iterable(map(kids.__getitem__, leaking_in_order)))
     origins: dict[int, frozenset[int]] = {}  # leaking commit -> its introductions (never empty)
     origin = origins.get
     members: dict[int, list[int]] = {}  # introduction -> the leaking commits descending from it
