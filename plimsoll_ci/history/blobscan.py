@@ -28,7 +28,10 @@ _WORKER: dict[str, Any] = {}
 SESSION_BYTES = 1 << 20  # as quick as larger batches on source trees, and a fraction of the memory
 DELTA_CACHE = 16 << 20  # git's delta base cache per worker: as quick as its 96 MiB default here
 
-Scanned = tuple[str, Verdict | None]  # (blob id, its verdict, or None when missing)
+# What a task answers: (clean blobs with their sizes, blobs with findings or notes and their
+# verdicts, missing blobs). Most blobs are clean: a pair each pickles and loads in a fraction of
+# a verdict record's cost (requests' 8,708 verdicts: 75 -> 10 ms in the workers, 37 -> 10 ms here).
+Scanned = tuple[list[tuple[str, int]], list[tuple[str, Verdict]], list[str]]
 
 
 def _open_worker(scanner: Scanner, repo: Repo, max_bytes: int) -> None:
@@ -68,7 +71,17 @@ def _scan_blobs(oids: list[str]) -> list[Scanned]:
         v = out[oid]
         assert v is not None
         out[oid] = v._replace(notes=(note, *v.notes))
-    return list(out.items())
+    clean: list[tuple[str, int]] = []
+    found: list[tuple[str, Verdict]] = []
+    missing: list[str] = []
+    for oid, v in out.items():
+        if v is None:
+            missing.append(oid)
+        elif v.clean:
+            clean.append((oid, v.size))
+        else:
+            found.append((oid, v))
+    return clean, found, missing
 
 
 def start_workers(session: Session, scanner: Scanner,
@@ -140,22 +153,24 @@ class BlobScans:
             self.pending.discard(fut)
             self._take(fut.result())
 
-    def _take(self, results: Iterable[Scanned]) -> None:
-        for oid, verdict in results:
-            if verdict is None:
-                self.notes.add(f"{shown(self.labels[oid])} (blob {oid[:12]}) is missing from the "
-                               "object store (a partial or damaged clone); it was not scanned")
-            else:
-                self.cache.put("blob:" + oid, verdict)
-            self.progress.advance("blobs")
+    def _take(self, results: Scanned) -> None:
+        clean, found, missing = results
+        for oid in missing:
+            self.notes.add(f"{shown(self.labels[oid])} (blob {oid[:12]}) is missing from the "
+                           "object store (a partial or damaged clone); it was not scanned")
+        self.cache.put_clean(clean)
+        for oid, verdict in found:
+            self.cache.put("blob:" + oid, verdict)
+        self.progress.advance("blobs", len(clean) + len(found) + len(missing))
 
     def finish(self, built: dict[str, bytes], labels: dict[str, str]) -> None:
         """Scan what is left (and builder output, in this process); wait for every worker."""
-        from concurrent.futures import FIRST_COMPLETED, wait
-
         if self.pool is None and len(self.todo) >= 64:
             self.pool = start_workers(self.session, self.scanner)  # None when it cannot fork
         if self.pool is not None:
+            # (imported only here: a warm replay has no worker, and this import was 11 ms of it)
+            from concurrent.futures import FIRST_COMPLETED, wait
+
             if self.todo:
                 self._submit()
             while self.pending:

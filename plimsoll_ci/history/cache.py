@@ -122,6 +122,13 @@ class ScanCache:
         else:
             self.clean_names.add(ident)
 
+    def put_clean(self, sizes: list[tuple[str, int]]) -> None:
+        """Remember blobs judged clean, by id with their sizes (a worker's answer at once): as
+        `put` of each one's clean verdict."""
+        if sizes:
+            self.dirty = True
+            self.clean.update(sizes)
+
     def _keep(self, oid: str, found: Found) -> None:
         i = self.found.get(oid)
         if i is None:
