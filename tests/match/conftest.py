@@ -1,4 +1,5 @@
-"""The `portable` build of the compiled part, for every test of it that compares builds."""
+"""The `portable` build of the compiled part, and `module` (the installed build, then the
+portable one), for every test of it that compares builds."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sysconfig
 
 import pytest
 from nativekit import SOURCES, need
+
+from plimsoll_ci.match import classes
 
 
 @pytest.fixture(scope="session")
@@ -24,3 +27,12 @@ def portable(tmp_path_factory: pytest.TempPathFactory) -> object:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(params=["sse2", "portable"])
+def module(request: pytest.FixtureRequest) -> object:
+    """The compiled part as installed (SSE2 on this machine), or built without SSE2."""
+    if request.param == "sse2":
+        need(classes.native, "the compiled part (plimsoll_ci.match._runs)")
+        return classes.native
+    return request.getfixturevalue("portable")

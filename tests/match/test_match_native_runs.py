@@ -58,16 +58,8 @@ def random_classes(rng: random.Random) -> bytes:
     return bytes(out[:n])
 
 
-@pytest.mark.parametrize("build", ["sse2", "portable"])
 @pytest.mark.parametrize("seed", range(3))
-def test_compiled_runs_are_the_maximal_runs_a_plain_loop_finds(build: str, seed: int,
-                                                                request: pytest.FixtureRequest
-                                                                ) -> None:
-    if build == "sse2":
-        need(classes.native, "the compiled runs (plimsoll_ci.match._runs)")
-        module = classes.native
-    else:
-        module = request.getfixturevalue("portable")
+def test_compiled_runs_are_the_maximal_runs_a_plain_loop_finds(module: object, seed: int) -> None:
     rng = random.Random(seed)
     for _ in range(150):
         cls = random_classes(rng)
@@ -257,19 +249,12 @@ def test_compiled_base64_candidates_are_refused_for_classes_of_another_text() ->
     cl.release()
 
 
-@pytest.mark.parametrize("build", ["sse2", "portable"])
 @pytest.mark.parametrize("seed", range(3))
-def test_base64_runs_kept_and_what_follows_each_are_numpys(build: str, seed: int,
-                                                           request: pytest.FixtureRequest,
+def test_base64_runs_kept_and_what_follows_each_are_numpys(module: object, seed: int,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     # The compiled call that hands back only the base64 runs kept gives the runs numpy keeps,
     # and for each the length of the next run of 6+ (what says whether a wrapped block may start
     # there), 0 after the last one.
-    if build == "sse2":
-        need(classes.native, "the compiled runs")
-        module = classes.native
-    else:
-        module = request.getfixturevalue("portable")
     rng = random.Random(seed)
     kept = 0
     for _ in range(12):

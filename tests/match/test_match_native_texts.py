@@ -13,22 +13,12 @@ import random
 
 import numpy as np
 import pytest
-from nativekit import need
 
 from plimsoll_ci.match import b64, classes, decode, wordruns
 from plimsoll_ci.match.classes import C_ESC, C_WORD
 from plimsoll_ci.match.index import SEEN_CANDIDATES, TAG_BITS
 from plimsoll_ci.scan import Scanner
 from plimsoll_ci.withheld import build_set, parse
-
-
-@pytest.fixture(params=["sse2", "portable"])
-def module(request: pytest.FixtureRequest) -> object:
-    """The compiled part as installed (SSE2 on this machine), or built without SSE2."""
-    if request.param == "sse2":
-        need(classes.native, "the compiled part (plimsoll_ci.match._runs)")
-        return classes.native
-    return request.getfixturevalue("portable")
 
 
 def numpy_classes(buf: bytes, monkeypatch: pytest.MonkeyPatch) -> classes.ByteClasses:
