@@ -27,6 +27,8 @@ from plimsoll_ci.squeeze import run as run_mod
 from plimsoll_ci.squeeze.grader import Setup
 
 HOVER = (REPO / "sim" / "controllers" / "hover.py").read_text()
+# Seeds of the hard course the honest controller lands (flown in-process, `sim.fly.fly`)
+LANDED = (8742514865654379576, 3641603986678484279, 445363685911929936)
 JOB = """\
 course: hard
 fresh: {count: 8}
@@ -77,6 +79,13 @@ def scripted_model() -> tuple[list, set]:
 
 
 def test_an_honest_rebuild_writes_runs_and_flies_its_controller_in_gvisor(tmp_path, gvisor):
+    from sim.course import course
+    from sim.fly import fly
+
+    honest: dict = {}
+    exec(compile(HONEST, "honest.py", "exec"), honest)  # (trusted: the repository's own)
+    flown, _ = fly(lambda info: honest["Controller"](info), LANDED, course("hard"))
+    assert all(r.landed for r in flown)  # the smoke seeds below are seeds it lands
     script = [tool_call("write_file", {"path": "controller.py", "content": HONEST}),
               tool_call("run_code", {"code": "import controller, os\n"
                                               "print('has', hasattr(controller, 'Controller'))\n"
@@ -87,9 +96,12 @@ def test_an_honest_rebuild_writes_runs_and_flies_its_controller_in_gvisor(tmp_pa
     with ChatServer(script) as server:
         config = ModelConfig(base_url=server.url, model="scripted", max_tokens=10_000,
                              timeout=30.0, retries=1, backoff=0.01)
+        # fixed smoke seeds the honest controller lands (the harness draws them fresh, and it
+        # lands about 7 flights in 8: three drawn ones left one landed in about 1 run of 25)
         setting = rebuild.Setting(config, {"OPENAI_API_KEY": KEY}, Budget(10_000),
                                   wall.seal(tuple(sim.PRACTICE_SEEDS), fresh.draw(8)), "hard",
-                                  tmp_path / "requests", tmp_path / "work", gvisor, 8, 3)
+                                  tmp_path / "requests", tmp_path / "work", gvisor, 8, 3,
+                                  rebuild.Harness(smoke=lambda n, _secrets: LANDED[:n]))
         done = rebuild.run_session(rebuild.Spec("honest", 1, "rebuild", "PI loop", "0" * 64),
                                    setting)
     results = [m["content"] for m in server.chat_requests[3].json["messages"]
@@ -100,7 +112,7 @@ def test_an_honest_rebuild_writes_runs_and_flies_its_controller_in_gvisor(tmp_pa
     fly = results[2].splitlines()
     assert fly[0].startswith("fly: ") and fly[0].endswith("of 3 flights landed (hard course)")
     assert [line.split(": ")[0] for line in fly[1:]] == ["smoke:1", "smoke:2", "smoke:3"]
-    assert int(fly[0].split()[1]) >= 2  # the honest controller lands most flights
+    assert int(fly[0].split()[1]) >= 2  # the honest controller lands them (a budget may cut one)
     assert (done.doc["verdict"], done.doc["ended"]) == ("graded", "answered")
     assert done.doc["controller"] == "built/honest/1"
     assert [c["name"] for c in done.doc["tools"]] == ["write_file", "run_code", "fly"]
