@@ -14,12 +14,15 @@ namespace (a job in a container sharing the docker daemon) is never judged, so n
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import secrets
+import signal
 import socket
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -122,13 +125,40 @@ def sandbox_id() -> str:
     return f"plimsoll-{me().token}-{secrets.token_hex(4)}"
 
 
-def tempdir(kind: str, base: str | os.PathLike[str] | None = None) -> Path:
+def tempdir(kind: str, base: str | os.PathLike[str] | None = None,
+            keep: Callable[[Path], None] | None = None) -> Path:
     """A fresh private temporary folder of this process (`plimsoll-KIND-TOKEN-XXXXXXXX` in `base`,
     default the temporary folder), which a later run reaps if this process dies without removing
-    it. `kind` is a lower-case word naming what it holds (grade, run, squeeze, ...)."""
+    it. `kind` is a lower-case word naming what it holds (grade, run, squeeze, ...).
+
+    `keep(path)` records the folder for this process's own clean-up: it is called before a
+    SIGTERM, SIGINT or SIGHUP that arrives meanwhile is handled, so a stop can never fall between
+    the folder's creation and its record (a folder made but not yet recorded was left behind)."""
     if not re.fullmatch(r"[a-z0-9]+", kind):
         raise ValueError(f"folder kind {kind!r}: lower-case letters and digits only")
-    return Path(tempfile.mkdtemp(prefix=f"plimsoll-{kind}-{me().token}-", dir=base))
+    with _signals_held():
+        made = Path(tempfile.mkdtemp(prefix=f"plimsoll-{kind}-{me().token}-", dir=base))
+        if keep is not None:
+            keep(made)
+    return made
+
+
+_HELD = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Within the block, the stop signals wait (this thread blocks them); on leaving, one that
+    came meanwhile is delivered and its handler runs."""
+    try:
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    except (AttributeError, OSError, ValueError):  # no such call here: nothing to hold
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def labels() -> dict[str, str]:

@@ -66,9 +66,8 @@ def stage(controller: str, entry: str = "controller") -> Stage:
     if len(items) > MAX_FILES:
         raise BadInput(f"controller {controller}: {len(items)} files, more than {MAX_FILES}")
     leftovers.reap_once()  # the start of a run: what killed runs left behind goes first
-    root = owner.tempdir("grade")  # named by this process, so a later run can reap it
-    with _STAGED_LOCK:
-        _STAGED.add(root)
+    # Named by this process, so a later run can reap it; recorded before a stop can come.
+    root = owner.tempdir("grade", keep=_keep)
     try:
         root.chmod(0o755)
         code = root / "controller"
@@ -114,6 +113,11 @@ def _walk(src: Path, shown: str):
                 raise BadInput(f"controller {shown}: {rel} is not a regular file (symbolic link "
                                "or device); only regular files enter a sandbox")
             yield rel, full
+
+
+def _keep(root: Path) -> None:
+    with _STAGED_LOCK:
+        _STAGED.add(root)
 
 
 def _remove(root: Path) -> None:

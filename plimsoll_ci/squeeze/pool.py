@@ -89,8 +89,15 @@ def _worker(conn: Connection, setup: Setup, grade_fn: Callable[[Task, Setup], Gr
             parent: int = 0) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _stop_me)
-    if parent:
-        _follow_parent(parent)
+    try:
+        if parent:
+            _follow_parent(parent)
+        _serve(conn, setup, grade_fn)
+    finally:
+        _leave_nothing()
+
+
+def _serve(conn: Connection, setup: Setup, grade_fn: Callable[[Task, Setup], Graded]) -> None:
     while True:
         try:
             msg = conn.recv()
@@ -108,6 +115,17 @@ def _worker(conn: Connection, setup: Setup, grade_fn: Callable[[Task, Setup], Gr
         except Exception as e:  # a bug in the grader: report it, with where it happened
             tail = "".join(traceback.format_exception(e)[-3:]).strip().replace("\n", " | ")
             conn.send(("error", index, (f"{type(e).__name__}: {e} ({tail[-400:]})", 2), 0.0))
+
+
+def _leave_nothing() -> None:
+    """A worker's last step, however it ends: stop any sandbox it still runs and remove any
+    folder it staged. The grader's own `finally` blocks do this unless the stop lands in them
+    (SIGTERM in the middle of removing a folder left the rest of it behind)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    from plimsoll_ci.sandbox import session, stage
+
+    session.close_all()
+    stage.cleanup_all()
 
 
 class _Worker(NamedTuple):
@@ -164,8 +182,8 @@ def run(tasks: Sequence[Task], setup: Setup, jobs: int, on_start: Callable[[int]
                     slot = conns[item]
                     try:
                         status, index, payload, wall = item.recv()
-                    except EOFError:
-                        continue  # the sentinel reports the death
+                    except EOFError:  # it died without a word (its last message was read)
+                        _died(workers[slot], busy[slot])
                     del busy[slot]
                     if status == "error":
                         message, code = payload
@@ -175,11 +193,8 @@ def run(tasks: Sequence[Task], setup: Setup, jobs: int, on_start: Callable[[int]
                 elif sentinels[item] in busy:
                     slot = sentinels[item]
                     if workers[slot].conn.poll():
-                        continue  # its last message is still to be read
-                    index = busy[slot]
-                    raise GradingFailed(f"the worker grading task {index + 1} died (exit code "
-                                        f"{workers[slot].process.exitcode}); nothing of it was "
-                                        "signed", 2)
+                        continue  # its last message (or the end of its pipe) is read above
+                    _died(workers[slot], busy[slot])
         for w in workers:
             w.conn.send(None)
     except KeyboardInterrupt:
@@ -193,6 +208,12 @@ def run(tasks: Sequence[Task], setup: Setup, jobs: int, on_start: Callable[[int]
         signal.signal(signal.SIGINT, old_int)
     for w in workers:
         w.process.join(10)
+
+
+def _died(worker: _Worker, index: int) -> None:
+    worker.process.join(5)  # its exit code, once the kernel has it
+    raise GradingFailed(f"the worker grading task {index + 1} died (exit code "
+                        f"{worker.process.exitcode}); nothing of it was signed", 2)
 
 
 def _stop(workers: list[_Worker]) -> None:
