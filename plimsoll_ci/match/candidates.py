@@ -24,8 +24,8 @@ def runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
         return [(m.start(), m.end()) for m in rx.finditer(buf)]
     if _classes.compiled(len(buf)):  # one pass, compiled: the runs and which are kept
         pairs, keep = _compiled_runs(buf, pad, classes)
-        t = memoryview(pairs).cast("i").tolist()
-        pairs_kept = [(a0, b) for a0, b, k in zip(t[0::2], t[1::2], keep, strict=True) if k]
+        t = memoryview(pairs).cast("i")
+        pairs_kept = [(t[2 * i], t[2 * i + 1]) for i in flagged(keep)]
     else:
         starts, ends = runs_np(buf, pad, classes)
         pairs_kept = list(zip(starts.tolist(), ends.tolist(), strict=True))

@@ -199,15 +199,24 @@ def mask_runs(mask):  # noqa: ANN001, ANN202
 
 def no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasses | None]:
     """`buf` with every no-break space made two spaces (as `bytes.replace`), and its classes."""
-    if compiled(len(buf)):  # (the same length: a space is in no class, so classes anew)
-        if NBSP not in buf:
+    few = _nbsp_places(buf)
+    if compiled(len(buf)):
+        if few is None:  # lead bytes everywhere: replaced in one pass, classes made anew
+            buf = buf.replace(NBSP, b"  ")
+            return buf, (ByteClasses(buf) if classes is not None else None)
+        if not few:
             return buf, classes
-        buf = buf.replace(NBSP, b"  ")
-        return buf, (ByteClasses(buf) if classes is not None else None)
+        ba = bytearray(buf)
+        if classes is not None:  # a space is in no class
+            classes = classes.copy()
+        for p in few:
+            ba[p] = ba[p + 1] = SPACE
+            if classes is not None:
+                classes.padded[p + 1] = classes.padded[p + 2] = 0
+        return bytes(ba), classes
     import numpy as np
 
     a = np.frombuffer(buf, dtype=np.uint8)
-    few = _nbsp_places(buf)
     if few is None:  # lead bytes everywhere (text in another script): one vectorized pass
         p = np.flatnonzero(a[:-1] == NBSP_LEAD)
         p = p[a[p + 1] == NBSP_TAIL]

@@ -298,7 +298,6 @@ class _Regions:
         if _classes.compiled(len(buf)):
             self._base64_compiled(classes)
             return
-
         every = _c.long_runs(buf, True, classes)
         starts, run_ends = _c.kept_runs(buf, True, classes, every)
         second = _c.following(run_ends, every)

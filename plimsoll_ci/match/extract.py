@@ -70,7 +70,7 @@ from plimsoll_ci.match.digitruns import (
     underscored_long_enough,
 )
 from plimsoll_ci.match.index import ValueIndex, word_tag
-from plimsoll_ci.match.wordruns import WordRuns, text_candidates, word_windows
+from plimsoll_ci.match.wordruns import WordRuns, shaped_runs, text_candidates, word_windows
 from plimsoll_ci.match.workspace import work_array
 
 SMALL = 64 * 1024  # below this many bytes the pure-Python path costs less than importing numpy
@@ -524,21 +524,16 @@ def _numbers_compiled(buf: bytes, index: ValueIndex, classes: ByteClasses,
     `_numbers_np` checks them (comma-grouped integers, plain runs, tokens, clocks)."""
     picks = compiled_candidates(buf, classes.cls, getattr(out, "stop", len(buf)), index,
                                 GROUPED_MIN_DIGITS)
-    if not picks:
-        return
-    rows = list(zip(picks[0::3], picks[1::3], picks[2::3], strict=True))
-    for kind, s, _ in rows:
-        if kind == GROUPED:
-            _grouped(buf, s, index, out)
-    for kind, s, e in rows:
-        if kind == PLAIN:
-            _plain(buf, s, e, index, out)
-    for kind, s, _ in rows:
-        if kind == TOKEN:
-            _token(buf, s, index, out)
-    for kind, s, _ in rows:
-        if kind == CLOCK:
-            _clock(buf, s, index, out)
+    at = {GROUPED: _grouped, TOKEN: _token, CLOCK: _clock}  # (the checks from a start)
+    whole = picks.tolist() if len(picks) <= 3 * _BATCH else None  # (else a batch at a time)
+    for want in (GROUPED, PLAIN, TOKEN, CLOCK):
+        for i in range(0, len(picks), 3 * _BATCH):
+            part = whole if whole is not None else picks[i : i + 3 * _BATCH].tolist()
+            for kind, s, e in zip(part[0::3], part[1::3], part[2::3], strict=True):
+                if kind == want == PLAIN:
+                    _plain(buf, s, e, index, out)
+                elif kind == want:
+                    at[kind](buf, s, index, out)
 
 
 _BATCH = 1 << 16  # candidates turned into Python ints at a time (a few MB, whatever the buffer)
@@ -593,27 +588,11 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
 def _texts_compiled(buf: bytes, index: ValueIndex, classes: ByteClasses,
                     out: list[Match]) -> None:
     """`_texts_np` with the compiled part: the word runs as long as a set's first-word shapes
-    (`_text`; sets without run lengths), then the candidate runs and their windows of runs from
-    one call (`wordruns.word_windows`), checked in order as `_texts_np` checks them."""
+    (`_text`; sets without run lengths), then the candidate runs with their windows of runs
+    (`wordruns.word_windows`), checked in order as `_texts_np` checks them."""
     limit = getattr(out, "stop", len(buf)) + index.max_lead
-    if index.text_shapes:
-        shapes = index.text_shapes
-        pairs, _ = _classes.native.runs(classes.cls, C_WORD, max(1, min(shapes)), False)
-        t = memoryview(pairs).cast("i")
-        for i in range(0, len(t), 2 * _BATCH):
-            part = t[i : i + 2 * _BATCH].tolist()
-            for s, e in zip(part[0::2], part[1::2], strict=True):
-                if s >= limit:
-                    break
-                if e - s in shapes:
-                    _text(buf, s, e - s, index, out)
-    if not index.text_runs:
-        return
-    k = index.max_runs
-    rows = word_windows(buf, classes.cls, limit, index)
-    for i in range(0, len(rows), 2 * k * _BATCH):
-        part = rows[i : i + 2 * k * _BATCH].tolist()
-        for r in range(0, len(part), 2 * k):
-            starts_w, ends_w = part[r : r + k], part[r + k : r + 2 * k]
-            lens_w = tuple(-1 if a < 0 else b - a for a, b in zip(starts_w, ends_w, strict=True))
-            _text_runs(buf, starts_w[0], lens_w, ends_w, index, out)
+    for s, ln in shaped_runs(classes.cls, index.text_shapes, limit) if index.text_shapes else ():
+        _text(buf, s, ln, index, out)
+    if index.text_runs:
+        for s, lens_w, ends_w in word_windows(buf, classes.cls, limit, index):
+            _text_runs(buf, s, lens_w, ends_w, index, out)

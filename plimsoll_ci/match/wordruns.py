@@ -9,6 +9,7 @@ with the window of runs `extract` reads (a buffer of source brings one run per s
 from __future__ import annotations
 
 from array import array
+from collections.abc import Collection, Iterator
 from typing import Any, NamedTuple
 
 from plimsoll_ci.match import classes as _classes
@@ -42,19 +43,46 @@ def text_candidates(buf: bytes, runs: WordRuns, index: ValueIndex) -> Any:  # no
                           (one, two, pre3, w3, tag_ok), index.mult)
 
 
-def word_windows(buf: bytes, cls, limit: int, index: ValueIndex):  # noqa: ANN001, ANN201
+def word_windows(buf: bytes, cls, limit: int,  # noqa: ANN001
+                 index: ValueIndex) -> Iterator[tuple[int, tuple[int, ...], list[int]]]:
     """With the compiled part: the word runs of `buf` (`cls`: its class bytes) that start before
-    `limit` and that `text_candidates` picks, each as a row of the starts of the
-    `index.max_runs` runs from it, then their ends (int32; a run past the last: start -1 and the
-    last run's end), what `_candidates_np` and the windows `extract` takes from them give; the
-    rows one after the other in an int32 memoryview (2 * `index.max_runs` ints a row)."""
+    `limit` and that `text_candidates` picks, each with the window of `index.max_runs` runs
+    from it: (its start, the runs' lengths, their ends; a run past the last: length -1 and the
+    last run's end), what `_candidates_np` and the windows `extract` takes from them give.
+    The compiled call hands back only the candidates' rows (int32), read a batch at a time."""
     from plimsoll_ci.match.classes import C_WORD
 
     tag_ok, joined = _joined_tables(index)
     k = index.max_runs
-    rows = _classes.native.word_windows(cls, buf, C_WORD, limit, joined, index.mult,
-                                        0 if not tag_ok else TAG_BITS, k)
-    return memoryview(rows).cast("i")
+    rows = memoryview(_classes.native.word_windows(cls, buf, C_WORD, limit, joined, index.mult,
+                                                   0 if not tag_ok else TAG_BITS, k)).cast("i")
+    for i in range(0, len(rows), 2 * k * _BATCH):
+        part = rows[i : i + 2 * k * _BATCH].tolist()
+        for r in range(0, len(part), 2 * k):
+            starts_w, ends_w = part[r : r + k], part[r + k : r + 2 * k]
+            yield starts_w[0], tuple(-1 if a < 0 else b - a
+                                     for a, b in zip(starts_w, ends_w, strict=True)), ends_w
+
+
+def shaped_runs(cls, shapes: Collection[int],  # noqa: ANN001
+                limit: int) -> Iterator[tuple[int, int]]:
+    """With the compiled part: (start, length) of each word run in the class bytes `cls` that
+    starts before `limit` and whose length is in `shapes` (the first-word lengths of a set
+    whose texts have no run lengths), in order, read a batch at a time."""
+    from plimsoll_ci.match.classes import C_WORD
+
+    pairs, _ = _classes.native.runs(cls, C_WORD, max(1, min(shapes)), False)
+    t = memoryview(pairs).cast("i")
+    for i in range(0, len(t), 2 * _BATCH):
+        part = t[i : i + 2 * _BATCH].tolist()
+        for s, e in zip(part[0::2], part[1::2], strict=True):
+            if s >= limit:
+                return
+            if e - s in shapes:
+                yield s, e - s
+
+
+_BATCH = 1 << 16  # rows turned into Python ints at a time (a few MB, whatever the buffer)
 
 
 def _joined_tables(index: ValueIndex) -> tuple[bool, bytes]:
