@@ -4,7 +4,7 @@ installs without it and the same runs are found with numpy (everything else is i
 from setuptools import Extension, setup
 
 _SOURCES = ["plimsoll_ci/match/_runs.c", "plimsoll_ci/match/_numbers.c",
-            "plimsoll_ci/match/_texts.c"]
+            "plimsoll_ci/match/_texts.c", "plimsoll_ci/match/_b64.c"]
 
 setup(ext_modules=[Extension("plimsoll_ci.match._runs", _SOURCES,
                              depends=["plimsoll_ci/match/_runs.h"],

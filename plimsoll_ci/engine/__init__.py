@@ -57,12 +57,14 @@ class Scanner:
         self.redact_tokens: set[str] = set()
 
     def load(self) -> None:
-        """Import what a scan of many bytes runs (the content path, `match/`, numpy), so worker
-        processes forked after this inherit it rather than each importing it again."""
-        import numpy  # noqa: F401
-
+        """Import what a scan of many bytes runs (the content path, `match/`, and numpy when
+        the compiled part is not built), so worker processes forked after this inherit it
+        rather than each importing it again."""
         from plimsoll_ci.engine import contents  # noqa: F401
-        from plimsoll_ci.match import extract  # noqa: F401
+        from plimsoll_ci.match import classes, extract  # noqa: F401
+
+        if classes.native is None:  # (numpy's passes are the fallback without it)
+            import numpy  # noqa: F401
 
     # -- names --------------------------------------------------------------------------------
 

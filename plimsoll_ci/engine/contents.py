@@ -23,6 +23,7 @@ from plimsoll_ci.engine.joined import SEP as _SEP
 from plimsoll_ci.engine.joined import join as _join
 from plimsoll_ci.engine.joined import layer_at as _layer_at
 from plimsoll_ci.engine.joined import pieces_of as _pieces_of
+from plimsoll_ci.engine.joined import pieces_of_sorted as _pieces_of_sorted
 from plimsoll_ci.engine.joined import values_in as _values
 from plimsoll_ci.engine.records import Finding, Limits, windowing
 from plimsoll_ci.match.charsets import Transcoder, text_encoding
@@ -427,7 +428,7 @@ class ContentRun:
                 layers[k].append(layer)
                 need[id(pieces[k].budget)] = need.get(id(pieces[k].budget), 0) + 1
         if dec.bulk is not None:
-            bulk_pieces = _pieces_of(starts, dec.bulk.offsets)
+            bulk_pieces = _pieces_of_sorted(starts, dec.bulk.offsets)
             for k, n in Counter(bulk_pieces).items():
                 if k in wanted:
                     need[id(pieces[k].budget)] = need.get(id(pieces[k].budget), 0) + n

@@ -22,8 +22,11 @@
      pick from a buffer's class bytes in one call, with the window of k word runs of each.
    escape_lines(classes, text, bit): the lines that hold an escape or an entity, and where.
    wrapped_lines(text, a, b, limit): the lines of a line-wrapped base64 block.
-   join_spans(data, first, last, sep): spans of a buffer joined with a separator.
-     (These four are in _texts.c.)
+     (These three are in _texts.c.)
+   base64_bounds(text, pairs, nexts, max_region, at_end, lo, hi): base64_kept's runs with
+     their padding, and which are decoded one by one.
+   b64_join(data, starts, ends, take, sep): the decoded bytes of some runs joined.
+     (These two are in _b64.c.)
    Each function's comment below says more; none holds a value: they read bytes and return
    offsets, flags and decoded bytes. */
 
@@ -594,12 +597,16 @@ static PyMethodDef methods[] = {
     {"escape_lines", escape_lines, METH_VARARGS,
      "escape_lines(classes, text, bit) -> int32 triples (line start, line end, hit): the lines "
      "that hold an escape or an entity (see the source)."},
-    {"join_spans", join_spans, METH_VARARGS,
-     "join_spans(data, first, last, sep) -> bytes: the spans data[first[i]:last[i]] joined with "
-     "sep between them."},
     {"wrapped_lines", wrapped_lines, METH_VARARGS,
      "wrapped_lines(text, a, b, limit) -> int32 (start, end) pairs or None: the lines of the "
      "wrapped base64 block that text[a:b] starts (see the source)."},
+    {"base64_bounds", base64_bounds, METH_VARARGS,
+     "base64_bounds(text, pairs, nexts, max_region, at_end, lo, hi) -> (starts, run_ends, "
+     "ends, slow): kept base64 runs with their padding, and which are decoded alone (see "
+     "_b64.c)."},
+    {"b64_join", b64_join, METH_VARARGS,
+     "b64_join(data, starts, ends, take, sep) -> (joined, offsets, places): the decoded bytes "
+     "of the runs taken, joined with sep between them (see _b64.c)."},
     {"classify", classify, METH_VARARGS,
      "classify(text, table, out): out[i] = table[text[i]], in one pass."},
     {"text_candidates", text_candidates, METH_VARARGS,

@@ -1,5 +1,5 @@
 /* What the sources of `match._runs` share: _runs.c has the module and the runs of a class,
-   _numbers.c the number candidates, _texts.c words and lines. */
+   _numbers.c the number candidates, _texts.c words and lines, _b64.c base64 regions. */
 #ifndef PLIMSOLL_RUNS_H
 #define PLIMSOLL_RUNS_H
 
@@ -23,6 +23,9 @@ PyObject *number_candidates(PyObject *self, PyObject *args);
 PyObject *word_windows(PyObject *self, PyObject *args);
 PyObject *escape_lines(PyObject *self, PyObject *args);
 PyObject *wrapped_lines(PyObject *self, PyObject *args);
-PyObject *join_spans(PyObject *self, PyObject *args);
+
+/* _b64.c */
+PyObject *base64_bounds(PyObject *self, PyObject *args);
+PyObject *b64_join(PyObject *self, PyObject *args);
 
 #endif

@@ -1,5 +1,6 @@
 """Base64 runs: which are decoded, a line-wrapped block as one region, and the decoding itself,
-one run at a time or a large buffer's runs all at once (numpy), for `decode`."""
+one run at a time or a large buffer's runs all at once (the compiled part, else numpy), for
+`decode`."""
 
 from __future__ import annotations
 
@@ -146,19 +147,11 @@ def decode_many(buf: bytes, starts: Any,  # noqa: ANN401
 
 
 def decode_arrays(buf: bytes, starts: Any, ends: Any) -> tuple[Any, Any, Any, Any]:  # noqa: ANN401
-    """`decode_many`, as numpy arrays."""
+    """`decode_many`, as numpy arrays: numpy's passes, the fallback where the compiled part is
+    not built (with it, `decode` has `_runs.b64_runs` decode the runs and `b64_join` join
+    them)."""
     import numpy as np
 
-    native = _classes.native
-    if native is not None and starts.dtype == ends.dtype == np.int32:  # one pass, compiled
-        lens = (ends - starts).astype(np.int64)
-        qoff = np.zeros(len(lens) + 1, dtype=np.int64)
-        np.cumsum((lens + 3) // 4, out=qoff[1:])
-        data, good = native.b64_runs(buf, np.ascontiguousarray(starts),
-                                     np.ascontiguousarray(ends))
-        first = 3 * qoff[:-1]
-        return (np.frombuffer(data, dtype=np.uint8), first, first + lens * 3 // 4,
-                np.frombuffer(good, dtype=bool))
     value, kind = _tables()
     a = np.frombuffer(buf, dtype=np.uint8)
     lens = (ends - starts).astype(np.int64)
@@ -185,7 +178,8 @@ def decode_arrays(buf: bytes, starts: Any, ends: Any) -> tuple[Any, Any, Any, An
 def join_decoded(out: Any, first: Any, last: Any,  # noqa: ANN401
                  sep: bytes) -> tuple[bytes, list[int]]:
     """The decoded runs `out[first[i]:last[i]]` joined with `sep` between them (as
-    `sep.join`), and where each starts in the result."""
+    `sep.join`), and where each starts in the result: numpy's passes, the fallback where the
+    compiled part is not built (with it, `_runs.b64_join`)."""
     import numpy as np
 
     lens = last - first
@@ -193,10 +187,6 @@ def join_decoded(out: Any, first: Any, last: Any,  # noqa: ANN401
     places = np.zeros(k, dtype=np.int64)
     if k > 1:
         np.cumsum(lens[:-1] + gap, out=places[1:])
-    native = _classes.native
-    if native is not None:  # one pass, compiled
-        return native.join_spans(out, np.ascontiguousarray(first, dtype=np.int64),
-                                 np.ascontiguousarray(last, dtype=np.int64), sep), places.tolist()
     total = int(lens.sum()) + gap * max(k - 1, 0)
     joined = np.empty(total, dtype=np.uint8)
     before = np.cumsum(lens) - lens  # data bytes of the runs before each

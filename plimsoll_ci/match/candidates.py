@@ -2,7 +2,8 @@
 bytes of either alphabet, decoded when padded or when 12+ mix both cases), the hex candidates
 (8+ even, mostly printable when decoded), and which base64 runs could start a wrapped block.
 A large buffer's runs are found from its byte classes, by the compiled part when it is built
-(`_runs.base64_runs`, `_runs.hex_runs`), else by numpy's passes."""
+(`_runs.base64_kept`, `_runs.hex_runs`: their results read without numpy), else by numpy's
+passes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 from typing import Any, NamedTuple
 
 from plimsoll_ci.match import classes as _classes
-from plimsoll_ci.match.ascii import EQUALS, SEVEN, TWO
+from plimsoll_ci.match.ascii import CARRIAGE_RETURN, EQUALS, NEWLINE, SEVEN, TWO
 from plimsoll_ci.match.b64 import WRAP_WIDTHS
 from plimsoll_ci.match.classes import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER, run_positions
 from plimsoll_ci.match.workspace import work_array
@@ -21,9 +22,15 @@ def runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
     """Maximal runs of a byte class (base64: 6+ bytes and up to two `=`; hex: 8+ bytes)."""
     if classes is None:
         return [(m.start(), m.end()) for m in rx.finditer(buf)]
-    starts, ends = runs_np(buf, pad, classes)
+    if _classes.compiled(len(buf)):  # one pass, compiled: the runs and which are kept
+        pairs, keep = _compiled_runs(buf, pad, classes)
+        t = memoryview(pairs).cast("i")
+        pairs_kept = [(t[2 * i], t[2 * i + 1]) for i in flagged(keep)]
+    else:
+        starts, ends = runs_np(buf, pad, classes)
+        pairs_kept = list(zip(starts.tolist(), ends.tolist(), strict=True))
     out = []
-    for a0, b in zip(starts.tolist(), ends.tolist(), strict=True):
+    for a0, b in pairs_kept:
         if pad and buf[b : b + 1] == b"=":
             b += 2 if buf[b + 1 : b + 2] == b"=" else 1
         out.append((a0, b))
@@ -46,22 +53,22 @@ class LongRuns(NamedTuple):
 
 
 def long_runs(buf: bytes, pad: bool, classes: object) -> LongRuns:
-    """The `LongRuns` of `buf`: base64 runs with `pad`, else hex runs."""
+    """The `LongRuns` of `buf`: base64 runs with `pad`, else hex runs (numpy's passes, the
+    fallback where the compiled part is not built: with it, `_compiled_runs`)."""
     n = len(buf)
     cls = classes.padded[1:]  # type: ignore[attr-defined]  # n + 1: the last 0 ends every run
     k = 6 if pad else 8
     bit = C_B64 if pad else C_HEX
-    native = _classes.native
-    if native is not None and n < _classes.NATIVE_MAX:  # one pass, compiled
-        import numpy as np
-
-        if pad:
-            pairs, keep = native.base64_runs(cls[:n], buf, bit, C_UPPER | C_LOWER)
-        else:
-            pairs, keep = native.hex_runs(cls[:n], buf, bit, C_UPPER | C_LOWER, C_DIGIT)
-        t = np.frombuffer(pairs, dtype=np.int32)
-        return LongRuns(t[0::2], t[1::2], picked=np.frombuffer(keep, dtype=bool))
     return LongRuns(*eroded_runs(cls, n, bit, k))
+
+
+def _compiled_runs(buf: bytes, pad: bool, classes: object) -> tuple[bytes, bytes]:
+    """With the compiled part: the base64 runs (`pad`) or the hex runs of `buf`, as int32
+    (start, end) pairs, and a byte for each, 1 when `kept_runs` keeps it."""
+    cls = classes.padded[1 : len(buf) + 1]  # type: ignore[attr-defined]
+    if pad:
+        return _classes.native.base64_runs(cls, buf, C_B64, C_UPPER | C_LOWER)
+    return _classes.native.hex_runs(cls, buf, C_HEX, C_UPPER | C_LOWER, C_DIGIT)
 
 
 def kept_runs(buf: bytes, pad: bool, classes: object, runs: LongRuns) -> tuple[Any, Any]:
@@ -69,7 +76,7 @@ def kept_runs(buf: bytes, pad: bool, classes: object, runs: LongRuns) -> tuple[A
     import numpy as np
 
     n = len(buf)
-    cls = classes.padded[1:]  # type: ignore[attr-defined]
+    cls = np.asarray(classes.padded)[1:]  # type: ignore[attr-defined]
     starts, ends, picked = runs
     if picked is not None:  # picked by the compiled part
         return starts[picked], ends[picked]
@@ -108,15 +115,12 @@ def kept_runs(buf: bytes, pad: bool, classes: object, runs: LongRuns) -> tuple[A
     return starts[keep], ends[keep]
 
 
-def base64_kept(buf: bytes, classes: object) -> tuple[Any, Any, Any]:
-    """With the compiled part: the base64 runs `kept_runs` keeps (starts, ends) and the length
-    of the run of 6+ after each (`following`), found in one call that hands back no other run."""
-    import numpy as np
-
+def base64_kept(buf: bytes, classes: object) -> tuple[bytes, bytes]:
+    """With the compiled part: the base64 runs `kept_runs` keeps, as int32 (start, end) pairs,
+    and the length of the run of 6+ after each, int32, found in one call that hands back no
+    other run."""
     cls = classes.padded[1 : len(buf) + 1]  # type: ignore[attr-defined]
-    pairs, nexts = _classes.native.base64_kept(cls, buf, C_B64, C_UPPER | C_LOWER)
-    t = np.frombuffer(pairs, dtype=np.int32)
-    return t[0::2], t[1::2], np.frombuffer(nexts, dtype=np.int32)
+    return _classes.native.base64_kept(cls, buf, C_B64, C_UPPER | C_LOWER)
 
 
 def following(ends: Any, every: LongRuns) -> Any:  # noqa: ANN401
@@ -144,6 +148,40 @@ def may_wrap(a: Any, starts: Any, ends: Any, second: Any) -> Any:  # noqa: ANN40
     by_second = (second > 0) & (second % 4 == 0) & (second >= first) & (second >= lo) \
         & (second <= hi)
     return (first >= 12) & (a[ends - 1] != EQUALS) & (own | by_second)
+
+
+def base64_bounds_np(buf: bytes, runs: tuple[Any, Any, Any], max_region: int,
+                     at_end: bool) -> tuple[Any, Any]:
+    """For the kept base64 runs (`runs`: their starts, their ends, the length of the run of 6+
+    after each), their ends with the padding (up to two `=`) and which must be decoded alone
+    (`slow`): those that end their line and may start a wrapped block, those over `max_region`,
+    and, unless `at_end`, those that run to the end of `buf`. numpy's passes, the fallback
+    where the compiled part is not built (with it, `_runs.base64_bounds`)."""
+    import numpy as np
+
+    starts, run_ends, second = runs
+    n = len(buf)
+    a = np.frombuffer(buf, dtype=np.uint8)
+    ends = run_ends.astype(np.int64)  # with the padding (up to two `=`)
+    for _ in range(2):
+        ends += (ends < n) & (a[np.minimum(ends, n - 1)] == EQUALS)
+    after = a[np.minimum(ends, n - 1)]
+    # a run that ends its line may start a wrapped block
+    slow = (ends < n) & ((after == NEWLINE) | (after == CARRIAGE_RETURN))
+    slow[slow] = may_wrap(a, starts[slow], ends[slow], second[slow])
+    slow |= ends - starts > max_region
+    if not at_end:
+        slow |= ends >= n
+    return ends, slow
+
+
+def flagged(flags: bytes) -> list[int]:
+    """The indexes of the nonzero bytes of `flags` (0 or 1 each; few are 1)."""
+    out, i = [], flags.find(1)
+    while i >= 0:
+        out.append(i)
+        i = flags.find(1, i + 1)
+    return out
 
 
 def eroded_runs(cls: Any, n: int, bit: int, k: int) -> tuple[Any, Any]:  # noqa: ANN401

@@ -9,6 +9,7 @@ from plimsoll_ci.match.ascii import (
     LOWER_A,
     LOWER_F,
     LOWER_Z,
+    NBSP,
     NBSP_LEAD,
     NBSP_TAIL,
     NINE,
@@ -19,7 +20,7 @@ from plimsoll_ci.match.ascii import (
     UPPER_Z,
     ZERO,
 )
-from plimsoll_ci.match.workspace import give_back, pooled, work_array
+from plimsoll_ci.match.workspace import give_back, give_back_bytes, pooled, pooled_bytes, work_array
 
 try:  # the one compiled part, optional (built when the package is installed with a C compiler)
     from plimsoll_ci.match import _runs as native
@@ -34,13 +35,25 @@ _CLS_LUT = None
 
 
 def _cls_lut():  # noqa: ANN202
-    """byte -> bits: upper, lower, digit, hex character (digit or a-f/A-F), base64 punctuation
-    (+/_-), word byte (letter, digit, >= 0x80), base64 alphabet (letter, digit, +/_-), the
-    lead of an escape or entity (`%`, `\\`, `&`)."""
+    """`_cls_lut_bytes` as a numpy array (the passes without the compiled part read it)."""
     import numpy as np
 
     global _CLS_LUT
     if _CLS_LUT is None:
+        _CLS_LUT = np.frombuffer(_cls_lut_bytes(), dtype=np.uint8)
+    return _CLS_LUT
+
+
+_CLS_LUT16 = None
+_CLS_BYTES = None
+
+
+def _cls_lut_bytes() -> bytes:
+    """byte -> bits: upper, lower, digit, hex character (digit or a-f/A-F), base64 punctuation
+    (+/_-), word byte (letter, digit, >= 0x80), base64 alphabet (letter, digit, +/_-), the
+    lead of an escape or entity (`%`, `\\`, `&`); as bytes (the compiled `classify` reads it)."""
+    global _CLS_BYTES
+    if _CLS_BYTES is None:
         table = bytearray(256)
         for c in range(256):
             v = 0
@@ -57,19 +70,7 @@ def _cls_lut():  # noqa: ANN202
             elif c in b"%\\&":
                 v |= C_ESC
             table[c] = v
-        _CLS_LUT = np.frombuffer(bytes(table), dtype=np.uint8)
-    return _CLS_LUT
-
-
-_CLS_LUT16 = None
-_CLS_BYTES = None
-
-
-def _cls_lut_bytes() -> bytes:
-    """The byte -> class table as bytes (the compiled `classify` reads it)."""
-    global _CLS_BYTES
-    if _CLS_BYTES is None:
-        _CLS_BYTES = _cls_lut().tobytes()
+        _CLS_BYTES = bytes(table)
     return _CLS_BYTES
 
 
@@ -84,30 +85,38 @@ def _cls_lut16():  # noqa: ANN202
     return _CLS_LUT16
 
 
+def compiled(n: int) -> bool:
+    """Whether a buffer of `n` bytes takes the compiled part's passes (built, and its int32
+    places fit): then nothing on the way imports numpy (its passes are the fallback)."""
+    return native is not None and n < NATIVE_MAX
+
+
 class ByteClasses:
     """`padded[1:-1]` holds the class bits of every byte of a buffer; `padded[0]` and
-    `padded[-1]` are 0, so every run of a class starts and ends inside the array."""
+    `padded[-1]` are 0, so every run of a class starts and ends inside the array. With the
+    compiled part (`compiled`) a memoryview of bytes; else a numpy array."""
 
     __slots__ = ("n", "padded")
 
     def __init__(self, buf: bytes) -> None:
+        n = self.n = len(buf)
+        if compiled(n):  # one pass, compiled, into a reused bytearray
+            self.padded = pooled_bytes(n + 2)
+            native.classify(buf, _cls_lut_bytes(), self.padded[1 : n + 1])
+            return
         import numpy as np
 
         a = np.frombuffer(buf, dtype=np.uint8)
-        n = self.n = len(a)
         # Gathered two bytes at a time from a table of byte pairs (twice as fast as one byte at
         # a time): the classes sit at offset 2 of an even-sized array, 0 before and after.
         arr = pooled(n + 4 + n % 2)
         arr[:2] = 0
         arr[2 + n - n % 2 :] = 0
         half = n // 2
-        if native is not None:  # one pass, compiled
-            arr[2 + n :] = 0
-            native.classify(buf, _cls_lut_bytes(), arr[2 : 2 + n])
-        elif half:
+        if half:
             np.take(_cls_lut16(), a[: 2 * half].view(np.uint16),
                     out=arr.view(np.uint16)[1 : 1 + half], mode="clip")
-        if n % 2 and native is None:
+        if n % 2:
             arr[1 + n] = _cls_lut()[a[-1]]
         self.padded = arr[1 : n + 3]
 
@@ -115,12 +124,17 @@ class ByteClasses:
         """Hand the array back for the next buffer's classes (fresh memory costs page faults);
         the owner calls this when nothing reads these classes any more."""
         if self.padded is not None:
-            give_back(self.padded, self.n)
+            if isinstance(self.padded, memoryview):
+                give_back_bytes(self.padded)
+            else:
+                give_back(self.padded, self.n)
             self.padded = None
 
     def copy(self) -> ByteClasses:
         other = ByteClasses.__new__(ByteClasses)
-        other.n, other.padded = self.n, self.padded.copy()
+        other.n = self.n
+        other.padded = memoryview(bytearray(self.padded)) \
+            if isinstance(self.padded, memoryview) else self.padded.copy()
         return other
 
     @property
@@ -131,11 +145,11 @@ class ByteClasses:
         """(starts, ends) of the maximal runs of bytes that have class `bit` (one bit)."""
         import numpy as np
 
-        if native is not None and self.n < NATIVE_MAX:
+        if compiled(self.n):
             starts, ends, _ = compiled_runs(self.cls, bit, 1, False)
             return starts, ends
         m = work_array("m", self.n + 2, np.uint8)
-        np.bitwise_and(self.padded, bit, out=m)
+        np.bitwise_and(np.asarray(self.padded), bit, out=m)
         d = work_array("d", self.n + 1, bool)
         np.not_equal(m[1:], m[:-1], out=d)
         t = run_positions(d)
@@ -162,9 +176,10 @@ def run_positions(mask):  # noqa: ANN001, ANN202
 
 
 def pure_python(n: int, small: int, numpy_from: int) -> bool:
-    """Whether a buffer of `n` bytes takes the pure-Python (`re`) path: under `small` bytes
-    (numpy's import costs more), or under `numpy_from` once something has imported numpy."""
-    return n < small and (n < numpy_from or "numpy" not in sys.modules)
+    """Whether a buffer of `n` bytes takes the pure-Python (`re`) path: under `numpy_from`
+    bytes, or under `small` bytes when the passes for large buffers would first import numpy
+    (the compiled part is not built and nothing has imported numpy yet: its import costs more)."""
+    return n < small and (n < numpy_from or (native is None and "numpy" not in sys.modules))
 
 
 def byte_classes(buf: bytes) -> ByteClasses:
@@ -184,10 +199,24 @@ def mask_runs(mask):  # noqa: ANN001, ANN202
 
 def no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasses | None]:
     """`buf` with every no-break space made two spaces (as `bytes.replace`), and its classes."""
+    few = _nbsp_places(buf)
+    if compiled(len(buf)):
+        if few is None:  # lead bytes everywhere: replaced in one pass, classes made anew
+            buf = buf.replace(NBSP, b"  ")
+            return buf, (ByteClasses(buf) if classes is not None else None)
+        if not few:
+            return buf, classes
+        ba = bytearray(buf)
+        if classes is not None:  # a space is in no class
+            classes = classes.copy()
+        for p in few:
+            ba[p] = ba[p + 1] = SPACE
+            if classes is not None:
+                classes.padded[p + 1] = classes.padded[p + 2] = 0
+        return bytes(ba), classes
     import numpy as np
 
     a = np.frombuffer(buf, dtype=np.uint8)
-    few = _nbsp_places(buf)
     if few is None:  # lead bytes everywhere (text in another script): one vectorized pass
         p = np.flatnonzero(a[:-1] == NBSP_LEAD)
         p = p[a[p + 1] == NBSP_TAIL]

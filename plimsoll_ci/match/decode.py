@@ -10,6 +10,7 @@ is `charsets`. Deeper nesting (base64 inside base64) is out of scope.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, NoReturn
@@ -19,15 +20,14 @@ from plimsoll_ci.match import classes as _classes
 from plimsoll_ci.match.ascii import (
     AMPERSAND,
     BACKSLASH,
-    CARRIAGE_RETURN,
     DEL,
-    EQUALS,
     NEWLINE,
     PERCENT,
     SPACE,
     lazy_re,
 )
 from plimsoll_ci.match.b64 import LINE_BREAKS as _LINE_BREAKS
+from plimsoll_ci.match.b64 import WRAP_WIDTHS as _WRAP_WIDTHS
 from plimsoll_ci.match.b64 import decode_arrays as _b64_arrays
 from plimsoll_ci.match.b64 import decode_run as _b64
 from plimsoll_ci.match.b64 import join_decoded as _join_decoded
@@ -292,30 +292,19 @@ class _Regions:
     def _base64_np(self, classes: object) -> None:
         """`_base64` for a large buffer: the runs that can neither start a wrapped block (they
         end their line) nor pass the region bound are decoded all at once (`b64.decode_arrays`), and
-        only added one by one, in order, as the budget and the clock allow."""
-        import numpy as np
-
+        only added one by one, in order, as the budget and the clock allow. With the compiled
+        part, `_base64_compiled`; numpy's passes below are the fallback without it."""
         buf, lo, hi = self.buf, self.win.lo, self.win.hi
-        if _classes.native is not None and len(buf) < _classes.NATIVE_MAX:
-            starts, run_ends, second = _c.base64_kept(buf, classes)
-        else:
-            every = _c.long_runs(buf, True, classes)
-            starts, run_ends = _c.kept_runs(buf, True, classes, every)
-            second = _c.following(run_ends, every)
+        if _classes.compiled(len(buf)):
+            self._base64_compiled(classes)
+            return
+        every = _c.long_runs(buf, True, classes)
+        starts, run_ends = _c.kept_runs(buf, True, classes, every)
+        second = _c.following(run_ends, every)
         if not len(starts):
             return
-        n = len(buf)
-        a = np.frombuffer(buf, dtype=np.uint8)
-        ends = run_ends.astype(np.int64)  # with the padding (up to two `=`)
-        for _ in range(2):
-            ends += (ends < n) & (a[np.minimum(ends, n - 1)] == EQUALS)
-        after = a[np.minimum(ends, n - 1)]
-        # a run that ends its line may start a wrapped block
-        slow = (ends < n) & ((after == NEWLINE) | (after == CARRIAGE_RETURN))
-        slow[slow] = _c.may_wrap(a, starts[slow], ends[slow], second[slow])
-        slow |= ends - starts > self.bounds.max_region
-        if not self.win.at_end:
-            slow |= ends >= n
+        ends, slow = _c.base64_bounds_np(buf, (starts, run_ends, second), self.bounds.max_region,
+                                      self.win.at_end)
         arrays = _b64_arrays(buf, starts, run_ends)
         if self.want_bulk and self._in_bulk(starts, ends, slow, arrays):
             return
@@ -373,6 +362,79 @@ class _Regions:
             self.bulk = Bulk(starts[idx], data, places)
             self.budget.left -= len(idx)
             self.ticks += len(idx)
+        return True
+
+    def _base64_compiled(self, classes: object) -> None:
+        """`_base64_np` with the compiled part, whose calls hand back bytes (no numpy): the runs
+        kept and their bounds (`_runs.base64_kept`, `base64_bounds`), decoded all at once
+        (`b64_runs`); those that come in bulk joined there too (`b64_join`)."""
+        buf, lo, hi = self.buf, self.win.lo, self.win.hi
+        native = _classes.native
+        pairs, nexts = _c.base64_kept(buf, classes)
+        if not nexts:
+            return
+        lo_w, hi_w = _WRAP_WIDTHS
+        s_b, r_b, e_b, slow = native.base64_bounds(buf, pairs, nexts, self.bounds.max_region,
+                                                   self.win.at_end, lo_w, hi_w)
+        data, good = native.b64_runs(buf, s_b, r_b)
+        starts, ends = memoryview(s_b).cast("i"), memoryview(e_b).cast("i")
+        if self.want_bulk and self._in_bulk_compiled((s_b, r_b, slow), starts, ends, data, good):
+            return
+        run_ends = memoryview(r_b).cast("i")
+        block_end, q = -1, 0
+        budget, append, expired = self.budget, self.layers.append, self.expired
+        for i in range(len(starts)):
+            s, e = starts[i], ends[i]
+            first, n = 3 * q, run_ends[i] - s
+            q += (n + 3) // 4
+            if s < block_end:
+                continue  # a line of the wrapped block just decoded
+            if s >= hi:
+                break
+            if slow[i]:
+                block_end = self._one_base64(s, e, block_end)
+            elif s >= lo and good[i]:
+                if budget.left <= 0:  # (`add`, inlined: one call per region costs here)
+                    self.spent()
+                budget.left -= 1
+                append(_new_layer(Layer, ("base64", s, data[first : first + n * 3 // 4], None,
+                                          ())))
+                self.ticks += 1
+                if expired is not None and self.ticks % _TICK == 0 and expired():
+                    self.stopped = s
+                    raise _Stop
+
+    def _in_bulk_compiled(self, runs: tuple[bytes, bytes, bytes], starts: memoryview,
+                          ends: memoryview, data: bytes, good: bytes) -> bool:
+        """`_in_bulk` with the compiled part: `runs` the int32 starts and ends (padding left
+        out) and the slow flags `base64_bounds` gives; `starts` and `ends` (with the padding)
+        as int32 views; `data` and `good` as `b64_runs` gives them."""
+        s_b, r_b, slow = runs
+        one = _c.flagged(slow)
+        n_plain = good.count(1) - sum(good[i] for i in one)
+        if len(one) + n_plain > self.budget.left or (
+                self.expired is not None and self.expired()):
+            return False
+        take = bytearray(good)
+        block_end = -1
+        for i in one:
+            take[i] = 0
+            s = starts[i]
+            if s < block_end:
+                continue  # a line of the wrapped block just decoded
+            end = self._one_base64(s, ends[i], block_end)
+            if end != block_end:  # a run after a block's first line and before its end is one
+                block_end = end  # of its lines
+                j = bisect.bisect_right(starts, s)
+                while j < len(starts) and starts[j] < end:
+                    take[j] = 0
+                    j += 1
+        if take.count(1):
+            joined, offsets, places = _classes.native.b64_join(data, s_b, r_b, take, BULK_SEP)
+            places = memoryview(places).cast("q").tolist()
+            self.bulk = Bulk(memoryview(offsets).cast("i"), joined, places)
+            self.budget.left -= len(places)
+            self.ticks += len(places)
         return True
 
     def _one_base64(self, a: int, b: int, block_end: int) -> int:
@@ -448,10 +510,7 @@ def escape_lines(buf: bytes, classes: object | None) -> Iterator[tuple[int, int,
     `classes` when both are there; else from the first lead of each line (`_line_firsts`)."""
     native = _classes.native
     if classes is not None and native is not None and len(buf) < _classes.NATIVE_MAX:
-        import numpy as np
-
-        rows = np.frombuffer(native.escape_lines(classes.cls, buf, C_ESC),  # type: ignore[attr-defined]
-                             dtype=np.int32)
+        rows = memoryview(native.escape_lines(classes.cls, buf, C_ESC)).cast("i")  # type: ignore[attr-defined]
         for i in range(0, len(rows), 3 << 16):
             t = rows[i : i + (3 << 16)].tolist()
             yield from zip(t[0::3], t[1::3], t[2::3], strict=True)

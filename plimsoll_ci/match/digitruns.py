@@ -224,16 +224,14 @@ _INTS, _DECIMALS, _CLOCKABLE, _GROUPED = 1, 2, 4, 8
 
 def compiled_candidates(buf: bytes, cls, stop: int, index, grouped_from: int):  # noqa: ANN001, ANN201
     """With the compiled part: the number candidates of `buf` (`cls` its class bytes) that start
-    before `stop`, as an int32 array of (kind, start, end) rows in buffer order: the runs
-    `_numbers_small` would check, less those the vectorized filters above drop. Comma-grouped
-    integers are looked for when an integer entry has `grouped_from` digits or more."""
-    import numpy as np
-
+    before `stop`, as an int32 memoryview, (kind, start, end) after each other in buffer order:
+    the runs `_numbers_small` would check, less those the vectorized filters above drop.
+    Comma-grouped integers are looked for when an integer entry has `grouped_from` digits or
+    more."""
     from plimsoll_ci.match.classes import C_DIGIT, native
 
     luts, params = _compiled_rules(index, grouped_from, C_DIGIT)
-    return np.frombuffer(native.number_candidates(buf, cls, stop, luts, params),
-                         dtype=np.int32).reshape(-1, 3)
+    return memoryview(native.number_candidates(buf, cls, stop, luts, params)).cast("i")
 
 
 def _compiled_rules(index, grouped_from: int, digit_bit: int) -> tuple[bytes, tuple]:  # noqa: ANN001

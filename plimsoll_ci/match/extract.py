@@ -70,7 +70,7 @@ from plimsoll_ci.match.digitruns import (
     underscored_long_enough,
 )
 from plimsoll_ci.match.index import ValueIndex, word_tag
-from plimsoll_ci.match.wordruns import WordRuns, text_candidates, word_windows
+from plimsoll_ci.match.wordruns import WordRuns, shaped_runs, text_candidates, word_windows
 from plimsoll_ci.match.workspace import work_array
 
 SMALL = 64 * 1024  # below this many bytes the pure-Python path costs less than importing numpy
@@ -393,6 +393,13 @@ _NEXT_LUT = None
 
 def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
                 out: list[Match]) -> None:
+    """The number candidates of a large buffer: found by the compiled part when it is built
+    (`_numbers_compiled`); numpy's passes below are the fallback without it."""
+    if classes is None:
+        classes = byte_classes(buf)
+    if _classes.compiled(len(buf)):  # one pass, compiled
+        _numbers_compiled(buf, index, classes, out)
+        return
     import numpy as np
 
     global _NEXT_LUT
@@ -400,11 +407,6 @@ def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
     if _NEXT_LUT is None:  # a byte after a run that can continue its token ("." ":" e E _ x ...)
         _NEXT_LUT = contl.copy()
         _NEXT_LUT[[DOT, COLON]] = True
-    if classes is None:
-        classes = byte_classes(buf)
-    if _classes.native is not None and len(buf) < NATIVE_MAX:  # one pass, compiled
-        _numbers_compiled(buf, index, classes, out)
-        return
     a = np.frombuffer(buf, dtype=np.uint8)
     r_starts, r_ends = classes.runs(C_DIGIT)
     nr = len(r_starts)
@@ -522,17 +524,16 @@ def _numbers_compiled(buf: bytes, index: ValueIndex, classes: ByteClasses,
     `_numbers_np` checks them (comma-grouped integers, plain runs, tokens, clocks)."""
     picks = compiled_candidates(buf, classes.cls, getattr(out, "stop", len(buf)), index,
                                 GROUPED_MIN_DIGITS)
-    if not len(picks):
-        return
-    kinds = picks[:, 0]
-    for s in picks[kinds == GROUPED, 1].tolist():
-        _grouped(buf, s, index, out)
-    for s, e in picks[kinds == PLAIN, 1:].tolist():
-        _plain(buf, s, e, index, out)
-    for s in picks[kinds == TOKEN, 1].tolist():
-        _token(buf, s, index, out)
-    for s in picks[kinds == CLOCK, 1].tolist():
-        _clock(buf, s, index, out)
+    at = {GROUPED: _grouped, TOKEN: _token, CLOCK: _clock}  # (the checks from a start)
+    whole = picks.tolist() if len(picks) <= 3 * _BATCH else None  # (else a batch at a time)
+    for want in (GROUPED, PLAIN, TOKEN, CLOCK):
+        for i in range(0, len(picks), 3 * _BATCH):
+            part = whole if whole is not None else picks[i : i + 3 * _BATCH].tolist()
+            for kind, s, e in zip(part[0::3], part[1::3], part[2::3], strict=True):
+                if kind == want == PLAIN:
+                    _plain(buf, s, e, index, out)
+                elif kind == want:
+                    at[kind](buf, s, index, out)
 
 
 _BATCH = 1 << 16  # candidates turned into Python ints at a time (a few MB, whatever the buffer)
@@ -547,14 +548,15 @@ def _pairs(a, b=None) -> Iterator[tuple[int, int]]:  # noqa: ANN001
 
 def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
               out: list[Match]) -> None:
-    import numpy as np
-
+    """The text candidates of a large buffer: found by the compiled part when it is built
+    (`_texts_compiled`); numpy's passes below are the fallback without it."""
     if classes is None:
         classes = byte_classes(buf)
-    if _classes.native is not None and index.text_runs and not index.text_shapes \
-            and len(buf) < NATIVE_MAX:  # the runs and their candidates in one compiled call
+    if _classes.compiled(len(buf)):  # the runs and their candidates in compiled calls
         _texts_compiled(buf, index, classes, out)
         return
+    import numpy as np
+
     starts, ends = classes.runs(C_WORD)
     if not len(starts):
         return
@@ -585,15 +587,12 @@ def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
 
 def _texts_compiled(buf: bytes, index: ValueIndex, classes: ByteClasses,
                     out: list[Match]) -> None:
-    """`_texts_np` with the compiled part: the candidate runs and their windows of runs come
-    from one call (`wordruns.word_windows`), checked in order as `_texts_np` checks them."""
-    import numpy as np
-
-    rows = word_windows(buf, classes.cls, getattr(out, "stop", len(buf)) + index.max_lead, index)
-    k = index.max_runs
-    for i in range(0, len(rows), _BATCH):
-        part = rows[i : i + _BATCH]
-        starts_w, ends_w = part[:, :k], part[:, k:]
-        lens_w = np.where(starts_w < 0, -1, ends_w - starts_w).tolist()
-        for s, lw, ew in zip(starts_w[:, 0].tolist(), lens_w, ends_w.tolist(), strict=True):
-            _text_runs(buf, s, tuple(lw), ew, index, out)
+    """`_texts_np` with the compiled part: the word runs as long as a set's first-word shapes
+    (`_text`; sets without run lengths), then the candidate runs with their windows of runs
+    (`wordruns.word_windows`), checked in order as `_texts_np` checks them."""
+    limit = getattr(out, "stop", len(buf)) + index.max_lead
+    for s, ln in shaped_runs(classes.cls, index.text_shapes, limit) if index.text_shapes else ():
+        _text(buf, s, ln, index, out)
+    if index.text_runs:
+        for s, lens_w, ends_w in word_windows(buf, classes.cls, limit, index):
+            _text_runs(buf, s, lens_w, ends_w, index, out)

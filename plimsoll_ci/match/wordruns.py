@@ -8,6 +8,8 @@ with the window of runs `extract` reads (a buffer of source brings one run per s
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Collection, Iterator
 from typing import Any, NamedTuple
 
 from plimsoll_ci.match import classes as _classes
@@ -41,29 +43,56 @@ def text_candidates(buf: bytes, runs: WordRuns, index: ValueIndex) -> Any:  # no
                           (one, two, pre3, w3, tag_ok), index.mult)
 
 
-def word_windows(buf: bytes, cls, limit: int, index: ValueIndex):  # noqa: ANN001, ANN201
+def word_windows(buf: bytes, cls, limit: int,  # noqa: ANN001
+                 index: ValueIndex) -> Iterator[tuple[int, tuple[int, ...], list[int]]]:
     """With the compiled part: the word runs of `buf` (`cls`: its class bytes) that start before
-    `limit` and that `text_candidates` picks, each as a row of the starts of the
-    `index.max_runs` runs from it, then their ends (int32; a run past the last: start -1 and the
-    last run's end), what `_candidates_np` and the windows `extract` takes from them give."""
-    import numpy as np
-
+    `limit` and that `text_candidates` picks, each with the window of `index.max_runs` runs
+    from it: (its start, the runs' lengths, their ends; a run past the last: length -1 and the
+    last run's end), what `_candidates_np` and the windows `extract` takes from them give.
+    The compiled call hands back only the candidates' rows (int32), read a batch at a time."""
     from plimsoll_ci.match.classes import C_WORD
 
-    _, _, _, _, tag_ok, joined = _tables(index)
+    tag_ok, joined = _joined_tables(index)
     k = index.max_runs
-    rows = _classes.native.word_windows(cls, buf, C_WORD, limit, joined, index.mult,
-                                        0 if tag_ok is None else TAG_BITS, k)
-    return np.frombuffer(rows, dtype=np.int32).reshape(-1, 2 * k)
+    rows = memoryview(_classes.native.word_windows(cls, buf, C_WORD, limit, joined, index.mult,
+                                                   0 if not tag_ok else TAG_BITS, k)).cast("i")
+    for i in range(0, len(rows), 2 * k * _BATCH):
+        part = rows[i : i + 2 * k * _BATCH].tolist()
+        for r in range(0, len(part), 2 * k):
+            starts_w, ends_w = part[r : r + k], part[r + k : r + 2 * k]
+            yield starts_w[0], tuple(-1 if a < 0 else b - a
+                                     for a, b in zip(starts_w, ends_w, strict=True)), ends_w
 
 
-def _tables(index: ValueIndex) -> tuple:
-    """The lookup tables of `index`'s text entries (see `text_candidates`), and all of them
-    joined as the compiled part reads them: built once per index (a history session asks for
-    them hundreds of times)."""
-    import numpy as np
+def shaped_runs(cls, shapes: Collection[int],  # noqa: ANN001
+                limit: int) -> Iterator[tuple[int, int]]:
+    """With the compiled part: (start, length) of each word run in the class bytes `cls` that
+    starts before `limit` and whose length is in `shapes` (the first-word lengths of a set
+    whose texts have no run lengths), in order, read a batch at a time."""
+    from plimsoll_ci.match.classes import C_WORD
 
-    cached = getattr(index, "_word_tables", None)
+    pairs, _ = _classes.native.runs(cls, C_WORD, max(1, min(shapes)), False)
+    t = memoryview(pairs).cast("i")
+    for i in range(0, len(t), 2 * _BATCH):
+        part = t[i : i + 2 * _BATCH].tolist()
+        for s, e in zip(part[0::2], part[1::2], strict=True):
+            if s >= limit:
+                return
+            if e - s in shapes:
+                yield s, e - s
+
+
+_BATCH = 1 << 16  # rows turned into Python ints at a time (a few MB, whatever the buffer)
+
+
+def _joined_tables(index: ValueIndex) -> tuple[bool, bytes]:
+    """The lookup tables of `index`'s text entries (see `text_candidates`), joined as the
+    compiled part reads them, and whether they end in a tag table: built once per index (a
+    history session asks for them hundreds of times). One byte per entry of each table: `one`
+    (256, by a first run length), `two` (65536, by the first two), `pre3` (65536: the first two
+    of some three-run key), the tags (1 << TAG_BITS, when every entry has one), then the sorted
+    three-run keys as int64."""
+    cached = getattr(index, "_word_joined", None)
     if cached is not None:
         return cached
     # Keys of the first one, two and three run lengths, matched against the entries' keys; only
@@ -75,21 +104,43 @@ def _tables(index: ValueIndex) -> tuple:
         for x in r:
             key = key * 256 + x
         wanted[len(r) - 1].add(key)
-    # Lengths clipped to 255 as bytes, then the first one or two of a key looked up in tables
-    # (a byte and a byte pair index them); a third length is checked on the survivors only.
-    one = np.zeros(256, dtype=bool)
-    one[list(wanted[0])] = True
-    two = np.zeros(65536, dtype=bool)
-    two[list(wanted[1])] = True
-    pre3 = np.zeros(65536, dtype=bool)
-    pre3[[k >> 8 for k in wanted[2]]] = True
-    w3 = np.array(sorted(wanted[2]), dtype=np.int64)
-    tag_ok = None
-    if not index.untagged:
-        tag_ok = np.zeros(1 << TAG_BITS, dtype=bool)
-        tag_ok[[t for t in index.tags if 0 <= t < 1 << TAG_BITS]] = True
-    joined = b"".join(x.tobytes() for x in (one, two, pre3, tag_ok, w3) if x is not None)
-    index._word_tables = (one, two, pre3, w3, tag_ok, joined)  # type: ignore[attr-defined]
+    one, two, pre3 = bytearray(256), bytearray(65536), bytearray(65536)
+    for key in wanted[0]:
+        one[key] = 1
+    for key in wanted[1]:
+        two[key] = 1
+    for key in wanted[2]:
+        pre3[key >> 8] = 1
+    parts = [one, two, pre3]
+    tagged = not index.untagged
+    if tagged:
+        tag_ok = bytearray(1 << TAG_BITS)
+        for t in index.tags:
+            if 0 <= t < 1 << TAG_BITS:
+                tag_ok[t] = 1
+        parts.append(tag_ok)
+    parts.append(array("q", sorted(wanted[2])).tobytes())
+    index._word_joined = (tagged, b"".join(parts))  # type: ignore[attr-defined]
+    return index._word_joined  # type: ignore[attr-defined]
+
+
+def _tables(index: ValueIndex) -> tuple:
+    """`_joined_tables` as numpy arrays (`one`, `two`, `pre3`, `w3`, `tag_ok` or None), and
+    joined: what numpy's passes read where the compiled part is not built."""
+    import numpy as np
+
+    cached = getattr(index, "_word_tables", None)
+    if cached is not None:
+        return cached
+    tagged, joined = _joined_tables(index)
+    at = 0
+    cut = []
+    for size in (256, 65536, 65536, (1 << TAG_BITS) if tagged else 0):
+        cut.append(np.frombuffer(joined, dtype=bool, count=size, offset=at))
+        at += size
+    one, two, pre3, tag_ok = cut
+    w3 = np.frombuffer(joined, dtype=np.int64, offset=at)
+    index._word_tables = (one, two, pre3, w3, tag_ok if tagged else None, joined)  # type: ignore[attr-defined]
     return index._word_tables  # type: ignore[attr-defined]
 
 

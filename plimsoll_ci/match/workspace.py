@@ -1,7 +1,8 @@
 """Work arrays reused from one buffer to the next (fresh memory costs page faults on every pass).
 
 Each thread keeps its own: a named array per use (`work_array`), and a small pool of byte arrays
-that byte-class tables are handed back to (`pooled`, `give_back`). Arrays over `KEEP` items are
+that byte-class tables are handed back to (`pooled`, `give_back`; `pooled_bytes`,
+`give_back_bytes` for the compiled part's, bytearrays: no numpy). Arrays over `KEEP` items are
 never kept, so memory stays bounded after a huge buffer.
 """
 
@@ -43,3 +44,23 @@ def give_back(arr, n: int) -> None:  # noqa: ANN001
     pool = _LOCAL.__dict__.setdefault("pool", [])
     if len(pool) < 2 and n <= KEEP:
         pool.append(arr.base if arr.base is not None else arr)
+
+
+def pooled_bytes(n: int) -> memoryview:
+    """A memoryview of `n` bytes, its first and last 0 (the compiled part's byte classes): a
+    bytearray handed back earlier when one is big enough."""
+    pool = _LOCAL.__dict__.setdefault("bytes_pool", [])
+    for i, arr in enumerate(pool):
+        if len(arr) >= n:
+            del pool[i]
+            view = memoryview(arr)[:n]
+            view[0] = view[n - 1] = 0
+            return view
+    return memoryview(bytearray(n))
+
+
+def give_back_bytes(view: memoryview) -> None:
+    """Return a view from `pooled_bytes` for the next buffer."""
+    pool = _LOCAL.__dict__.setdefault("bytes_pool", [])
+    if len(pool) < 2 and len(view) <= KEEP:
+        pool.append(view.obj)

@@ -116,5 +116,6 @@ def test_short_prefixed_and_underscored_integers_are_not_candidates() -> None:
     cl = classes.byte_classes(buf)
     rows = compiled_candidates(buf, cl.cls, len(buf), index, extract.GROUPED_MIN_DIGITS)
     cl.release()
-    tokens = {buf[s:].split(b" ")[0] for k, s, _ in rows.tolist() if k == TOKEN}
+    tokens = {buf[s:].split(b" ")[0] for k, s in zip(rows[0::3], rows[1::3], strict=True)
+              if k == TOKEN}
     assert tokens == {b"0xb93c8a86", b"3_107_713_414", b"3107713414.00", b"3.107713414e9"}

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from nativekit import IN_CI, need
 
-from plimsoll_ci.match import candidates, classes
+from plimsoll_ci.match import b64, candidates, classes, decode
 from plimsoll_ci.match.classes import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER, C_WORD
 
 
@@ -115,14 +115,14 @@ def test_class_runs_and_encoded_runs_are_numpys_with_the_compiled_part(
         buf = source_like(rng)
         cl = classes.byte_classes(buf)
         with_native = [cl.runs(bit) for bit in (C_DIGIT, C_WORD, C_UPPER, C_LOWER, C_HEX, C_B64)]
-        regions = [candidates.runs_np(buf, pad, cl) for pad in (True, False)]
+        rx = (decode._hex_run(), b64.run_re())  # (by `pad`: hex, base64)
+        regions = [candidates.runs(buf, rx[pad], pad, cl) for pad in (True, False)]
         monkeypatch.setattr(classes, "native", None)
         with_numpy = [cl.runs(bit) for bit in (C_DIGIT, C_WORD, C_UPPER, C_LOWER, C_HEX, C_B64)]
         for (s1, e1), (s2, e2) in zip(with_native, with_numpy, strict=True):
             assert s1.tolist() == s2.tolist() and e1.tolist() == e2.tolist()
-        for pad, (s1, e1) in zip((True, False), regions, strict=True):
-            s2, e2 = candidates.runs_np(buf, pad, cl)
-            assert s1.tolist() == s2.tolist() and e1.tolist() == e2.tolist()
+        for pad, got in zip((True, False), regions, strict=True):
+            assert got == candidates.runs(buf, rx[pad], pad, cl)
         monkeypatch.undo()
         cl.release()
 
@@ -330,7 +330,10 @@ for _ in range(400):
                           rng.choice([128, 128, 0, 256, 255]))),
         (N.wrapped_lines, (rb(n) + b"\\n" * (n % 2), rng.randint(-3, n + 3),
                            rng.randint(-3, n + 3), rng.choice([-1, 0, 16, 2**31 - 1]))),
-        (N.join_spans, (text, arr().astype(np.int64), arr().astype(np.int64), rb(3))),
+        (N.base64_bounds, (text, arr(), arr(), rng.randint(-2, n + 2), rng.random() < 0.5,
+                           rng.choice([-1, 0, 16]), rng.choice([-1, 15, 1024]))),
+        (N.b64_join, (rb(rng.randint(0, 3 * n)), arr(), arr(), rb(rng.choice([k, k, k + 1])),
+                      rb(3))),
         (N.number_candidates, (dense, rb(rng.choice([n, n, n + 1])) if rng.random() < 0.3
                                else classes.byte_classes(dense).cls.tobytes() if n else b"",
                                rng.randint(-5, n + 5), rb(rng.choice([512, 512, 511, 0])),

@@ -218,26 +218,6 @@ def test_wrapped_blocks_refuse_runs_outside_the_text(module: object) -> None:
     assert module.wrapped_lines(b"", 0, 0, 1024) is None
 
 
-# --------------------------------------------------------------------------- joined spans
-
-
-def test_spans_are_joined_as_a_separator_joins_them(module: object) -> None:
-    rng = random.Random(4)
-    for _ in range(200):
-        data = rng.randbytes(rng.randint(0, 300))
-        spans = sorted(sorted((rng.randint(0, len(data)), rng.randint(0, len(data))))
-                       for _ in range(rng.randint(0, 30)))
-        sep = rng.choice([b"", b"\x00\n\x00", b"|"])
-        first = np.array([a for a, _ in spans], dtype=np.int64)
-        last = np.array([b for _, b in spans], dtype=np.int64)
-        assert module.join_spans(data, first, last, sep) == sep.join(data[a:b] for a, b in spans)
-    one = np.array([1], dtype=np.int64)
-    for first, last in ((one, one + 9), (one, one - 1), (one - 2, one),
-                        (one, np.array([1, 2], dtype=np.int64))):
-        with pytest.raises(ValueError):
-            module.join_spans(b"abc", first, last, b"")
-
-
 # --------------------------------------------------------------------------- digests kept
 
 
