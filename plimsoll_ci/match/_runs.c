@@ -14,12 +14,11 @@
      hex-encoded text.
    b64_runs(text, starts, ends) -> (out, good): base64 runs decoded, joined.
    classify(text, table, out): a buffer's class bytes.
-   text_candidates(text, starts, lens, count, tables, multiplier, tag_bits): the word runs a
-     text entry could start at.
    number_candidates(text, classes, stop, luts, params): the digit runs a number token could
      start at, and what kind of token (its source is _numbers.c).
-   word_windows(classes, text, bit, limit, tables, multiplier, tag_bits, k): text_candidates'
-     pick from a buffer's class bytes in one call, with the window of k word runs of each.
+   word_windows(classes, text, bit, limit, tables, multiplier, tag_bits, k): the word runs a
+     text entry could start at, from a buffer's class bytes in one call, with the window of k
+     word runs of each.
    escape_lines(classes, text, bit): the lines that hold an escape or an entity, and where.
    wrapped_lines(text, a, b, limit): the lines of a line-wrapped base64 block.
      (These three are in _texts.c.)
@@ -173,15 +172,7 @@ static PyObject *runs(PyObject *self, PyObject *args, PyObject *kwargs) {
     return result;
 }
 
-/* text_candidates(text, starts, lens, count, tables, multiplier, tag_bits) -> bytes of int32
-   The word runs (`starts`, `lens`: int32, one per run, in order) of the first `count` runs
-   whose first one to three lengths make a key some text entry has, and, when `tag_bits` > 0,
-   whose first word's tag (its first four bytes, ASCII letters lowered, and its length, times
-   `multiplier`, top `tag_bits` bits) is some entry's: what `extract._texts_np` picks with numpy.
-   `tables` is one buffer: 256 bytes `one` (first length), 65536 `two` (first two lengths),
-   65536 `pre3` (first two lengths of some three-length key), then `tag_ok` (1 << tag_bits bytes,
-   or none), then the three-length keys as sorted int64. Lengths are clipped to 255; a run past
-   the last one has length 0. */
+/* Whether the sorted keys[0:n] hold k (the three-length keys of word_windows' tables). */
 int has_key(const int64_t *keys, Py_ssize_t n, int64_t k) {
     Py_ssize_t lo = 0, hi = n;
     while (lo < hi) {
@@ -189,89 +180,6 @@ int has_key(const int64_t *keys, Py_ssize_t n, int64_t k) {
         if (keys[mid] < k) lo = mid + 1; else hi = mid;
     }
     return lo < n && keys[lo] == k;
-}
-
-static inline unsigned clip(const int32_t *lens, Py_ssize_t i, Py_ssize_t n) {
-    if (i >= n) return 0;
-    int32_t v = lens[i];
-    return v < 0 ? 0u : v > 255 ? 255u : (unsigned)v;  /* (a negative length is no run) */
-}
-
-static PyObject *text_candidates(PyObject *self, PyObject *args) {
-    Py_buffer text, starts, lens, tables;
-    Py_ssize_t count;
-    unsigned long long mult;
-    int tag_bits;
-    if (!PyArg_ParseTuple(args, "y*y*y*ny*Ki", &text, &starts, &lens, &count, &tables, &mult,
-                          &tag_bits))
-        return NULL;
-    Py_ssize_t n = lens.len / 4;
-    Py_ssize_t tag_size = tag_bits > 0 ? ((Py_ssize_t)1 << tag_bits) : 0;
-    Py_ssize_t fixed = 256 + 65536 + 65536 + tag_size;
-    PyObject *result = NULL;
-    if (starts.len != lens.len || lens.len % 4 || count < 0 || count > n || tag_bits < 0
-        || tag_bits > 24 || tables.len < fixed || (tables.len - fixed) % 8) {
-        PyErr_SetString(PyExc_ValueError, "text_candidates: inconsistent runs or tables");
-        goto done;
-    }
-    const uint8_t *buf = (const uint8_t *)text.buf, *one = (const uint8_t *)tables.buf;
-    const uint8_t *two = one + 256, *pre3 = two + 65536, *tag_ok = pre3 + 65536;
-    const int64_t *keys3 = (const int64_t *)(tag_ok + tag_size);  /* (unaligned-safe below) */
-    Py_ssize_t n3 = (tables.len - fixed) / 8;
-    int64_t *k3 = NULL;
-    if (n3) {  /* an aligned copy of the three-length keys */
-        k3 = malloc((size_t)n3 * 8);
-        if (k3 == NULL) { PyErr_NoMemory(); goto done; }
-        memcpy(k3, keys3, (size_t)n3 * 8);
-    }
-    const int32_t *st = (const int32_t *)starts.buf, *ln = (const int32_t *)lens.buf;
-    int32_t *out = malloc((size_t)(count + 1) * sizeof(int32_t));
-    if (out == NULL) { free(k3); PyErr_NoMemory(); goto done; }
-    Py_ssize_t k = 0;
-    int bad = 0;
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < count; i++) {
-        unsigned l0 = clip(ln, i, n), l1 = clip(ln, i + 1, n);
-        unsigned pair = (l0 << 8) | l1;
-        int sel = two[pair] || one[l0];
-        if (!sel && pre3[pair] && n3)
-            sel = has_key(k3, n3, ((int64_t)pair << 8) | clip(ln, i + 2, n));
-        if (!sel) continue;
-        if (tag_bits > 0) {
-            int32_t s = st[i];
-            unsigned nb = l0 < 4 ? l0 : 4;
-            if (s < 0 || (Py_ssize_t)s + nb > text.len) { bad = 1; break; }
-            uint64_t key = 0;
-            if ((Py_ssize_t)s + 4 <= text.len) {  /* four bytes at once, the word's kept */
-                uint32_t w4;
-                memcpy(&w4, buf + s, 4);
-                key = w4 & (nb >= 4 ? 0xffffffffu : (1u << (8 * nb)) - 1u);
-            } else {
-                for (unsigned j = 0; j < nb; j++) key |= (uint64_t)buf[s + j] << (8 * j);
-            }
-            /* within a word, bytes 0x40-0x5f are the upper-case letters: set their case bit */
-            uint64_t b6 = key & 0x40404040ULL;
-            uint64_t up = b6 & ~((key & 0x20202020ULL) << 1) & ~((key & 0x80808080ULL) >> 1);
-            key |= up >> 1;
-            key |= (uint64_t)l0 << 32;
-            uint64_t tag = (key * (uint64_t)mult) >> (64 - tag_bits);
-            if (!tag_ok[tag]) continue;
-        }
-        out[k++] = (int32_t)i;
-    }
-    Py_END_ALLOW_THREADS
-    if (bad)
-        PyErr_SetString(PyExc_ValueError, "text_candidates: a run lies outside the text");
-    else
-        result = PyBytes_FromStringAndSize((const char *)out, k * (Py_ssize_t)sizeof(int32_t));
-    free(out);
-    free(k3);
-done:
-    PyBuffer_Release(&text);
-    PyBuffer_Release(&starts);
-    PyBuffer_Release(&lens);
-    PyBuffer_Release(&tables);
-    return result;
 }
 
 /* classify(text, table, out): out[i] = table[text[i]] for every byte of `text` (`table` 256
@@ -609,9 +517,6 @@ static PyMethodDef methods[] = {
      "of the runs taken, joined with sep between them (see _b64.c)."},
     {"classify", classify, METH_VARARGS,
      "classify(text, table, out): out[i] = table[text[i]], in one pass."},
-    {"text_candidates", text_candidates, METH_VARARGS,
-     "text_candidates(text, starts, lens, count, tables, multiplier, tag_bits) -> int32 bytes: "
-     "the word runs a text entry could start at (see the source)."},
     {"number_candidates", number_candidates, METH_VARARGS,
      "number_candidates(text, classes, stop, luts, params) -> int32 triples (kind, start, end): "
      "the digit runs a number token could start at (see _numbers.c)."},

@@ -13,12 +13,18 @@
 #include "_runs.h"
 
 /* word_windows(classes, text, bit, limit, tables, multiplier, tag_bits, k) -> bytes of int32
-   `text_candidates` with the runs it reads found in the same call: the maximal runs of class
-   `bit` (word bytes) in `classes` (the class bytes of `text`), the ones that start before
-   `limit` and that `text_candidates` picks from them (the same `tables`, `multiplier` and
-   `tag_bits`), and for each the window `extract._text_runs` reads: the starts of the k runs from
-   it, then their ends, 2k int32 per candidate (a run past the last one: start -1, and the last
-   run's end). No array of every run reaches Python (source brings one run per six bytes). */
+   The maximal runs of class `bit` (word bytes) in `classes` (the class bytes of `text`) that
+   start before `limit` and that a text entry could start at: their first one to three lengths
+   make a key some entry has and, when `tag_bits` > 0, their first word's tag (its first four
+   bytes, ASCII letters lowered, and its length, times `multiplier`, top `tag_bits` bits) is
+   some entry's; what `wordruns._candidates_np` picks with numpy. `tables` is one buffer: 256
+   bytes `one` (first length), 65536 `two` (first two lengths), 65536 `pre3` (first two lengths
+   of some three-length key), then `tag_ok` (1 << tag_bits bytes, or none), then the
+   three-length keys as sorted int64. Lengths are clipped to 255; a run past the last one has
+   length 0. For each candidate, the window `extract._text_runs` reads: the starts of the k runs
+   from it, then their ends, 2k int32 per candidate (a run past the last one: start -1, and the
+   last run's end). No array of every run reaches Python (source brings one run per six
+   bytes). */
 static inline unsigned run_len(const int32_t *t, Py_ssize_t i, Py_ssize_t count) {
     if (i >= count) return 0;
     int32_t v = t[2 * i + 1] - t[2 * i];

@@ -2,9 +2,9 @@
 the next one or two make a key some entry has (the entries' word run lengths), and, for a set
 whose entries carry tags, when its word's tag is some entry's (its first four bytes, ASCII
 letters lowered, and its length, hashed with the set's multiplier). The compiled part does it in
-one pass when it is built (`_runs.text_candidates`); numpy's passes do the same otherwise.
-`word_windows` has the compiled part find the runs too and hand back only the candidates, each
-with the window of runs `extract` reads (a buffer of source brings one run per six bytes)."""
+one pass when it is built, finding the runs too and handing back only the candidates, each
+with the window of runs `extract` reads (`word_windows`: a buffer of source brings one run per
+six bytes); numpy's passes do the same otherwise (`text_candidates`)."""
 
 from __future__ import annotations
 
@@ -30,15 +30,12 @@ class WordRuns(NamedTuple):
 
 
 def text_candidates(buf: bytes, runs: WordRuns, index: ValueIndex) -> Any:  # noqa: ANN401
-    """The indexes (into `runs`) of the candidate runs, in order."""
+    """The indexes (into `runs`) of the candidate runs, in order, with numpy's passes: where the
+    compiled part is not built, or for a buffer past its int32 places (it picks the same runs
+    inside `word_windows`)."""
     import numpy as np
 
-    one, two, pre3, w3, tag_ok, joined = _tables(index)
-    starts, lens, n_cand = runs
-    if _classes.native is not None and lens.dtype == np.int32:  # one pass, compiled
-        return np.frombuffer(_classes.native.text_candidates(
-            buf, np.ascontiguousarray(starts), lens, n_cand, joined, index.mult,
-            0 if tag_ok is None else TAG_BITS), dtype=np.int32)
+    one, two, pre3, w3, tag_ok, _ = _tables(index)
     return _candidates_np(np.frombuffer(buf, dtype=np.uint8), runs,
                           (one, two, pre3, w3, tag_ok), index.mult)
 
@@ -86,7 +83,7 @@ _BATCH = 1 << 16  # rows turned into Python ints at a time (a few MB, whatever t
 
 
 def _joined_tables(index: ValueIndex) -> tuple[bool, bytes]:
-    """The lookup tables of `index`'s text entries (see `text_candidates`), joined as the
+    """The lookup tables of `index`'s text entries (see `word_windows`), joined as the
     compiled part reads them, and whether they end in a tag table: built once per index (a
     history session asks for them hundreds of times). One byte per entry of each table: `one`
     (256, by a first run length), `two` (65536, by the first two), `pre3` (65536: the first two

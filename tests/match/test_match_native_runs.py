@@ -135,71 +135,6 @@ def test_the_installed_package_carries_its_compiled_part_in_ci() -> None:
     assert classes.native is not None, f"plimsoll_ci.match._runs did not build ({sys.version})"
 
 
-TEXT_SETS = [["stall drift-12", "left right"], ["alpha"], ["skip-step up-3", "Gamma delta eps"],
-             ["a" * 300 + " tail", "one two three four five"], ["Épée garde", "x"]]
-
-
-def words(rng: random.Random) -> bytes:
-    pool = ["stall", "drift", "12", "left", "right", "alpha", "Gamma", "delta", "eps", "skip",
-            "step", "up", "3", "a" * 300, "tail", "one", "two", "three", "four", "five", "Épée",
-            "garde", "x", "STALL", "Alpha", "alphA", "zzzz", "ab", "a" * 255, "a" * 256]
-    return "".join(rng.choice(pool) + rng.choice([" ", "-", "\n", "  ", ".", "_"])
-                   for _ in range(rng.randint(1, 3000))).encode()
-
-
-@pytest.mark.parametrize("keyed", [False, True])
-def test_text_candidates_are_the_runs_numpy_picks(keyed: bool,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    # The compiled pick of the word runs a text entry could start at (keys of one to three run
-    # lengths, lengths over 255 clipped, the first word's tag under a keyed or public
-    # multiplier) is numpy's, for every candidate count up to the last run.
-    need(classes.native, "the compiled runs")
-    from plimsoll_ci.match.wordruns import WordRuns, text_candidates
-    from plimsoll_ci.scan import Scanner
-    from plimsoll_ci.withheld import build_set, parse
-
-    rng = random.Random(5)
-    key = b"k" * 32 if keyed else None
-    picked = 0
-    for texts in TEXT_SETS:
-        doc, _ = build_set(values=[(f"t{i}", t) for i, t in enumerate(texts)], key=key)
-        index = Scanner(parse(doc, key=key)).index
-        for _ in range(6):
-            buf = words(rng)
-            cl = classes.byte_classes(buf)
-            starts, ends = cl.runs(C_WORD)
-            lens = ends - starts
-            for count in sorted({0, len(lens) // 2, len(lens)}):
-                runs = WordRuns(starts, lens, count)
-                got = text_candidates(buf, runs, index).tolist()
-                with monkeypatch.context() as m:
-                    m.setattr(classes, "native", None)
-                    assert got == text_candidates(buf, runs, index).tolist()
-                picked += len(got)
-            cl.release()
-    assert picked  # (the buffers hold the entries' words: there was something to pick)
-
-
-def test_text_candidates_refuse_runs_and_tables_that_do_not_fit() -> None:
-    need(classes.native, "the compiled runs")
-    run = np.array([0], dtype=np.int32)
-    tables = bytes(256 + 65536 * 2)
-    with pytest.raises(ValueError):
-        classes.native.text_candidates(b"abc", run, np.array([3, 1], dtype=np.int32), 1,
-                                       tables, 1, 0)  # starts and lengths differ in count
-    with pytest.raises(ValueError):
-        classes.native.text_candidates(b"abc", run, run + 3, 2, tables, 1, 0)  # count too large
-    with pytest.raises(ValueError):
-        classes.native.text_candidates(b"abc", run, run + 3, 1, tables[:-1], 1, 0)
-    one = bytearray(tables)
-    one[3] = 1  # a one-run key of length 3, and a tag table of 2**12 bytes
-    with pytest.raises(ValueError):  # the run says it starts past the text's end
-        classes.native.text_candidates(b"abc", run + 9, run + 3, 1, bytes(one) + bytes(4096),
-                                       1, 12)
-    found = classes.native.text_candidates(b"abc", run, run + 3, 1, bytes(one), 1, 0)
-    assert np.frombuffer(found, dtype=np.int32).tolist() == [0]
-
-
 def test_compiled_classes_are_the_table_gathers_classes(monkeypatch: pytest.MonkeyPatch) -> None:
     need(classes.native, "the compiled runs")
     rng = random.Random(3)
@@ -282,18 +217,6 @@ def test_base64_runs_kept_and_what_follows_each_are_numpys(module: object, seed:
             module.base64_kept(*args)
 
 
-def test_text_candidates_take_a_negative_length_as_no_run() -> None:
-    # The lengths index 256-byte and 65536-byte tables: a negative one (a caller's bad array)
-    # must not read outside them.
-    need(classes.native, "the compiled runs")
-    tables = bytearray(256 + 65536 * 2)
-    tables[0] = 1  # a one-run key of length 0: what a negative length reads as
-    starts = np.array([0, 1], dtype=np.int32)
-    lens = np.array([-(2**31), -1], dtype=np.int32)
-    found = classes.native.text_candidates(b"ab", starts, lens, 2, bytes(tables), 1, 0)
-    assert np.frombuffer(found, dtype=np.int32).tolist() == [0, 1]
-
-
 FUZZ = '''
 import random, sys
 import numpy as np
@@ -318,9 +241,6 @@ for _ in range(400):
         (N.hex_runs, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),
                       rng.randint(-1, 256), rng.randint(-1, 256), rng.randint(-1, 256))),
         (N.classify, (text, rb(rng.choice([255, 256, 257])), bytearray(rng.choice([n, n + 1])))),
-        (N.text_candidates, (text, arr(), arr(), rng.randint(-2, k + 2),
-                             rb(rng.choice([0, 131328, 135424, 135432, 131335])),
-                             rng.randint(0, 2**64 - 1), rng.choice([0, 12, 24, 25, -1]))),
         (N.word_windows, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),
                           rng.randint(-1, 256), rng.randint(-5, n + 5),
                           rb(rng.choice([0, 131328, 135424, 135432, 131335])),
