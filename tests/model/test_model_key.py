@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from chat_server import ChatServer, text, tool_call
-from modelkit import KEY, config_for
+from modelkit import KEY, config_for, start_recorder
 
 from plimsoll_ci.commands._model import add_model_arguments, model_config_from, model_configs_from
 from plimsoll_ci.errors import BadInput
@@ -114,26 +110,10 @@ def test_the_key_never_appears_in_output_exceptions_or_transcripts(capfd):
         assert KEY not in text_seen
 
 
-def _start_recorder(upstream: str, out: Path) -> tuple[subprocess.Popen, str]:
-    """`plimsoll-ci record` as a user runs it, on a free port; (process, its base URL)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "plimsoll_ci", "record", "--upstream", upstream,
-         "--out", str(out), "--port", "0"],
-        stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    line = proc.stderr.readline()
-    found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
-    if not found:
-        proc.kill()
-        proc.wait()
-        pytest.fail(f"plimsoll-ci record did not start: {line!r}")
-    return proc, found.group(1)
-
-
 def test_a_session_through_the_recording_proxy_is_recorded_with_the_key_redacted(tmp_path):
     recorded = tmp_path / "recorded"
     with ChatServer([tool_call("fly", {}), text("landed")], key=KEY) as server:
-        proc, proxy = _start_recorder(server.origin, recorded)
+        proc, proxy = start_recorder(server.origin, recorded)
         try:
             client = ModelClient(config_for(proxy + "/v1"), environ={"OPENAI_API_KEY": KEY})
             session = client.session(system="build a controller")
