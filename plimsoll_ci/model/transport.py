@@ -123,8 +123,7 @@ def post(line: Line, body: bytes, log: list[Exchange], turn: int) -> Posted:
                           "the session's time ran out during the request")
         except _TooLarge:
             status, too_large = None, True
-            last_error = (f"the reply is over {MAX_REPLY_BYTES // (1024 * 1024)} MiB, the "
-                          "bound of one reply")
+            last_error = f"the reply is over the bound of one reply ({MAX_REPLY_BYTES} bytes)"
         except TimeoutError:
             status, last_error = None, f"no answer within {config.timeout:g} s"
         except ssl.SSLCertVerificationError as e:
