@@ -174,3 +174,20 @@ def test_an_https_server_whose_certificate_does_not_verify_never_gets_the_key(tm
             session.ask()
         assert server.requests == []  # no request, so no header, ever reached it
     assert len(session.exchanges) == 1  # not retried
+
+
+def test_the_session_bounds_have_flags_with_defaults_and_refuse_nonsense():
+    config = model_config_from(_args(GOOD), environ={"OPENAI_API_KEY": KEY})
+    assert (config.session_seconds, config.calls_per_reply, config.calls_per_session) == (
+        1800.0, 8, 120)
+    config = model_config_from(_args(GOOD + ["--session-seconds", "60",
+                                             "--max-tool-calls-per-reply", "2",
+                                             "--max-tool-calls", "9"]),
+                               environ={"OPENAI_API_KEY": KEY})
+    assert (config.session_seconds, config.calls_per_reply, config.calls_per_session) == (
+        60.0, 2, 9)
+    for bad, says in ((["--session-seconds", "0"], "--session-seconds 0"),
+                      (["--max-tool-calls", "0"], "--max-tool-calls 0"),
+                      (["--max-tokens", str(2**53)], "at most 9007199254740991")):
+        with pytest.raises(BadInput, match=says):
+            model_config_from(_args(GOOD + bad), environ={"OPENAI_API_KEY": KEY})
