@@ -119,23 +119,33 @@ class RecordingFolder:
         self._next = max(numbers, default=0) + 1
         self._numbers = threading.Lock()
         self._temporaries = itertools.count()
+        self._closed = False
 
     def close(self) -> None:
-        """Release the folder's lock (another recorder may then write to it)."""
+        """Release the folder's lock (another recorder may then write to it). Nothing more is
+        written: an answer still arriving (a trickling upstream) is not recorded after the
+        folder was closed, so a folder that was read, hashed or signed does not change."""
+        self._closed = True
         if self._lock_fd >= 0:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
             self._lock_fd = -1
 
+    def _refuse_closed(self) -> None:
+        if self._closed:
+            raise OSError(errno.EBADF, "the recording folder was closed")
+
     def _path(self, name: str) -> str:
         return os.path.join(self.out, name)
 
     def _temporary(self, name: str) -> tuple[str, int]:
+        self._refuse_closed()
         tmp = self._path(f".{name}.{os.getpid()}.{next(self._temporaries)}.tmp")
         return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
 
     def _link(self, tmp: str, name: str) -> None:
         """Give a flushed temporary its name, never replacing a file (FileExistsError)."""
+        self._refuse_closed()
         final = self._path(name)
         try:
             os.link(tmp, final)

@@ -37,8 +37,8 @@ PRACTICE = tuple(sim.PRACTICE_SEEDS)
 
 def setting(tmp_path: Path, url: str, max_tokens: int = 100_000, model: dict | None = None,
             **changes) -> rebuild.Setting:
-    config = ModelConfig(base_url=url, model="scripted", max_tokens=max_tokens, timeout=5.0,
-                         retries=1, backoff=0.01, max_wait=2.0, **(model or {}))
+    given = {"timeout": 5.0, "retries": 1, "backoff": 0.01, "max_wait": 2.0, **(model or {})}
+    config = ModelConfig(base_url=url, model="scripted", max_tokens=max_tokens, **given)
     (tmp_path / "work").mkdir(parents=True, exist_ok=True)
     secrets = wall.seal(PRACTICE, fresh.draw(8))
     base = rebuild.Setting(config, {"OPENAI_API_KEY": KEY}, Budget(max_tokens), secrets, "hard",
@@ -265,3 +265,20 @@ def test_a_key_the_endpoint_echoes_is_in_no_tool_name_file_record_or_recording(t
             assert carries_key(path.read_bytes()) == [], path
     for data in done.files.values():
         assert carries_key(data) == []
+
+
+def test_an_answer_arriving_after_the_session_ended_never_changes_its_recording(tmp_path):
+    import time
+
+    from chat_server import slow
+
+    with ChatServer([slow(text("late"), delay=2.0)]) as server:
+        done = rebuild.run_session(SPEC, setting(tmp_path, server.url,
+                                                 model={"timeout": 0.5, "retries": 0}))
+        assert done.doc["ended"] == "error" and "no answer within 0.5 s" in done.doc["error"]
+        folder = tmp_path / "requests" / rebuild.folder_name(SPEC)
+        before = sorted(p.name for p in folder.iterdir())
+        time.sleep(2.5)  # the proxy got its answer from the upstream meanwhile
+    assert sorted(p.name for p in folder.iterdir()) == before
+    assert wall.manifest(folder) == (done.doc["recording"]["requests"],
+                                     done.doc["recording"]["sha256"])
