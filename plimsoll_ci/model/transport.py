@@ -161,6 +161,9 @@ def post(line: Line, body: bytes, log: list[Exchange], turn: int) -> Posted:
             break
         wait = min(config.backoff * 2 ** (attempt - 1), config.max_wait)
         wait = random.uniform(wait / 2, wait)  # jitter: parallel sessions do not retry in step
+        if line.until is not None:  # never wait past the session's wall clock
+            wait = min(wait, max(line.until - time.monotonic(), 0.0))
+            asked = None if asked is None else min(asked, max(line.until - time.monotonic(), 0.0))
         if line.cancel is not None and line.cancel.wait(max(wait, asked or 0.0)):
             raise EndpointError(f"{line.shown}: the request was abandoned (the run was "
                                 "stopped)", None)

@@ -403,10 +403,12 @@ def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any]) -> Outcome:
         progress.began(gradings[index].label())
 
     def on_done(d: pool.Done) -> None:
-        done[d.index] = d.graded
+        # its account first: a signal between the two lines leaves a grading unsigned, never a
+        # signed grading without its account (a KeyError that left run.json "running")
         text, info = _summary(d.graded, prepared.scan)
         per[d.index] = {"grading": list(gradings[d.index]), "wall_s": round(d.wall_s, 3),
                         **info}
+        done[d.index] = d.graded
         progress.finished(gradings[d.index].label(), f"{text} [{d.wall_s:.1f} s]")
 
     status, code_, error = "done", 0, None
