@@ -16,7 +16,10 @@ Every scan goes through the one front end (`scan.ShipScan`, via `scan_files`).
 `withheld_guard(filenames, cwd)` (hook `plimsoll-withheld-guard`) refuses:
 - a withheld set that is unkeyed and holds value entries (a guessable seed hashed with plain SHA-256
   is brute-forced in minutes: key it);
-- a file whose lines are the values a withheld set was built from (the seeds file itself).
+- a file whose lines are the values a withheld set was built from (the seeds file itself), and
+  a file, plain or YAML/JSON/TOML/CSV (by name or content), holding at least half of a set's
+  distinct values: a copy of the seeds in another shape (message: the file and the share, never
+  a value). Structured files up to `GUARD_STRUCTURED_BOUND` are parsed for their values.
 
 Warm runs are fast because content and names already judged clean are remembered under the git
 folder (`plimsoll/clean-*`, a `scan.VerdictCache`), keyed by git blob id (computed for builder
@@ -438,11 +441,22 @@ def _line_is_value(line: str, digests: set[str], key: bytes | None) -> str | Non
     return d if d in digests else None
 
 
+GUARD_STRUCTURED_BOUND = 1024 * 1024  # a staged YAML/JSON/TOML/CSV file parsed for its values
+
+
+def _covers(hits: int, total: int) -> bool:
+    """Whether a file holding `hits` of a set's `total` distinct values is a copy of its values
+    file: at least half of them (two or more, unless the set holds one)."""
+    return total > 0 and hits * 2 >= total and (hits >= 2 or total == 1)
+
+
 def guard_findings(contents: dict[str, bytes], wsets: Iterable[tuple[str, Any]]) -> list[str]:
     """Problems the guard refuses among `contents` (name -> staged bytes), one message per file,
-    never a value.
+    never a value: an unkeyed guessable set; a file whose lines are a set's values; a file,
+    plain or structured (YAML, JSON, TOML, CSV, by name or content), holding at least half of a
+    set's values (`_covers`).
     """
-    from plimsoll_ci import report
+    from plimsoll_ci import report, valuefiles
 
     problems = []
     sets = [(origin, _value_digests(w), w.key) for origin, w in wsets
@@ -464,8 +478,10 @@ def guard_findings(contents: dict[str, bytes], wsets: Iterable[tuple[str, Any]])
             continue
         lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines()]
         lines = [ln for ln in lines if ln and not ln.startswith("#")]
-        if not lines:
+        if not lines or not any(digests for _, digests, _ in sets):
             continue
+        structured = valuefiles.scalars(name, data) \
+            if len(data) <= GUARD_STRUCTURED_BOUND else None
         for origin, digests, key in sets:
             if not digests:
                 continue
@@ -485,7 +501,28 @@ def guard_findings(contents: dict[str, bytes], wsets: Iterable[tuple[str, Any]])
                     "set was built from. Keep it outside the repository (or in a private store) "
                     "and commit only the keyed withheld set")
                 break
+            for v in dict.fromkeys(structured or ()):
+                d = _line_is_value(v, digests, key)
+                if d is not None:
+                    hits.add(d)
+            if _covers(len(hits), len(digests)):
+                what = f"a {structured_kind(name, data)} file" if structured is not None \
+                    else "a file"
+                problems.append(
+                    f"{shown_name}: {what} holding {len(hits)} of the {len(digests)} values of "
+                    f"the withheld set {report.shown(origin)} "
+                    f"({100 * len(hits) // len(digests)}%); this looks like a copy of the values "
+                    "the set was built from. Keep it outside the repository (or in a private "
+                    "store) and commit only the keyed withheld set")
+                break
     return problems
+
+
+def structured_kind(name: str, data: bytes) -> str:
+    """`YAML`, `JSON`, `TOML` or `CSV`: what the guard read a staged file as."""
+    from plimsoll_ci import valuefiles
+
+    return (valuefiles.structure(name, data) or "text").upper()
 
 
 def withheld_guard(filenames: Sequence[str], cwd: Path, config_path: str | None = None,

@@ -392,6 +392,32 @@ def scalar_text(node: Any) -> str | None:
 # --------------------------------------------------------------------------- candidate paths
 
 
+def check_bounds(tree: Any, origin: str) -> int:
+    """The number of nodes a walk of `tree` meets (a part shared through aliases counted each
+    time), counted over its distinct parts only, so a "billion laughs" file costs what it
+    holds, not what it expands to; BadInput past `MAX_NODES` or `MAX_DEPTH`."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any, depth: int) -> int:
+        if not isinstance(node, dict | list):
+            return 1
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        if depth >= MAX_DEPTH:
+            raise BadInput(f"values file {origin}: nested deeper than {MAX_DEPTH} levels")
+        total = 1
+        for child in (node.values() if isinstance(node, dict) else node):
+            total += size(child, depth + 1)
+            if total > MAX_NODES:
+                raise BadInput(f"values file {origin}: more than {MAX_NODES:,} nodes (aliases "
+                               "count each time they are met); give a smaller file")
+        sizes[id(node)] = total
+        return total
+
+    return size(tree, 0)
+
+
 def leaves(tree: Any, origin: str) -> Iterator[tuple[str, Any]]:
     """(the path with every list item and positional key as [*], a scalar) for every scalar of
     `tree`, within `MAX_NODES` and `MAX_DEPTH` (BadInput past either)."""
@@ -491,8 +517,7 @@ def values(data: bytes, path: str, fmt: str, expr: str | None) -> list[Value]:
     """The values `expr` selects in the structured file `path` (its bytes `data`, format `fmt`);
     BadInput when `expr` is None (with the paths it could take) or selects badly."""
     tree = parse(data, fmt, path)
-    for _ in leaves(tree, path):  # the bounds, before anything else walks it
-        pass
+    check_bounds(tree, path)  # before anything walks it
     if expr is None:
         raise refusal(path, tree, fmt)
     return select(tree, expr, path, fmt)
@@ -507,6 +532,7 @@ def scalars(name: str, data: bytes) -> list[str] | None:
         if fmt is None:
             return None
         tree = parse(data, fmt, name)
+        check_bounds(tree, name)
         out = []
         for _, node in leaves(tree, name):
             text = scalar_text(node)
