@@ -216,7 +216,8 @@ RAW_COPIES = {
                         "YAML"),
     "data/seeds.json": ("[" + ", ".join(PRACTICE) + "]", "JSON"),  # one line
     "data/seeds.toml": ("seeds = [" + ", ".join(PRACTICE) + "]\n", "TOML"),
-    "data/seeds.csv": ("seed\n" + "".join(f"{s}\n" for s in PRACTICE), "CSV"),
+    "data/seeds.csv": ("flight,seed\n" + "".join(f"f{n},{s}\n" for n, s in enumerate(PRACTICE)),
+                       "CSV"),
 }
 
 
