@@ -260,7 +260,8 @@ def _steps(expr: str, origin: str, csv: bool) -> list[str | int | None]:
     pos = 0
     while pos < len(text):
         m = _STEP.match(text, pos)
-        if m is None or (pos == 0 and text.startswith(".")):
+        # a key comes first or after a dot: `a[0]b` is a typo, not `a[0].b`
+        if m is None or (m.group(1) is not None and (pos == 0) == text.startswith(".", pos)):
             raise BadInput(f"--select {expr!r} for {origin}: cannot read it at character "
                            f"{pos + 1}; write keys with dots and [*] or [N] for items, like "
                            "heldout.seeds[*] (see docs/withheld-sets.md)")

@@ -152,6 +152,7 @@ def test_a_csv_header_is_named_only_over_a_column_of_numbers(folder, capsys, gua
     ("seeds.yaml", "heldout.seeds[16]", "heldout.seeds has 16 item(s), no [16]"),
     ("seeds.yaml", "heldout.seeds.first", "heldout.seeds is a list; take its items"),
     ("seeds.yaml", "heldout..seeds", "cannot read it at character 8"),
+    ("seeds.yaml", "heldout[0]seeds", "cannot read it at character 11"),
     ("seeds.json", "heldout[*]", "heldout.seeds is a list, not a value"),
     ("seeds.toml", "heldout.seeds[0].x", "heldout.seeds[0] is a single value"),
     ("seeds.csv", "sead", "no key 'sead'"),
