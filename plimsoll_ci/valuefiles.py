@@ -524,10 +524,14 @@ def values(data: bytes, path: str, fmt: str, expr: str | None) -> list[Value]:
     return select(tree, expr, path, fmt)
 
 
-def scalars(name: str, data: bytes) -> list[str] | None:
-    """Every number and string of `data` when it is a structured file (by `structure`), as text;
-    None for a plain file or one that does not parse or breaks a bound (the withheld guard's
-    look at a staged file: it never raises)."""
+def scalars(name: str, data: bytes) -> tuple[str, list[str]] | None:
+    """(its format, every number and string of it as text) when `data` is a structured file (by
+    `structure`); None for a plain file or one that does not parse or breaks a bound (the withheld guard's
+    look at a staged file: it never raises). Only a `.txt` or a name without an extension is
+    recognised by content here: a commit's Markdown and source files are not values files."""
+    suffix = Path(name).suffix.lower()
+    if suffix not in EXTENSIONS and suffix not in ("", ".txt"):
+        return None
     try:
         fmt = structure(name, data)
         if fmt is None:
@@ -539,6 +543,6 @@ def scalars(name: str, data: bytes) -> list[str] | None:
             text = scalar_text(node)
             if text is not None and text.strip():
                 out.append(text)
-        return out
+        return fmt, out
     except BadInput:
         return None

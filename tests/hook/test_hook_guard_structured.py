@@ -80,3 +80,11 @@ def test_the_guard_survives_a_yaml_alias_bomb(harness: Path) -> None:
     stage(harness, "data/laughs.yaml", bomb)
     code, out = guard(harness, "data/laughs.yaml")
     assert code == 0, out
+
+
+def test_the_guard_counts_list_items_as_value_lines_in_a_file_of_any_name(harness: Path) -> None:
+    stage(harness, "docs/seeds.md", "# Seeds\n\n" + "".join(f"- {s}\n" for s in PRACTICE))
+    code, out = guard(harness, "docs/seeds.md")
+    assert code == 1, out
+    assert "docs/seeds.md: 16 of its 16 lines are values of the withheld set" in out
+    LeakGuard(PRACTICE).text(out)
