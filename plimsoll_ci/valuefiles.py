@@ -137,8 +137,14 @@ def parse(data: bytes, fmt: str, origin: str) -> Any:
         if fmt == "json":
             import json
 
+            def unique(pairs: list[tuple[str, Any]]) -> dict:
+                out = dict(pairs)
+                if len(out) != len(pairs):
+                    raise BadInput(_twice(origin, ""))
+                return out
+
             try:
-                return json.loads(text)
+                return json.loads(text, object_pairs_hook=unique)
             except json.JSONDecodeError as e:
                 raise BadInput(f"values file {origin}: not valid JSON at line {e.lineno} column "
                                f"{e.colno}; fix it, or give a plain file of one value a line"
@@ -160,6 +166,12 @@ def parse(data: bytes, fmt: str, origin: str) -> Any:
                        f"({type(e).__name__})") from None
 
 
+def _twice(origin: str, where: str) -> str:
+    # The key is not named: in a file of seeds, a key may be one.
+    return (f"values file {origin}{where}: a key given twice in one mapping (the first one's "
+            "values would be lost); keep one")
+
+
 def _yaml(text: str, origin: str) -> Any:
     import yaml
 
@@ -177,6 +189,8 @@ def _yaml(text: str, origin: str) -> Any:
             if isinstance(key, list | dict):
                 raise BadInput(f"values file {origin} line {k_node.start_mark.line + 1}: a key "
                                "must be a name or a number")
+            if key in m:
+                raise BadInput(_twice(origin, f" line {k_node.start_mark.line + 1}"))
             m[key] = loader.construct_object(v_node, deep=True)
             m.lines[key] = v_node.start_mark.line + 1
         return m

@@ -231,6 +231,9 @@ def test_sealed_build_reads_structured_files_the_same_way(folder, capsys, guard)
     ("bad.yaml", "heldout:\n  seeds: [1, 2\n", "bad.yaml line 3: not valid YAML"),
     ("bad.json", '{"seeds": [1, 2,]}', "not valid JSON at line 1 column 17"),
     ("bad.toml", "seeds = [1, 2\n", "not valid TOML"),
+    ("twice.yaml", "heldout:\n  seeds: [1]\nheldout:\n  seeds: [2]\n",
+     "twice.yaml line 3: a key given twice"),
+    ("twice.json", '{"seeds": [1], "seeds": [2]}', "twice.json: a key given twice"),
 ], ids=lambda v: v if isinstance(v, str) and len(v) < 16 else "")
 def test_a_hostile_or_broken_structured_file_is_refused_within_its_bounds(
         folder, capsys, guard, name, text, words):
