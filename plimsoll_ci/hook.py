@@ -431,8 +431,8 @@ def _value_digests(wset: Any) -> set[str]:
 
 def _line_is_value(line: str, digests: set[str], key: bytes | None) -> str | None:
     """The digest of `line` when the whole line is one value of the set (surrounding quotes, a
-    trailing comma and a leading `- ` allowed, as in a list), else None. A line that merely *contains* a value (a
-    link in an HTML file) is the ship scan's business, not the guard's."""
+    trailing comma and a leading `- ` allowed, as in a list), else None. A line that merely
+    *contains* a value (a link in an HTML file) is the ship scan's business, not the guard's."""
     text = line.strip()
     if text.startswith("- "):  # an item of a YAML or Markdown list
         text = text[2:].strip()

@@ -540,9 +540,10 @@ def values(data: bytes, path: str, fmt: str, expr: str | None) -> list[Value]:
 
 def scalars(name: str, data: bytes) -> tuple[str, list[str]] | None:
     """(its format, every number and string of it as text) when `data` is a structured file (by
-    `structure`); None for a plain file or one that does not parse or breaks a bound (the withheld guard's
-    look at a staged file: it never raises). Only a `.txt` or a name without an extension is
-    recognised by content here: a commit's Markdown and source files are not values files."""
+    `structure`); None for a plain file or one that does not parse or breaks a bound (the
+    withheld guard's look at a staged file: it never raises). Only a `.txt` or a name without an
+    extension is recognised by content here: a commit's Markdown and source files are not values
+    files."""
     suffix = Path(name).suffix.lower()
     if suffix not in EXTENSIONS and suffix not in ("", ".txt"):
         return None
