@@ -161,3 +161,16 @@ def test_init_outside_a_git_repository_is_refused(tmp_path: Path, keys: Path,
     (tmp_path / "plain").mkdir()
     code, _, err = run(capsys, str(tmp_path / "plain"))
     assert code == 2 and err
+
+
+def test_the_workflow_init_writes_validates_against_the_github_workflow_schema(
+        tmp_path: Path, keys: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    repo = make_harness(tmp_path / "h")
+    assert run(capsys, str(repo))[0] == 0
+    r = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema",
+                        "vendor.github-workflows",
+                        str(repo / ".github/workflows/plimsoll-ship-scan.yml")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
