@@ -17,6 +17,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import read_bounded
+
+MAX_KEY_BYTES = 64 * 1024  # a PEM key is a few hundred bytes; anything bigger is not a key
 
 
 class PublicKey(NamedTuple):
@@ -187,7 +190,8 @@ def load_signer(
                 f"key file {path}: readable by others (mode {stat.S_IMODE(st.st_mode):04o}); "
                 f"run `chmod 600 {path}`"
             )
-        return _parse_private(path.read_bytes(), f"key file {path}")
+        data = read_bounded(path, MAX_KEY_BYTES, f"key file {path}")
+        return _parse_private(data, f"key file {path}")
     if key_env is not None:
         value = os.environ.get(key_env)
         if not value:
@@ -201,13 +205,13 @@ def load_signer(
     return signer
 
 
-def load_public_key(path: str | os.PathLike[str]) -> PublicKey:
-    """Read a PKIX PEM Ed25519 public key (a `.pub` from keygen or an ephemeral run)."""
+def load_public_key(path: str | os.PathLike[str], follow: bool = True) -> PublicKey:
+    """Read a PKIX PEM Ed25519 public key (a `.pub` from keygen or an ephemeral run).
+
+    Bounded (`MAX_KEY_BYTES`, a regular file only); `follow=False` refuses a link.
+    """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise BadInput(f"public key {path}: cannot read ({e.strerror})") from None
+    data = read_bounded(path, MAX_KEY_BYTES, f"public key {path}", follow)
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm):
@@ -217,3 +221,39 @@ def load_public_key(path: str | os.PathLike[str]) -> PublicKey:
     if not isinstance(key, Ed25519PublicKey):
         raise BadInput(f"public key {path}: not an Ed25519 key")
     return _public(key)
+
+
+class Pinned(NamedTuple):
+    """A key a verification was told to trust, and where it came from (`--pub FILE`)."""
+
+    public: PublicKey
+    source: str
+
+    def line(self) -> str:
+        """`key sha256:KEYID (from SOURCE)`: what a report says it trusted."""
+        return f"key sha256:{self.public.keyid} (from {self.source})"
+
+
+def pin(paths: list[str | os.PathLike[str]], flag: str = "--pub") -> list[Pinned]:
+    """The keys given as `flag FILE` (each read bounded), once each, in the order given."""
+    found: dict[str, Pinned] = {}
+    for path in paths:
+        public = load_public_key(path)
+        found.setdefault(public.keyid, Pinned(public, f"{flag} {path}"))
+    return list(found.values())
+
+
+def beside(key_path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    """True when the key file lies in `folder` (or under it): a key found beside the records it
+    verifies proves only that they are consistent with it, not who signed them."""
+    key, top = Path(key_path).resolve(), Path(folder).resolve()
+    return key.is_relative_to(top)
+
+
+def consistency_note(key_path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> str:
+    """What verifying against a key kept beside the records proves (and what it does not)."""
+    return (f"consistency only: the key {key_path} lies in {folder}, beside the records it "
+            "verifies, so anyone who changed the records could have replaced it; this proves "
+            "the records are consistent with it, not who signed them. Pin the key you expect: "
+            "give --pub a copy taken from where the signer ran (a CI secret's public half, the "
+            "repository, a job output)")
