@@ -361,7 +361,8 @@ def copy_outputs(plan: Plan, out: Path, sessions: list[tuple[dict, dict]]) -> No
             problems.append(f"--plan {plan.folder}: {folder}: not the recording its session's "
                             "signed record names (a file added, changed or removed)")
     if problems:
-        raise BadInput("refused, nothing written:\n  " + "\n  ".join(problems))
+        raise BadInput(f"--plan {plan.folder}: its built/ and requests/ refused, nothing "
+                       "written:\n  " + "\n  ".join(problems))
     for rel, content in data.items():
         dest = out / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
