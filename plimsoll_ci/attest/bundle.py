@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from plimsoll_ci.attest import canonical, dsse, eval_record, record
-from plimsoll_ci.attest.keys import Pinned, PublicKey, Signer
+from plimsoll_ci.attest.keys import PublicKey, Signer
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.files import read_bounded
 
@@ -390,31 +390,6 @@ def verify_bundle(
     """Read and verify the bundle at `bundle_path`, plain or gzip-compressed (`.jsonl.gz`, known
     by its magic bytes); BadInput when it cannot be read."""
     return verify_bytes(read_bundle(bundle_path), public, expect_count, workers)
-
-
-def claimed_keyid(data: bytes) -> str | None:
-    """The key id line 1's envelope names: unverified, used only to pick which pinned key to
-    verify under and to name a key that is not pinned."""
-    import json
-
-    first = data.split(b"\n", 1)[0]
-    try:
-        sig = json.loads(first)["envelope"]["signatures"][0]["keyid"]
-    except (ValueError, KeyError, IndexError, TypeError):
-        return None
-    return sig if isinstance(sig, str) and len(sig) <= 128 else None
-
-
-def verify_pinned(data: bytes, pinned: Sequence[Pinned],
-                  expect_count: int | None = None) -> tuple[Pinned | None, Report | None]:
-    """Verify `data` under the pinned key it names: (that key, its report), or (None, None)
-    when it names none of them (`claimed_keyid` says which it names). A key found beside a
-    bundle is never among `pinned` unless the caller was given it."""
-    keyid = claimed_keyid(data)
-    for one in pinned:
-        if one.public.keyid == keyid:
-            return one, verify_bytes(data, one.public, expect_count)
-    return None, None
 
 
 MAX_BUNDLE_BYTES = 1 << 30  # 1 GiB, read or decompressed; 10,000 records take about 30 MB

@@ -221,39 +221,3 @@ def load_public_key(path: str | os.PathLike[str], follow: bool = True) -> Public
     if not isinstance(key, Ed25519PublicKey):
         raise BadInput(f"public key {path}: not an Ed25519 key")
     return _public(key)
-
-
-class Pinned(NamedTuple):
-    """A key a verification was told to trust, and where it came from (`--pub FILE`)."""
-
-    public: PublicKey
-    source: str
-
-    def line(self) -> str:
-        """`key sha256:KEYID (from SOURCE)`: what a report says it trusted."""
-        return f"key sha256:{self.public.keyid} (from {self.source})"
-
-
-def pin(paths: list[str | os.PathLike[str]], flag: str = "--pub") -> list[Pinned]:
-    """The keys given as `flag FILE` (each read bounded), once each, in the order given."""
-    found: dict[str, Pinned] = {}
-    for path in paths:
-        public = load_public_key(path)
-        found.setdefault(public.keyid, Pinned(public, f"{flag} {path}"))
-    return list(found.values())
-
-
-def beside(key_path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
-    """True when the key file lies in `folder` (or under it): a key found beside the records it
-    verifies proves only that they are consistent with it, not who signed them."""
-    key, top = Path(key_path).resolve(), Path(folder).resolve()
-    return key.is_relative_to(top)
-
-
-def consistency_note(key_path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> str:
-    """What verifying against a key kept beside the records proves (and what it does not)."""
-    return (f"consistency only: the key {key_path} lies in {folder}, beside the records it "
-            "verifies, so anyone who changed the records could have replaced it; this proves "
-            "the records are consistent with it, not who signed them. Pin the key you expect: "
-            "give --pub a copy taken from where the signer ran (a CI secret's public half, the "
-            "repository, a job output)")

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     """Merge, and print the verdicts."""
     from pathlib import Path
 
-    from plimsoll_ci.attest.keys import pin
+    from plimsoll_ci.attest.pinned import pin
     from plimsoll_ci.squeeze.merge import MergeOptions, merge
     from plimsoll_ci.squeeze.report_md import verdict_lines
 

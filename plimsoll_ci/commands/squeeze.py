@@ -277,7 +277,8 @@ def _run(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     import json
 
-    from plimsoll_ci.attest.keys import beside, consistency_note, load_public_key, pin
+    from plimsoll_ci.attest.keys import load_public_key
+    from plimsoll_ci.attest.pinned import beside, consistency_note, pin
     from plimsoll_ci.squeeze.report_md import verdict_lines
     from plimsoll_ci.squeeze.verify import verify
 

@@ -33,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from plimsoll_ci.attest.bundle import summarize, verify_bundle
-    from plimsoll_ci.attest.keys import beside, consistency_note, load_public_key
+    from plimsoll_ci.attest.keys import load_public_key
+    from plimsoll_ci.attest.pinned import beside, consistency_note
     from plimsoll_ci.errors import BadInput
 
     if args.expect_count is not None and args.expect_count < 1:

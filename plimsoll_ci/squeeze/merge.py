@@ -1,6 +1,6 @@
 """`bundle merge`: the shards of one plan into the folder one runner would have written.
 
-    merged = merge(MergeOptions([Path("s1"), Path("s2")], Path("out"), trusted=keys.pin(["job.pub"])))
+    merged = merge(MergeOptions([Path("s1"), Path("s2")], Path("out"), trusted=pin(["job.pub"])))
 
 A merge trusts only the keys it is given (`--pub FILE`, `MergeOptions.trusted`), never a key found
 beside the records it checks: a shard's own `harness.pub` is never read, so a shard re-signed
@@ -66,7 +66,7 @@ class MergeOptions(NamedTuple):
     plan: Path | None = None  # the plan folder: needed when the job builds rebuilds
     key_file: str | None = None
     key_env: str | None = None
-    trusted: tuple = ()  # attest.keys.Pinned: the keys the shards (and the plan) may be signed by
+    trusted: tuple = ()  # attest.pinned.Pinned: the keys the shards (and the plan) may be signed by
 
 
 class Shard(NamedTuple):
@@ -124,7 +124,7 @@ def only_files(folder: Path, allowed: frozenset[str], where: str) -> list[str]:
 
 def unpinned(where: str, data: bytes, flag: str = "--pub") -> str:
     """The refusal of a bundle signed by a key no one pinned, naming the key."""
-    from plimsoll_ci.attest.bundle import claimed_keyid
+    from plimsoll_ci.attest.pinned import claimed_keyid
 
     keyid = claimed_keyid(data)
     named = f"key sha256:{keyid}" if keyid else "a key it does not name"
@@ -136,6 +136,7 @@ def unpinned(where: str, data: bytes, flag: str = "--pub") -> str:
 def _shard_of(folder: Path, trusted: tuple, problems: list[str]) -> Shard | None:
     """Read and check one shard folder; None (and its problems) when it cannot be used."""
     from plimsoll_ci.attest import bundle
+    from plimsoll_ci.attest.pinned import verify_pinned
     from plimsoll_ci.attest.record import PREDICATE_TYPE
     from plimsoll_ci.files import read_bounded
 
@@ -158,7 +159,7 @@ def _shard_of(folder: Path, trusted: tuple, problems: list[str]) -> Shard | None
     except (ValueError, UnicodeDecodeError) as e:
         problems.append(f"{where}: {artifacts.RUN} is not JSON ({e}); is it a shard's folder?")
         return None
-    key, report = bundle.verify_pinned(data, trusted)
+    key, report = verify_pinned(data, trusted)
     if key is None or report is None:
         problems.append(unpinned(where, data))
         return None
@@ -334,12 +335,13 @@ def check_provenance(folder: Path, data: bytes,
     """(problems, notes) for a merged folder: every kept shard bundle verifies, and the merged
     gradings are exactly the shards' records (none added, none lost).
 
-    With `pinned` (attest.keys.Pinned, `--shard-pub`), each kept bundle must verify under one of
+    With `pinned` (attest.pinned.Pinned, `--shard-pub`), each kept bundle must verify under one of
     them. Without, under the key kept beside it: that proves the merge kept what it says it
     merged (consistency), not who signed the shards, and the note says so.
     """
     from plimsoll_ci.attest import bundle
     from plimsoll_ci.attest.keys import load_public_key
+    from plimsoll_ci.attest.pinned import verify_pinned
     from plimsoll_ci.attest.record import PREDICATE_TYPE
 
     problems: list[str] = []
@@ -366,7 +368,7 @@ def check_provenance(folder: Path, data: bytes,
                 report = bundle.verify_bytes(shard_data, public)
                 used[public.keyid] = f"{where}/{artifacts.PUBLIC_KEY}"
             else:
-                key, report = bundle.verify_pinned(shard_data, pinned)
+                key, report = verify_pinned(shard_data, pinned)
                 if key is None or report is None:
                     problems.append(unpinned(where, shard_data, "--shard-pub"))
                     continue

@@ -196,8 +196,8 @@ def follow(plan: Plan, job: Job, prepared: Any, sealed: Any) -> Planned:
 
 def session_records(plan: Plan, trusted: tuple = ()) -> list[tuple[dict, dict]]:
     """The plan's rebuild-session records, verified, in plan order: under a pinned key when
-    `trusted` (attest.keys.Pinned) is given (a merge), else under the plan's own harness.pub."""
-    from plimsoll_ci.attest import bundle
+    `trusted` (attest.pinned.Pinned) is given (a merge), else under the plan's own harness.pub."""
+    from plimsoll_ci.attest import bundle, pinned
     from plimsoll_ci.attest.keys import load_public_key
     from plimsoll_ci.attest.record import SESSION_PREDICATE_TYPE
     from plimsoll_ci.squeeze.records import signed_runs
@@ -208,9 +208,9 @@ def session_records(plan: Plan, trusted: tuple = ()) -> list[tuple[dict, dict]]:
     path = plan.folder / artifacts.BUNDLE
     data = bundle.read_bundle(path, follow=False)
     if trusted:
-        key, report = bundle.verify_pinned(data, trusted)
+        key, report = pinned.verify_pinned(data, trusted)
         if key is None or report is None:
-            keyid = bundle.claimed_keyid(data)
+            keyid = pinned.claimed_keyid(data)
             raise BadInput(f"{path}: signed by key sha256:{keyid}, which is not a pinned key; "
                            "give the plan's public key with --pub FILE, taken from where the "
                            "plan was made, never from the plan's folder")

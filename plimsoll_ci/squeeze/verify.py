@@ -201,7 +201,7 @@ def _check_run_json(folder: Path, read: Any, problems: list[str]) -> None:
 
 def verify(folder: str | Path, public: PublicKey, shard_keys: tuple | None = None) -> Verified:
     """Verify a squeeze out folder under `public` (BadInput when the folder is not there); a
-    merged folder's kept shards under `shard_keys` (attest.keys.Pinned) when given."""
+    merged folder's kept shards under `shard_keys` (attest.pinned.Pinned) when given."""
     folder = Path(folder)
     if not folder.is_dir():
         raise BadInput(f"{folder}: no such folder; pass the --out folder of `squeeze run`")
