@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.attest.bundle import Report, verify_bytes
 from plimsoll_ci.attest.keys import PublicKey, load_public_key
+
+_KEYID = re.compile(r"[0-9a-f]{64}")
 
 
 class Pinned(NamedTuple):
@@ -66,7 +69,8 @@ def claimed_keyid(data: bytes) -> str | None:
         sig = json.loads(first)["envelope"]["signatures"][0]["keyid"]
     except (ValueError, KeyError, IndexError, TypeError):
         return None
-    return sig if isinstance(sig, str) and len(sig) <= 128 else None
+    # shown in messages: only a key id's own shape (64 hex digits) is ever printed
+    return sig if isinstance(sig, str) and _KEYID.fullmatch(sig) else None
 
 
 def verify_pinned(data: bytes, pinned: Sequence[Pinned],

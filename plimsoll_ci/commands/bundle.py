@@ -68,5 +68,5 @@ def run(args: argparse.Namespace) -> int:
     shard_pubs = " ".join(f"--shard-pub {k.source.split(' ', 1)[1]}" for k in trusted)
     print(f"merged {done.shards} shards ({done.signed} gradings) into {done.out}: verify with "
           f"`plimsoll-ci squeeze verify {done.out} --pub MERGE_KEY.pub {shard_pubs}` (the "
-          "merge's public key as you keep it; its copy in the folder proves consistency only)")
+          "merge's public key as you keep it, not the copy in the folder)")
     return 0

@@ -211,7 +211,8 @@ def session_records(plan: Plan, trusted: tuple = ()) -> list[tuple[dict, dict]]:
         key, report = pinned.verify_pinned(data, trusted)
         if key is None or report is None:
             keyid = pinned.claimed_keyid(data)
-            raise BadInput(f"{path}: signed by key sha256:{keyid}, which is not a pinned key; "
+            named = f"key sha256:{keyid}" if keyid else "a key it does not name"
+            raise BadInput(f"{path}: signed by {named}, which is not a pinned key; "
                            "give the plan's public key with --pub FILE, taken from where the "
                            "plan was made, never from the plan's folder")
         under = key.line()

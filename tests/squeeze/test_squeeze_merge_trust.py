@@ -270,6 +270,19 @@ def test_merge_with_a_plan_copies_exactly_the_files_its_signed_records_name(buil
     assert v.returncode == 0, v.stdout + v.stderr
 
 
+def test_a_whole_run_from_a_plan_refuses_a_link_in_its_built_folder(built, tmp_path):
+    plan = copy_of(built / "plan", tmp_path / "plan")
+    r = cli("squeeze", "run", str(built / "job" / "squeeze.yaml"), "--plan", str(plan), "--out",
+            str(tmp_path / "whole"), "--provider", "process")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "whole" / "built" / "honest" / "1" / "controller.py").is_file()
+    (plan / "built" / "honest" / "1" / "etc").symlink_to("/etc")
+    r = cli("squeeze", "run", str(built / "job" / "squeeze.yaml"), "--plan", str(plan), "--out",
+            str(tmp_path / "again"), "--provider", "process")
+    assert r.returncode == 2 and "built/honest/1/etc: a symbolic link" in r.stderr, r.stderr
+    assert not (tmp_path / "again" / "built").exists()
+
+
 def test_a_recording_uploaded_without_its_hidden_lock_file_still_merges(built, tmp_path):
     plan = copy_of(built / "plan", tmp_path / "plan")
     for lock in plan.rglob(".plimsoll-record.lock"):  # upload-artifact leaves hidden files out
