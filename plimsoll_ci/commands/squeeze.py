@@ -109,7 +109,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "Starts no sandbox.")
     verify.add_argument("folder", metavar="DIR", help="the --out folder of `squeeze run`")
     verify.add_argument("--pub", required=True, metavar="KEY",
-                        help="the public key you trust for this run (harness.pub, as published)")
+                        help="the public key you trust for this run: a copy taken from where it "
+                             "ran (its harness.pub as published), not the one in DIR")
+    verify.add_argument("--shard-pub", action="append", default=[], metavar="KEY",
+                        help="a merged folder: a key its shards may be signed by (repeatable); "
+                             "without it the kept shards are checked under the keys kept beside "
+                             "them, which proves consistency only")
     verify.add_argument("--format", choices=["text", "json"], default="text")
     recipe = sub.add_parser("recipe", help="squeeze a loop's record into a recipe through a model",
                             description="Send a loop's record (a folder of transcripts, "
@@ -273,15 +278,22 @@ def _verify(args: argparse.Namespace) -> int:
     import json
 
     from plimsoll_ci.attest.keys import load_public_key
+    from plimsoll_ci.attest.pinned import beside, consistency_note, pin
     from plimsoll_ci.squeeze.report_md import verdict_lines
     from plimsoll_ci.squeeze.verify import verify
 
     public = load_public_key(args.pub)
-    found = verify(args.folder, public)
+    shard_keys = tuple(pin(args.shard_pub, "--shard-pub")) if args.shard_pub else None
+    found = verify(args.folder, public, shard_keys)
+    trusted = [f"trusted: key sha256:{public.keyid} (from --pub {args.pub}) for {args.folder}'s "
+               "bundle"]
+    trusted += [f"trusted: {k.line()} for the kept shards" for k in shard_keys or ()]
+    if beside(args.pub, args.folder):
+        trusted.append(consistency_note(args.pub, args.folder))
     if args.format == "json":
         print(json.dumps({"folder": str(args.folder), "ok": found.ok, "problems": found.problems,
                           "records": found.records, "result": found.result,
-                          "notes": list(found.notes)},
+                          "notes": [*trusted, *found.notes]},
                          indent=2, sort_keys=True))
     elif found.ok:
         assert found.result is not None
@@ -290,11 +302,13 @@ def _verify(args: argparse.Namespace) -> int:
               f"gradings{made}; result, evidence and reports recomputed from them)")
         for line in verdict_lines(found.result):
             print(f"  {line}")
-        for note in found.notes:
+        for note in (*trusted, *found.notes):
             print(f"  note: {note}")
     else:
         for problem in found.problems:
             print(problem)
+        for note in trusted:
+            print(f"note: {note}")
     if not found.ok:
         n = len(found.problems)
         print(f"plimsoll-ci: squeeze verify: {args.folder} does not verify ({n} problem"
