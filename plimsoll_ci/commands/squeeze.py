@@ -5,7 +5,8 @@ its sessions); 1 as run (breached, no rebuilds); 2 bad input.
 run: exit 0 when every grading was signed and the artifacts written (whatever the verdicts);
 1 when the tripwire found a sealed value sent to the rebuilds' model (the session and request
 named, never the value), or a loop's sessions left nothing to grade; 2 bad input (the job file, a
-recipe over budget, no model endpoint for `build:`, no sandbox at the tier asked for); 130 / 143
+recipe over budget, no model endpoint for `build:`, no sandbox at the tier asked for, no
+bubblewrap wall for `--provider process` where PLIMSOLL_BWRAP=required); 130 / 143
 when stopped by SIGINT / SIGTERM (every sandbox stopped, finished gradings signed).
 verify: 0 verified, 1 something disagrees (every problem listed), 2 bad input.
 recipe: 0 a recipe within budget was written; 1 none was (over budget after every draft, the
