@@ -45,6 +45,10 @@ PLAN = f"{RESULTS}/plan"
 OUT = f"{RESULTS}/out"  # a shard pod's own folder, shards/K of the volume
 LABEL = "plimsoll-ci/squeeze"
 FILES = ("base.yaml", "plan.yaml", "shards.yaml", "merge.yaml")
+WALL_NOTE = ("each grading in bubblewrap (PLIMSOLL_BWRAP=required): own user, mount and pid "
+             "namespaces; a pod where bubblewrap cannot make them exits 2 and grades nothing")
+SETTINGS_NOTE = ("hostUsers false, procMount Unmasked, seccomp and AppArmor Unconfined: what "
+                 "bubblewrap needs under runc (docs/scale.md)")
 
 
 class Cluster(NamedTuple):
@@ -110,6 +114,9 @@ def _pod(cluster: Cluster, role: str, script: str, mounts: list[dict[str, Any]],
                      "persistentVolumeClaim": {"claimName": f"{cluster.name}-results"}},
                     {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}],
     }
+    meta: dict[str, Any] = {"labels": {LABEL: cluster.name, f"{LABEL}-role": role}}
+    if role == "shards":
+        meta["annotations"] = {f"{LABEL}-wall": WALL_NOTE}
     if role == "shards" and cluster.bubblewrap_settings:
         # Under runc, bubblewrap's user namespace needs seccomp and AppArmor to allow unshare and
         # mount, and a /proc it may mount again; the pod's own user namespace keeps the
@@ -117,7 +124,8 @@ def _pod(cluster: Cluster, role: str, script: str, mounts: list[dict[str, Any]],
         spec["hostUsers"] = False
         security.update({"procMount": "Unmasked", "seccompProfile": {"type": "Unconfined"},
                          "appArmorProfile": {"type": "Unconfined"}})
-    return {"metadata": {"labels": {LABEL: cluster.name, f"{LABEL}-role": role}}, "spec": spec}
+        meta["annotations"][f"{LABEL}-settings"] = SETTINGS_NOTE
+    return {"metadata": meta, "spec": spec}
 
 
 def _job(cluster: Cluster, role: str, script: str, mounts: list[dict[str, Any]],

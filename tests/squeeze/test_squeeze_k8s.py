@@ -91,6 +91,8 @@ def test_every_shard_pod_requires_the_bubblewrap_wall(written):
     assert {"name": "PLIMSOLL_BWRAP", "value": "required"} in c["env"]
     assert "--provider process" in c["command"][-1]
     assert "hostUsers" not in shards["spec"]["template"]["spec"]  # no loosening unless asked
+    note = shards["spec"]["template"]["metadata"]["annotations"]["plimsoll-ci/squeeze-wall"]
+    assert "bubblewrap" in note and "exits 2" in note
 
 
 def test_bubblewrap_settings_loosen_only_the_shard_pods_and_validate(tmp_path):
@@ -105,6 +107,8 @@ def test_bubblewrap_settings_loosen_only_the_shard_pods_and_validate(tmp_path):
     [shards] = docs["shards.yaml"]
     spec = shards["spec"]["template"]["spec"]
     assert spec["hostUsers"] is False
+    assert "what bubblewrap needs under runc" in \
+        shards["spec"]["template"]["metadata"]["annotations"]["plimsoll-ci/squeeze-settings"]
     security = spec["containers"][0]["securityContext"]
     assert security["procMount"] == "Unmasked"
     assert security["seccompProfile"] == security["appArmorProfile"] == {"type": "Unconfined"}
