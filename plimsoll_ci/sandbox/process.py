@@ -33,6 +33,7 @@ REQUIRED = "required"  # PLIMSOLL_BWRAP=required: bubblewrap or no grading at al
 WALLED = ("bubblewrap: own user, mount, pid, network, ipc and uts namespaces as nobody; sees "
           "only the read-only runtime and its own files")
 UNWALLED = "none: shares the uid, the files and the processes of the side that signs"
+NOT_INSTALLED = "bwrap is not installed (on PATH)"
 
 
 def bwrap_path() -> str | None:
@@ -52,8 +53,8 @@ def require_wall() -> None:
     wall unless bubblewrap makes its sandbox here; nothing when the variable is not set."""
     if not wall_required():
         return
-    bwrap = shutil.which("bwrap")
-    why = "bwrap is not installed (on PATH)" if bwrap is None else _bwrap_refused(bwrap)
+    bwrap = bwrap_path()
+    why = _bwrap_refused(bwrap) if bwrap else NOT_INSTALLED
     if why:
         raise SandboxError(
             f"provider process: {BWRAP_ENV}=required but bubblewrap cannot wall a grading here "
@@ -87,7 +88,10 @@ def _bwrap_refused(bwrap: str) -> str:
     namespaces, root and /proc as a grading, with an interpreter that does nothing."""
     from plimsoll_ci.sandbox import rootfs as rootfs_mod
 
-    rfs = rootfs_mod.build()
+    try:
+        rfs = rootfs_mod.build()
+    except (SandboxError, OSError) as e:
+        return f"the runtime root it would mount was not built: {e}"
     try:
         r = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", "--new-session",
                             "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534",
@@ -107,8 +111,8 @@ def _bwrap_refused(bwrap: str) -> str:
 def start(stage: Stage, limits: Limits) -> Session:
     """Start the runner as a child process (in bubblewrap when it works here)."""
     started = time.monotonic()
-    bwrap = shutil.which("bwrap") if wall_required() else bwrap_path()
-    refused = _bwrap_refused(bwrap) if bwrap else "bwrap is not installed (on PATH)"
+    bwrap = bwrap_path()
+    refused = _bwrap_refused(bwrap) if bwrap else NOT_INSTALLED
     if refused and wall_required():
         raise SandboxError(f"provider process: {BWRAP_ENV}=required but bubblewrap cannot wall "
                            f"this grading ({refused}); it was not started")
