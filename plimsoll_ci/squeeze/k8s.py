@@ -14,6 +14,13 @@ Four files, applied in order (Kubernetes orders no Jobs; `kubectl wait` does):
   read-write: it never sees another shard's folder;
 - `merge.yaml`: one pod, `bundle merge` of every shard into `merged/`, then `squeeze verify`.
 
+Keys: one job key signs the plan, every shard and the merge. It is a Secret made before the run
+(`steps` prints how: `plimsoll-ci keygen`, then `kubectl create secret generic NAME-job-key`
+with `key.pem` and `key.pub`); each pod reads the private half from the Secret into its
+environment (`--signing-key-env`), and the merge pins the public half, mounted from the Secret,
+never a `harness.pub` found in a shard's folder (`bundle merge --pub`, `squeeze verify --pub
+--shard-pub`).
+
 Every pod runs under the cluster's gVisor RuntimeClass (`runtimeClassName`, GKE Sandbox's or
 one registered for `runsc`), with no service account token, as a non-root user without privilege
 escalation or capabilities, on a read-only root with an emptyDir /tmp, under CPU and memory
@@ -45,6 +52,8 @@ PLAN = f"{RESULTS}/plan"
 OUT = f"{RESULTS}/out"  # a shard pod's own folder, shards/K of the volume
 LABEL = "plimsoll-ci/squeeze"
 FILES = ("base.yaml", "plan.yaml", "shards.yaml", "merge.yaml")
+KEY_ENV = "PLIMSOLL_SQUEEZE_KEY"  # the job key's private half, from the Secret NAME-job-key
+KEYS = "/keys"  # the merge pod's read-only mount of the Secret's public half
 WALL_NOTE = ("each grading in bubblewrap (PLIMSOLL_BWRAP=required): own user, mount and pid "
              "namespaces; a pod where bubblewrap cannot make them exits 2 and grades nothing")
 SETTINGS_NOTE = ("hostUsers false, procMount Unmasked, seccomp and AppArmor Unconfined: what "
@@ -102,6 +111,9 @@ def _pod(cluster: Cluster, role: str, script: str, mounts: list[dict[str, Any]],
         "securityContext": security,
         "volumeMounts": [*mounts, {"name": "tmp", "mountPath": "/tmp"}],
     }
+    if role in ("plan", "shards", "merge"):  # every pod that signs: the job key, never a new one
+        container["env"].append({"name": KEY_ENV, "valueFrom": {"secretKeyRef": {
+            "name": f"{cluster.name}-job-key", "key": "key.pem"}}})
     spec: dict[str, Any] = {
         "runtimeClassName": cluster.runtime_class,
         "automountServiceAccountToken": False,
@@ -139,7 +151,8 @@ def manifests(cluster: Cluster) -> dict[str, list[dict[str, Any]]]:
     """Each file's documents (see the module doc)."""
     check(cluster)
     n, job = cluster.shards, cluster.job
-    grading = f"--provider process --jobs {cluster.jobs_per_pod}"
+    grading = (f"--provider process --jobs {cluster.jobs_per_pod} "
+               f"--signing-key-env {KEY_ENV}")
     pvc: dict[str, Any] = {
         "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(cluster, "results"),
         "spec": {"accessModes": ["ReadWriteMany"],
@@ -164,10 +177,18 @@ def manifests(cluster: Cluster) -> dict[str, list[dict[str, Any]]]:
             "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
          {"name": process.BWRAP_ENV, "value": process.REQUIRED}],
         completionMode="Indexed", completions=n, parallelism=n)
+    # The merge pins the job key's public half, mounted from the Secret: never a key found in a
+    # shard's folder, nor the merged folder's own harness.pub.
+    pub = f"{KEYS}/job.pub"
     merge = _job(cluster, "merge",
-                 f"plimsoll-ci bundle merge {RESULTS}/shards/* --out {RESULTS}/merged && "
-                 f"plimsoll-ci squeeze verify {RESULTS}/merged --pub {RESULTS}/merged/harness.pub",
-                 [{"name": "results", "mountPath": RESULTS}])
+                 f"plimsoll-ci bundle merge {RESULTS}/shards/* --out {RESULTS}/merged "
+                 f"--pub {pub} --signing-key-env {KEY_ENV} && "
+                 f"plimsoll-ci squeeze verify {RESULTS}/merged --pub {pub} --shard-pub {pub}",
+                 [{"name": "results", "mountPath": RESULTS},
+                  {"name": "job-key", "mountPath": KEYS, "readOnly": True}])
+    merge["spec"]["template"]["spec"]["volumes"].append(
+        {"name": "job-key", "secret": {"secretName": f"{cluster.name}-job-key",
+                                       "items": [{"key": "key.pub", "path": "job.pub"}]}})
     return {"base.yaml": [pvc, policy], "plan.yaml": [plan], "shards.yaml": [shards],
             "merge.yaml": [merge]}
 
@@ -177,6 +198,9 @@ def steps(cluster: Cluster, folder: str) -> list[str]:
     ns = f"-n {cluster.namespace}"
     wait = "kubectl wait {ns} --for=condition=complete --timeout=6h job/{name}"
     return [
+        "plimsoll-ci keygen --out job   # once; keep job.key as you keep any signing key",
+        f"kubectl create secret generic {ns} {cluster.name}-job-key "
+        "--from-file=key.pem=job.key --from-file=key.pub=job.pub",
         f"kubectl apply {ns} -f {folder}/base.yaml",
         f"kubectl apply {ns} -f {folder}/plan.yaml",
         wait.format(ns=ns, name=f"{cluster.name}-plan"),

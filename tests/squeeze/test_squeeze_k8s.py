@@ -169,3 +169,21 @@ def test_a_job_that_builds_through_a_model_is_refused(tmp_path):
     r = cli("k8s", str(EXAMPLE / "build.yaml"), "--shards", "2", "--image", "img:1", "--out",
             str(tmp_path / "k8s"))
     assert r.returncode == 2 and "needs egress" in r.stderr, r.stderr
+
+
+def test_every_signing_pod_takes_the_job_key_and_the_merge_pins_its_public_half(written):
+    """The merge trusts the job key's public half from the Secret, never a shard's harness.pub
+    (issue 28 row 1 on a cluster): every pod signs under the one job key."""
+    for name in ("plan.yaml", "shards.yaml", "merge.yaml"):
+        [job] = written[name]
+        [container] = job["spec"]["template"]["spec"]["containers"]
+        refs = [e["valueFrom"]["secretKeyRef"] for e in container["env"]
+                if e["name"] == "PLIMSOLL_SQUEEZE_KEY"]
+        assert refs == [{"name": "argon-job-key", "key": "key.pem"}], name
+        assert "--signing-key-env PLIMSOLL_SQUEEZE_KEY" in container["command"][-1], name
+    [merge] = written["merge.yaml"]
+    command = merge["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert "--pub /keys/job.pub" in command and "--shard-pub /keys/job.pub" in command
+    assert "harness.pub" not in command
+    volumes = {v["name"]: v for v in merge["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["job-key"]["secret"]["items"] == [{"key": "key.pub", "path": "job.pub"}]
