@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("plimsoll_ci.commands.demo", "run the main job on the bundled example"),
     "scan": ("plimsoll_ci.commands.scan", "ship scan: find withheld values in what ships"),
     "withheld": ("plimsoll_ci.commands.withheld", "build or inspect a withheld set"),
+    "baseline": ("plimsoll_ci.commands.baseline",
+                 "write a baseline of findings already dealt with, from a JSON report"),
     "ship": ("plimsoll_ci.commands.ship", "list what a ship set would ship"),
     "hook": ("plimsoll_ci.commands.hook", "pre-commit entry points"),
     "history": ("plimsoll_ci.commands.history", "replay git history: first leak, fix, windows"),
@@ -47,6 +49,8 @@ EXIT_CODES: dict[str, str] = {
             "report), or a failing builder's own code",
     "withheld": "0 set written or listed, 2 bad input (an unreadable values file, a bad set, "
                 "a wrong key)",
+    "baseline": "0 baseline written, 2 bad input (a report that is not a JSON report of scan "
+                "or history, a bad baseline or withheld set; nothing written)",
     "ship": "0 listed, 2 bad input (no config, a config error), or a failing builder's own code",
     "hook": "0 pass, 1 refused, 2 bad input (no config, a missing or wrong key, a set with no "
             "entries, a ship set that ships nothing), or a failing builder's own code",
