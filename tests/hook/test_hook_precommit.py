@@ -303,16 +303,13 @@ def test_a_baseline_in_the_hooks_args_lets_a_dealt_with_finding_be_committed(
     env = _env(pc_home)
     assert pre_commit(repo, "install", env=env).returncode == 0
     r = git_commit(repo, "viewer: example link, the seed rotated", env)
-    out = r.stdout + r.stderr
-    assert r.returncode == 0, out
-    assert "baselined: viewer/replay.html:1:15: withheld value seeds.txt:2" not in out  # quiet
+    assert r.returncode == 0, r.stdout + r.stderr
     r = pre_commit(repo, "run", "plimsoll-ship-scan", "--all-files", "--verbose", env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "note: baselined: viewer/replay.html:1:15: withheld value seeds.txt:2" in r.stdout
     assert "2 baselined findings not counted (baseline.json)" in r.stdout
     assert SEED not in r.stdout + r.stderr
-    (repo / "baseline.json").write_text('{"format": "plimsoll-baseline/1", "entries": [\n]}\n'
-                                        .replace("[\n]", "[\n  {}\n]"))
+    (repo / "baseline.json").write_text('{"format": "plimsoll-baseline/1", "entries": [\n  {}\n]}\n')
     git(repo, "add", "baseline.json")
     r = pre_commit(repo, "run", "plimsoll-ship-scan", "--all-files", env=env)
     assert r.returncode == 2 or "exit code: 2" in r.stdout, r.stdout + r.stderr
