@@ -83,7 +83,7 @@ def _grade(flights: int, course: str = "easy") -> dict[str, tuple[int, int]]:
     fresh score exposes the memorizing. No seed value is printed: the fresh set is shown by its
     commitment only.
     """
-    import sim
+    import plimsoll_sim as sim
     from plimsoll_ci.grading import fresh, seeds
     from plimsoll_ci.grading.request import GradeRequest
     from plimsoll_ci.grading.run import grade

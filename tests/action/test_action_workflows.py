@@ -140,7 +140,7 @@ def test_the_grade_workflow_runs_end_to_end_with_act(docker_runsc: str, tmp_path
         proc = subprocess.run(
             [act, "workflow_dispatch", "-W", str(workflow), "-P", "ubuntu-latest=-self-hosted",
              "--action-cache-path", str(tmp_path / "act"), "--local-repository",
-             f"{ACTION_REF}={repo}", "--input", "controller=sim/controllers/honest.py",
+             f"{ACTION_REF}={repo}", "--input", "controller=plimsoll_sim/controllers/honest.py",
              "--input", "fresh=4", "--no-cache-server"],
             cwd=repo, env=env, capture_output=True, text=True, timeout=1200)
     finally:
@@ -230,9 +230,9 @@ def test_the_squeeze_workflow_plans_shards_merges_and_verifies_with_act(
     repo = tmp_path / "repo"
     job_dir = repo / "squeeze"
     (job_dir / "rebuilds").mkdir(parents=True)
-    (job_dir / "loop.py").write_text((REPO / "sim/controllers/honest.py").read_text())
-    (job_dir / "rebuilds" / "hover.py").write_text((REPO / "sim/controllers/hover.py").read_text())
-    (job_dir / "rebuilds" / "twin.py").write_text((REPO / "sim/controllers/honest.py").read_text())
+    (job_dir / "loop.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
+    (job_dir / "rebuilds" / "hover.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
+    (job_dir / "rebuilds" / "twin.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
     (job_dir / "squeeze.yaml").write_text(TINY_JOB)
     _checkout_copy(repo)
     export = tmp_path / "artifacts"

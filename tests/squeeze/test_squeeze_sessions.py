@@ -12,7 +12,7 @@ import pytest
 from chat_server import ChatServer, rate_limited, text, tool_call, tool_calls
 from squeezekit import KEY
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.grading import fresh
 from plimsoll_ci.model import ModelConfig
 from plimsoll_ci.model.session import Budget
