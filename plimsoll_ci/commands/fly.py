@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     """Fly, print per-flight outcomes and totals, optionally plot one flight."""
     import json
 
-    import sim
+    import plimsoll_sim as sim
     from plimsoll_ci.errors import BadInput
 
     seeds = _seeds(args)
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _seeds(args: argparse.Namespace) -> list[int]:
-    import sim
+    import plimsoll_sim as sim
     from plimsoll_ci.errors import BadInput
     from plimsoll_ci.grading.seeds import parse_seeds, read_seed_file
     from plimsoll_ci.grading.seedsets import SMOKE_COUNT, draw_smoke

@@ -224,6 +224,7 @@ def render_bisect(result: BisectResult, fmt: str) -> str:
     if fmt == "json":
         doc = {"format": "plimsoll-history-bisect/1", "entry": result.entry,
                "first": _commit_json(result.first, result.findings) if result.first else None,
+               "fixed": _commit_json(result.fixed) if result.fixed else None,
                "scans": result.scans, "commits": result.commits, "assumption": ASSUMPTION,
                "notes": result.notes}
         return json.dumps(doc, indent=2) + "\n"
@@ -232,6 +233,9 @@ def render_bisect(result: BisectResult, fmt: str) -> str:
         lines.append(f"{result.entry}: first ships at {result.first.oid[:12]} "
                      f"{iso(result.first.time)} {result.first.author}")
         lines += [f"  {_place(o)}  (set {o.set})" for o in result.findings]
+        if result.fixed:
+            lines.append(f"{result.entry}: fixed at {result.fixed.oid[:12]} "
+                         f"{iso(result.fixed.time)} {result.fixed.author}")
     else:
         lines.append(f"{result.entry}: not found shipping")
     lines.append(f"{result.scans} scans over {result.commits} commits")

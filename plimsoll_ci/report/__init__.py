@@ -73,7 +73,8 @@ STAGE_ADVICE = {
               "set), stage the fix and commit again: see docs/when-it-fires.md",
     "push": "Refused at git push: nothing was pushed, but the commits named above carry the "
             "values in your local history. Rewrite them so that no commit carries a value (git "
-            "commit --amend for the last one, git rebase -i for older ones), then push again; "
+            "commit --amend for the last one, git rebase -i for a few older ones, git "
+            "filter-repo --replace-text or --invert-paths across many), then push again; "
             "rotate only if those commits were pushed somewhere before: see "
             "docs/when-it-fires.md",
 }

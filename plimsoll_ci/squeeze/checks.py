@@ -32,8 +32,7 @@ MAX_BYTES = 64 * 1024 * 1024
 
 def scanner(practice: tuple[int, ...]):  # -> plimsoll_ci.scan.Scanner
     """A Scanner over the generator constant, the generator source and the practice seeds."""
-    import sim
-    import sim.generator
+    import plimsoll_sim as sim
     from plimsoll_ci.scan import Scanner
     from plimsoll_ci.withheld import build_set, parse
 

@@ -280,7 +280,7 @@ def run(job: Job, options: Options, progress: Progress,
         if options.shard is None:
             from plimsoll_ci.squeeze import planfile
 
-            planfile.copy_outputs(options.plan, Path(options.out))
+            planfile.copy_outputs(options.plan, Path(options.out), work.sessions)
     else:
         settled = _settle_or_say_why(ctx)
         if isinstance(settled, Outcome):

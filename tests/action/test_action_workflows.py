@@ -140,7 +140,7 @@ def test_the_grade_workflow_runs_end_to_end_with_act(docker_runsc: str, tmp_path
         proc = subprocess.run(
             [act, "workflow_dispatch", "-W", str(workflow), "-P", "ubuntu-latest=-self-hosted",
              "--action-cache-path", str(tmp_path / "act"), "--local-repository",
-             f"{ACTION_REF}={repo}", "--input", "controller=sim/controllers/honest.py",
+             f"{ACTION_REF}={repo}", "--input", "controller=plimsoll_sim/controllers/honest.py",
              "--input", "fresh=4", "--no-cache-server"],
             cwd=repo, env=env, capture_output=True, text=True, timeout=1200)
     finally:
@@ -230,9 +230,9 @@ def test_the_squeeze_workflow_plans_shards_merges_and_verifies_with_act(
     repo = tmp_path / "repo"
     job_dir = repo / "squeeze"
     (job_dir / "rebuilds").mkdir(parents=True)
-    (job_dir / "loop.py").write_text((REPO / "sim/controllers/honest.py").read_text())
-    (job_dir / "rebuilds" / "hover.py").write_text((REPO / "sim/controllers/hover.py").read_text())
-    (job_dir / "rebuilds" / "twin.py").write_text((REPO / "sim/controllers/honest.py").read_text())
+    (job_dir / "loop.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
+    (job_dir / "rebuilds" / "hover.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
+    (job_dir / "rebuilds" / "twin.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
     (job_dir / "squeeze.yaml").write_text(TINY_JOB)
     _checkout_copy(repo)
     export = tmp_path / "artifacts"
@@ -243,11 +243,17 @@ def test_the_squeeze_workflow_plans_shards_merges_and_verifies_with_act(
     workflow.parent.mkdir(parents=True)
     shutil.copy(REPO / "examples/workflows/squeeze.yml", workflow)
     cache = tmp_path / "plimsoll-cache"
-    env = {**os.environ, "PLIMSOLL_CACHE": str(cache)}
+    # the job key, held as a secret: it signs the plan and the shards, and the merge pins it
+    from plimsoll_ci.attest import keys
+
+    keys.write_keypair(tmp_path / "job")
+    secret = (tmp_path / "job.key").read_text()
+    env = {**os.environ, "PLIMSOLL_CACHE": str(cache), "PLIMSOLL_SQUEEZE_KEY": secret}
     env.pop("GITHUB_ACTIONS", None)
     try:
         proc = subprocess.run(
             [act, "workflow_dispatch", "-W", str(workflow), "-P", "ubuntu-latest=-self-hosted",
+             "-s", "PLIMSOLL_SQUEEZE_KEY",  # (its value from the environment, never argv)
              "--action-cache-path", str(tmp_path / "act"),
              "--local-repository", f"{ACTION_REF}={repo}",
              "--local-repository", f"actions/upload-artifact@v4={upload}",
@@ -264,11 +270,14 @@ def test_the_squeeze_workflow_plans_shards_merges_and_verifies_with_act(
     assert re.search(r"squeeze run 1/2: done", log) and re.search(r"squeeze run 2/2: done", log)
     assert "squeeze merge: done" in log
     assert "merged from 2 shards" in log
+    assert "consistency only" not in log  # every verification was under the pinned job key
+    assert secret.splitlines()[1] not in log
     assert sorted(p.name for p in export.iterdir()) == [
         "plimsoll-squeeze", "squeeze-plan", "squeeze-shard-1", "squeeze-shard-2"]
     merged = export / "plimsoll-squeeze"
     check = subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", "verify",
-                            str(merged), "--pub", str(merged / "harness.pub")],
+                            str(merged), "--pub", str(tmp_path / "job.pub"), "--shard-pub",
+                            str(tmp_path / "job.pub")],
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
     # One runner grading the same plan writes the same result.json.
@@ -279,3 +288,61 @@ def test_the_squeeze_workflow_plans_shards_merges_and_verifies_with_act(
                          capture_output=True, text=True, timeout=600)
     assert one.returncode == 0, one.stderr
     assert (whole / "result.json").read_bytes() == (merged / "result.json").read_bytes()
+
+
+SHIP_SCAN_WITH_BASELINE = """\
+name: ship scan
+on: workflow_dispatch
+jobs:
+  ship-scan:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - id: ship
+        uses: ACTION_REF_SHIP
+        with:
+          key: ${{ secrets.PLIMSOLL_WITHHELD_KEY }}
+          baseline: baseline.json
+          install: "false"
+          python: PYTHON
+      - run: test "${{ steps.ship.outputs.findings }}" = 0 && echo "baselined and passed"
+"""
+
+
+@pytest.mark.slow
+def test_the_ship_scan_actions_baseline_input_runs_with_act(tmp_path: Path) -> None:
+    """The `baseline` input through act: a harness whose viewer carries a practice seed, with a
+    baseline of that finding committed, passes; the finding is named as baselined."""
+    act = _act()
+    sys.path.insert(0, str(REPO / "tests" / "hook"))
+    from harness_repo import KEY, SEED, commit, git, hook_env, leak, make_harness
+
+    repo = make_harness(tmp_path)
+    leak(repo)
+    env = hook_env(PYTHONPATH=str(REPO))
+    for args in (["scan", "--format", "json", "-o", str(tmp_path / "report.json")],
+                 ["baseline", str(tmp_path / "report.json"), "--reason", "rotated", "-o",
+                  "baseline.json"]):
+        subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], cwd=repo, env=env,
+                       check=False, capture_output=True)
+    ref = ACTION_REF.split("@")[1]
+    workflow = repo / ".github" / "workflows" / "ship-scan.yml"
+    workflow.parent.mkdir(parents=True)
+    workflow.write_text(SHIP_SCAN_WITH_BASELINE
+                        .replace("ACTION_REF_SHIP", f"plimsoll-ci/plimsoll-ci/actions/ship-scan@{ref}")
+                        .replace("PYTHON", sys.executable))
+    git(repo, "add", "-A")
+    commit(repo, "a seed that was rotated, and its baseline")
+    checkout = _checkout_copy(tmp_path / "plimsoll-ci")
+    env.pop("GITHUB_ACTIONS", None)
+    proc = subprocess.run(
+        [act, "workflow_dispatch", "-W", str(workflow), "-P", "ubuntu-latest=-self-hosted",
+         "--action-cache-path", str(tmp_path / "act"), "--local-repository",
+         f"{ACTION_REF}={checkout}", "-s", f"PLIMSOLL_WITHHELD_KEY={KEY}",
+         "--env", f"PYTHONPATH={REPO}", "--no-cache-server"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-6000:]
+    assert "baselined: viewer/replay.html:1:15: withheld value seeds.txt:2" in log
+    assert "baselined and passed" in log and "Job succeeded" in log
+    assert SEED not in log

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.cli import main
 
 CONTROLLERS = Path(sim.__file__).parent / "controllers"

@@ -34,8 +34,8 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 def tiny_job(folder: Path) -> Path:
     (folder / "rebuilds").mkdir(parents=True)
-    (folder / "loop.py").write_text((REPO / "sim/controllers/honest.py").read_text())
-    (folder / "rebuilds" / "hover.py").write_text((REPO / "sim/controllers/hover.py").read_text())
+    (folder / "loop.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
+    (folder / "rebuilds" / "hover.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
     (folder / "squeeze.yaml").write_text(TINY)
     return folder / "squeeze.yaml"
 
@@ -142,7 +142,10 @@ def test_a_plan_on_a_held_out_set_keeps_only_its_commitment_and_shards_need_the_
                 str(c), "--reveal", str(s))
         assert r.returncode == 0, r.stderr
     merged = tmp_path / "merged"
-    m = cli("bundle", "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(merged))
+    # the shards ran here, each under a key made for it: this test holds their public halves
+    pins = [a for i in (1, 2) for a in ("--pub", str(tmp_path / f"s{i}" / "harness.pub"))]
+    m = cli("bundle", "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), *pins, "--out",
+            str(merged))
     assert m.returncode == 0, m.stderr
     assert json.loads((merged / "result.json").read_text())["held_out"]["committed"] == day
     v = cli("squeeze", "verify", str(merged), "--pub", str(merged / "harness.pub"))
@@ -150,7 +153,7 @@ def test_a_plan_on_a_held_out_set_keeps_only_its_commitment_and_shards_need_the_
 
 
 def test_smoke_seeds_are_drawn_fresh_per_session_and_a_held_out_seed_among_them_is_caught():
-    import sim
+    import plimsoll_sim as sim
     from plimsoll_ci.squeeze import rebuild, wall
 
     held = fresh.draw(4)
