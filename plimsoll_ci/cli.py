@@ -19,6 +19,7 @@ from plimsoll_ci import __version__
 # name -> (module, one-line help). Order is the order `--help` lists them in.
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("plimsoll_ci.commands.demo", "run the main job on the bundled example"),
+    "init": ("plimsoll_ci.commands.init", "set a harness repository up: config, key, hooks"),
     "scan": ("plimsoll_ci.commands.scan", "ship scan: find withheld values in what ships"),
     "withheld": ("plimsoll_ci.commands.withheld", "build or inspect a withheld set"),
     "baseline": ("plimsoll_ci.commands.baseline",
@@ -44,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # name -> what each exit code means, shown at the end of the command's (and its actions') --help.
 EXIT_CODES: dict[str, str] = {
     "demo": "0 the planted leak was found (and the gradings ran), 1 it was not found, 2 bad input",
+    "init": "0 set up (files written), 2 bad input or something already there (nothing written)",
     "scan": "0 nothing withheld ships (or findings in warn mode), 1 findings in refuse mode, "
             "2 bad input (a missing path, a bad or keyed set without its key, an unwritable "
             "report), or a failing builder's own code",

@@ -346,3 +346,51 @@ def test_the_ship_scan_actions_baseline_input_runs_with_act(tmp_path: Path) -> N
     assert "baselined: viewer/replay.html:1:15: withheld value seeds.txt:2" in log
     assert "baselined and passed" in log and "Job succeeded" in log
     assert SEED not in log
+
+
+@pytest.mark.slow
+def test_the_workflow_init_writes_fails_a_yaml_seeded_harness_that_leaks_with_act(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`plimsoll-ci init` on a harness whose seeds live in YAML writes a workflow that, run by
+    act with the key as its secret, fails the commit whose viewer names a seed (in hex), naming
+    the entry and never the value. Only what act cannot fetch here changes: the action comes
+    from this checkout, and the runner's own interpreter stands in for the install step."""
+    from plimsoll_ci import init
+    from plimsoll_ci.cli import main
+
+    act = _act()
+    seeds = ["48213377123", "91827364501", "73519046283"]
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    repo = tmp_path / "harness"
+    (repo / "heldout").mkdir(parents=True)
+    (repo / "heldout" / "seeds.yaml").write_text(
+        "heldout:\n  seeds:\n" + "".join(f"    - {s}\n" for s in seeds))
+    (repo / "viewer").mkdir()
+    (repo / "viewer" / "index.html").write_text(f"<a href='seed-{int(seeds[1]):#x}.json'>x</a>\n")
+    run = ["git", "-C", str(repo)]
+    subprocess.run([*run[:1], "init", "-q", "-b", "main", str(repo)], check=True)
+    assert main(["init", str(repo), "--yes", "--no-hooks"]) == 0
+    workflow = repo / init.WORKFLOW
+    doc = yaml.safe_load(workflow.read_text())
+    [step] = [s for s in doc["jobs"]["ship-scan"]["steps"] if "ship-scan@" in s.get("uses", "")]
+    assert step["uses"] == f"{ACTION_REF.split('@')[0]}/actions/ship-scan@{ACTION_REF.split('@')[1]}"
+    step["with"].update({"install": "false", "python": sys.executable})
+    workflow.write_text(yaml.safe_dump(doc, sort_keys=False).replace("true:", "on:", 1))
+    for args in (["add", "-A"], ["-c", "user.name=M", "-c", "user.email=m@example.org", "commit",
+                                 "-q", "-m", "harness set up by plimsoll-ci init"]):
+        subprocess.run([*run, *args], check=True, capture_output=True)
+    key = Path(yaml.safe_load((repo / "plimsoll.yaml").read_text())["key"]["file"]).read_text()
+    checkout = _checkout_copy(tmp_path / "plimsoll-ci")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("GITHUB_ACTIONS", None)
+    proc = subprocess.run(
+        [act, "workflow_dispatch", "-W", str(workflow), "-P", "ubuntu-latest=-self-hosted",
+         "--action-cache-path", str(tmp_path / "act"), "--local-repository",
+         f"{ACTION_REF}={checkout}", "-s", f"{init.KEY_SECRET}={key.strip()}",
+         "--env", f"PYTHONPATH={REPO}", "--no-cache-server"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0, log[-6000:]
+    assert "viewer/index.html:1:15: withheld value heldout/seeds.yaml:heldout.seeds[1]" in log, \
+        log[-6000:]
+    assert all(s not in log for s in seeds) and f"{int(seeds[1]):x}" not in log
