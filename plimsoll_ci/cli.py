@@ -189,9 +189,15 @@ def main(argv: Sequence[str] | None = None, *, program: bool = False) -> int:
         parser.print_help()
         return 2
     try:
+        _check_secret_names(args)
         code = int(run(args))
     except PlimsollError as e:
-        print(f"plimsoll-ci: error: {e}", file=sys.stderr)
+        from plimsoll_ci.report.names import shown
+
+        # a message names files, folders and controllers: user input, printed through `shown`
+        # a line at a time, so no name in it drives the terminal
+        text = "\n".join(shown(line) for line in str(e).split("\n"))
+        print(f"plimsoll-ci: error: {text}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("plimsoll-ci: interrupted", file=sys.stderr)
@@ -199,6 +205,17 @@ def main(argv: Sequence[str] | None = None, *, program: bool = False) -> int:
     if program and args._quick_exit:
         _exit_now(code)
     return code
+
+
+def _check_secret_names(args: argparse.Namespace) -> None:
+    """Every flag that says where a secret is (`--key-env`, `--signing-key-env`, `--api-key-env`,
+    `--sealed-key-env`, ...: each `*_env` argument) takes a variable's name; anything else is
+    refused here, before any work, and never repeated (it may be the key itself)."""
+    from plimsoll_ci.envname import variable
+
+    for dest, value in sorted(vars(args).items()):
+        if dest.endswith("_env") and isinstance(value, str):
+            variable(value, "--" + dest.replace("_", "-"))
 
 
 def _exit_now(code: int) -> None:

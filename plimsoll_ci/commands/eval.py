@@ -88,11 +88,14 @@ def run(args: argparse.Namespace) -> int:
                                     args.ephemeral_key)):
         args.bundle = str(Path(args.out) / "attempts.intoto.jsonl")
     signer = signer_from_args(args)
-    wkey = key_from(args.withheld_key_env, args.withheld_key_file)
+    wkey = key_from(args.withheld_key_env, args.withheld_key_file,
+                    ("--withheld-key-env", "--withheld-key-file"))
     withheld = tuple(load(p, key=wkey) for p in args.withheld)
     sealed = None
     if args.sealed:
-        sealed = wall.load_sealed(args.sealed, key_from(args.sealed_key_env, args.sealed_key_file))
+        skey = key_from(args.sealed_key_env, args.sealed_key_file,
+                        ("--sealed-key-env", "--sealed-key-file"))
+        sealed = wall.load_sealed(args.sealed, skey)
     request = EvalRequest(
         repo=args.repo, tasks=args.tasks, models=tuple(configs), out=args.out, runs=args.runs,
         turns=args.turns, allow=tuple(dict.fromkeys((*DEFAULT_ALLOW, *args.allow))),

@@ -114,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
 
     signer = signer_from_args(args, "plimsoll-ci grade")  # a bad key: exit 2 before anything runs
     seeds, fresh_set, sealed = _seeds(args)
-    key = key_from(args.withheld_key_env, args.withheld_key_file)
+    key = key_from(args.withheld_key_env, args.withheld_key_file,
+                   ("--withheld-key-env", "--withheld-key-file"))
     request = GradeRequest(args.controller, args.course, seeds, args.provider,
                            min_tier=args.min_tier, entry=args.entry,
                            withheld=tuple(load(p, key=key) for p in args.withheld),
