@@ -195,9 +195,11 @@ def main(argv: Sequence[str] | None = None, *, program: bool = False) -> int:
         from plimsoll_ci.report.names import shown
 
         # a message names files, folders and controllers: user input, printed through `shown`
-        # a line at a time, so no name in it drives the terminal
-        text = "\n".join(shown(line) for line in str(e).split("\n"))
-        print(f"plimsoll-ci: error: {text}", file=sys.stderr)
+        # (a line break in a name included), so no name drives the terminal or forges a line
+        details = getattr(e, "details", ())
+        head = str(e.args[0]) if details and e.args else str(e)
+        print("plimsoll-ci: error: " + "\n  ".join(shown(x) for x in (head, *details)),
+              file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("plimsoll-ci: interrupted", file=sys.stderr)
