@@ -183,7 +183,11 @@ def main(argv: Sequence[str] | None = None, *, program: bool = False) -> int:
     where, unknown = unknown_options(parser, argv)
     if unknown:
         where.error(f"unrecognized arguments: {' '.join(unknown)}")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # a stray argument may be a key pasted in the wrong place: counted, not repeated
+        parser.error(f"{len(extra)} argument{'s' if len(extra) != 1 else ''} the command does "
+                     "not take (not repeated here, in case one is a key); check the command "
+                     "line against --help")
     run = getattr(args, "_run", None)
     if run is None:
         parser.print_help()

@@ -174,9 +174,11 @@ def _lint(args: argparse.Namespace) -> int:
 
     limit = horizon(args.horizon)
     sets = [lint_set(a) for a in args.files]
+    from plimsoll_ci.report.names import shown
+
     findings = seedlint.lint(sets, limit)
     for line in seedlint.lines(findings):
-        print(line)
+        print(shown(line))  # a set's name is its file's path
     total = sum(len(s.seeds) for s in sets)
     if findings:
         print(f"plimsoll-ci seeds lint: {len(findings)} finding(s) in {total} seeds "

@@ -77,8 +77,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"  eval attempts: {s['kinds']['eval-attempt']} (coding-model attempts, "
                   "plimsoll-ci eval run)")
     else:
+        from plimsoll_ci.report.names import shown
+
         for problem in report.problems:
-            print(problem)
+            print(shown(str(problem)))  # a record's names are the bundle writer's words
     if not report.ok:
         n = len(report.problems)
         print(

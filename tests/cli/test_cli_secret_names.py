@@ -143,3 +143,12 @@ def test_a_key_given_as_a_key_file_path_is_not_repeated(argv, tmp_path, monkeypa
     assert code == 2, err
     assert B64_KEY not in out + err and B64_KEY[:8] not in out + err
     assert "no such file (the path given is not repeated" in err
+
+
+def test_a_stray_argument_is_counted_not_repeated(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(["grade", "--controller", "c.py", "--course", "easy", "--seeds", "1", B64_KEY])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert B64_KEY not in err and "1 argument the command does not take" in err
