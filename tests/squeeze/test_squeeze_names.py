@@ -4,6 +4,7 @@ no forged log line, no broken Markdown table."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from squeezekit import HONEST
 
 from plimsoll_ci.cli import main
+from plimsoll_ci.squeeze import progress
 
 # a window title, a cleared screen, a line that forges a verdict, a carriage return, a bidi
 # override, and Markdown that would break a table or open a code span
@@ -101,3 +103,27 @@ def test_a_job_error_naming_a_hostile_yaml_string_is_one_escaped_line(tmp_path, 
     assert code == 2, err
     assert_clean(out + err, what)
     assert err.count("\n") == 1 and err.startswith("plimsoll-ci: error: "), err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_bar_on_a_terminal_shows_a_hostile_label_escaped_and_reads_no_markup_in_it():
+    tty = _Terminal()
+    bar = progress.make(tty)
+    assert isinstance(bar, progress.Bar)
+    label = f"solo/rebuild rebuilds/d{EVIL}[bold red]x[/]"
+    bar.start(1, f"grading 1 controller {EVIL}")
+    bar.began(label)  # shown in the bar's description while it runs
+    bar.finished(label, "practice 16/16, fresh 4/4")
+    bar.note(f"note {EVIL}")
+    bar.close()
+    text = tty.getvalue()
+    # the bar draws with its own escapes; none of the name's reaches the terminal
+    for raw in ("\x1b]0;pwned", "\x07", "\x1b[2J", "\u202e", "\x9b", "\r\u202e"):
+        assert raw not in text
+    assert "\\x1b]0;pwned\\x07\\x1b[2J\\x0aplimsoll-ci squeeze" in text
+    assert "[bold red]x[/]" in text  # printed as written, not read as markup
+    assert not [x for x in text.splitlines() if x.startswith(FORGED)]
