@@ -34,10 +34,14 @@ def shown(text: str) -> str:
 
 
 # What Markdown (CommonMark and GitHub's tables) reads as markup inside a line: a backslash
-# escape, a code span, emphasis, a link or image, raw HTML or an entity, a strikethrough, a cell
-_MD_INLINE = re.compile(r"[\\`*_\[\]<>&|~]")
-# ... and at the start of a line or table cell: a heading, a list item, a setext underline
-_MD_LEADING = re.compile(r"^(\s*)([#+=-]|\d+(?=[.)]))")
+# escape, a code span, emphasis, raw HTML or an autolink, an entity, a strikethrough, a cell
+_MD_INLINE = re.compile(r"[\\`*_<>&|~]")
+# a link or an image needs `](` (or `][`, or `]:` for a definition): its `]` is escaped, so the
+# redaction marker `[withheld]` still reads as written
+_MD_LINK = re.compile(r"\](?=[(\[:])")
+# ... and at the start of a line or table cell: a heading, a list item, a setext underline, a
+# task box or a link definition
+_MD_LEADING = re.compile(r"^(\s*)([#+=\[-]|\d+(?=[.)]))")
 
 
 def md(text: object, code: bool = False) -> str:
@@ -51,7 +55,7 @@ def md(text: object, code: bool = False) -> str:
     s = shown(str(text))
     if code:
         return s.replace("|", "\\|").replace("`", "'")
-    s = _MD_INLINE.sub(lambda m: "\\" + m.group(), s)
+    s = _MD_LINK.sub("\\\\]", _MD_INLINE.sub(lambda m: "\\" + m.group(), s))
     m = _MD_LEADING.match(s)
     if m:  # `#` becomes `\#`; a list number `1.` becomes `1\.`
         lead, mark = m.groups()
