@@ -221,15 +221,27 @@ def _main(argv: Sequence[str] | None, program: bool, prog: str) -> int:
     where, unknown = unknown_options(parser, argv)
     if unknown:
         where.error(f"unrecognized arguments: {' '.join(unknown)}")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # a stray argument may be a key pasted in the wrong place: counted, not repeated
+        parser.error(f"{len(extra)} argument{'s' if len(extra) != 1 else ''} the command does "
+                     "not take (not repeated here, in case one is a key); check the command "
+                     "line against --help")
     run = getattr(args, "_run", None)
     if run is None:
         parser.print_help()
         return 2
     try:
+        _check_secret_names(args)
         code = int(run(args))
     except PlimsollError as e:
-        print(f"plimsoll-ci: error: {e}", file=sys.stderr)
+        from plimsoll_ci.report.names import shown
+
+        # a message names files, folders and controllers: user input, printed through `shown`
+        # (a line break in a name included), so no name drives the terminal or forges a line
+        details = getattr(e, "details", ())
+        head = str(e.args[0]) if details and e.args else str(e)
+        print("plimsoll-ci: error: " + "\n  ".join(shown(x) for x in (head, *details)),
+              file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("plimsoll-ci: interrupted", file=sys.stderr)
@@ -238,6 +250,17 @@ def _main(argv: Sequence[str] | None, program: bool, prog: str) -> int:
     if program and args._quick_exit:
         _exit_now(code)
     return code
+
+
+def _check_secret_names(args: argparse.Namespace) -> None:
+    """Every flag that says where a secret is (`--key-env`, `--signing-key-env`, `--api-key-env`,
+    `--sealed-key-env`, ...: each `*_env` argument) takes a variable's name; anything else is
+    refused here, before any work, and never repeated (it may be the key itself)."""
+    from plimsoll_ci.envname import variable
+
+    for dest, value in sorted(vars(args).items()):
+        if dest.endswith("_env") and isinstance(value, str):
+            variable(value, "--" + dest.replace("_", "-"))
 
 
 def _exit_now(code: int) -> None:

@@ -88,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(f"--plot {args.plot}: needs matplotlib, which is not installed; "
                            "pip install matplotlib (it is in plimsoll-ci's [test] extra)")
     controller = load_controller(args.controller)
-    print(NOTICE.format(path=args.controller), file=sys.stderr)
+    from plimsoll_ci.report.names import shown
+
+    print(NOTICE.format(path=shown(args.controller)), file=sys.stderr)
     course = sim.course(args.course)
     results, batch = sim.fly(controller, seeds, course, record=bool(args.plot))
     landed = sum(r.landed for r in results)
@@ -101,14 +103,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{'seed':>20}  landed  gates   time    reason")
         for r in results:
-            detail = f" ({r.detail})" if r.detail else ""
+            detail = f" ({shown(r.detail)})" if r.detail else ""  # what the controller said
             print(f"{r.seed:>20}  {'yes' if r.landed else 'no':<6}  {r.gates}/3  {r.time:6.2f}s  "
                   f"{r.reason}{detail}")
         print(f"landed {landed}/{len(results)} on the {course.name} course")
     if args.plot:
         plot_flight(batch, seeds.index(plot_seed), args.plot)
         if args.format == "text":
-            print(f"plot of seed {plot_seed} written to {args.plot}")
+            print(f"plot of seed {plot_seed} written to {shown(args.plot)}")
     return 0
 
 

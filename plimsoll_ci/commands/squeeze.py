@@ -200,7 +200,8 @@ def _options(args: argparse.Namespace):  # -> (Job, run.Options)
 
         tiers.require(all_providers.get(args.provider).configured_tier(), args.min_tier,
                       f"provider {args.provider}")
-    key = key_from(args.withheld_key_env, args.withheld_key_file)
+    key = key_from(args.withheld_key_env, args.withheld_key_file,
+                   ("--withheld-key-env", "--withheld-key-file"))
     withheld = tuple(load(p, key=key) for p in args.withheld)
     setup = Setup(args.provider, args.min_tier, flags.budget(args), flags.limits(args), withheld)
     model = None
@@ -211,7 +212,9 @@ def _options(args: argparse.Namespace):  # -> (Job, run.Options)
             raise BadInput(run_mod.model_needed(job))
         model = run_mod.Model(model_config_from(args))
     elif args.base_url:
-        print(f"plimsoll-ci squeeze: {args.job} builds no rebuilds (no build: N); the model "
+        from plimsoll_ci.report.names import shown
+
+        print(f"plimsoll-ci squeeze: {shown(args.job)} builds no rebuilds (no build: N); the model "
               "flags are not used", file=sys.stderr)
     if (args.sealed is None) != (args.reveal is None):
         raise BadInput("--sealed SET.commit and --reveal SET.json go together: the commitment "
@@ -289,6 +292,7 @@ def _verify(args: argparse.Namespace) -> int:
 
     from plimsoll_ci.attest.keys import load_public_key
     from plimsoll_ci.attest.pinned import beside, consistency_note, pin
+    from plimsoll_ci.report.names import shown
     from plimsoll_ci.squeeze.report_md import verdict_lines
     from plimsoll_ci.squeeze.verify import verify
 
@@ -308,20 +312,20 @@ def _verify(args: argparse.Namespace) -> int:
     elif found.ok:
         assert found.result is not None
         made = f" and {found.sessions} rebuild sessions" if found.sessions else ""
-        print(f"squeeze {args.folder}: verified ({found.records - found.sessions} signed "
+        print(f"squeeze {shown(args.folder)}: verified ({found.records - found.sessions} signed "
               f"gradings{made}; result, evidence and reports recomputed from them)")
         for line in verdict_lines(found.result):
             print(f"  {line}")
         for note in (*trusted, *found.notes):
-            print(f"  note: {note}")
+            print(f"  note: {shown(note)}")
     else:
         for problem in found.problems:
-            print(problem)
+            print(shown(problem))
         for note in trusted:
-            print(f"note: {note}")
+            print(f"note: {shown(note)}")
     if not found.ok:
         n = len(found.problems)
-        print(f"plimsoll-ci: squeeze verify: {args.folder} does not verify ({n} problem"
+        print(f"plimsoll-ci: squeeze verify: {shown(args.folder)} does not verify ({n} problem"
               f"{'s' if n != 1 else ''}); do not trust its verdicts", file=sys.stderr)
         return 1
     return 0
@@ -340,16 +344,19 @@ def _recipe(args: argparse.Namespace) -> int:
     if args.tokens < 1 or args.drafts < 1:
         raise BadInput("--tokens and --drafts: give 1 or more")
     model = Model(model_config_from(args))
-    key = key_from(args.sealed_key_env, args.sealed_key_file)
+    key = key_from(args.sealed_key_env, args.sealed_key_file,
+                   ("--sealed-key-env", "--sealed-key-file"))
     sealed = tuple(wall.load_sealed(p, key=key) for p in args.sealed)
     practice = tuple(read_seed_file(args.practice)) if args.practice else None
     done = compress.compress(compress.CompressOptions(
         Path(args.record), Path(args.out), args.tokens, args.drafts, practice, sealed), model)
+    from plimsoll_ci.report.names import shown
+
     if done.recipe is None:
-        print(f"plimsoll-ci: squeeze recipe: {done.message}", file=sys.stderr)
+        print(f"plimsoll-ci: squeeze recipe: {shown(done.message)}", file=sys.stderr)
         return 1
-    print(done.recipe)
-    print(f"plimsoll-ci squeeze: {done.message}", file=sys.stderr)
+    print(shown(done.recipe))  # a model's text: recipe.txt keeps it as it came
+    print(f"plimsoll-ci squeeze: {shown(done.message)}", file=sys.stderr)
     return 0
 
 
@@ -377,9 +384,11 @@ def _canary(args: argparse.Namespace) -> int:
     finally:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
-    sys.stdout.write(found.text)
+    from plimsoll_ci.report.names import shown
+
+    sys.stdout.writelines(shown(line) + "\n" for line in found.text.splitlines())
     if not found.ok:
-        print(f"plimsoll-ci: squeeze canary: {args.job}: a canary was sent or not planted; the "
+        print(f"plimsoll-ci: squeeze canary: {shown(args.job)}: a canary was sent or not planted; the "
               "harness leaks, do not run the squeeze until it is fixed", file=sys.stderr)
         return 1
     return 0
