@@ -19,6 +19,23 @@ def add_key_arguments(parser: argparse.ArgumentParser) -> None:
                         help="file holding the HMAC key (keep it outside the repository)")
 
 
+def add_deprecated(parser: argparse.ArgumentParser, old: str, new: str, dest: str) -> None:
+    """`old`, an earlier name of the flag `new` (stored in `dest`): still accepted, with one
+    deprecation line on stderr naming the flag to use."""
+
+    class Deprecated(argparse.Action):
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                     values: object, option_string: str | None = None) -> None:
+            if not getattr(namespace, "_deprecation_said", False):
+                print(f"plimsoll-ci: warning: {old} is deprecated; say {new} {values}",
+                      file=sys.stderr)
+                namespace._deprecation_said = True
+            setattr(namespace, dest, values)
+
+    parser.add_argument(old, dest=dest, action=Deprecated, metavar="FILE",
+                        help=f"deprecated: {new}")
+
+
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 
 

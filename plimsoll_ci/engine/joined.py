@@ -8,7 +8,7 @@ import bisect
 from collections.abc import Sequence
 
 from plimsoll_ci.engine.records import Windowing
-from plimsoll_ci.match.decode import BULK_SEP, Layer
+from plimsoll_ci.match.decode import BULK_SEP, Layer, escaped_span
 from plimsoll_ci.match.extract import Match, find_values
 from plimsoll_ci.match.index import ValueIndex
 
@@ -24,6 +24,16 @@ def layer_at(layer: Layer, offset: int) -> int:
         return layer.offset
     k = bisect.bisect_right([d for d, _ in layer.lines], offset) - 1
     return layer.lines[max(k, 0)][1]
+
+
+def layer_span(layer: Layer, start: int, end: int) -> tuple[int, int]:
+    """The buffer span of a value found at `start:end` of a decoded layer: for a line of escapes
+    the encoded text's own (`decode.escaped_span`), so it is placed where the value is and
+    overlaps the same value found as written; else its place (`layer_at`) alone."""
+    if layer.escapes:
+        return escaped_span(layer, start, end)
+    at = layer_at(layer, start)
+    return at, at + 1
 
 
 def values_in(index: ValueIndex, buf: bytes, within: range, limit: int, w: Windowing,

@@ -55,7 +55,12 @@ def _text(rows: Rows) -> str:
 
 
 def _name_row(f: Finding) -> list[Any]:
-    return [f.path, f.line, f.column, f.chain, f.entry, f.kind, f.where, f.detail]
+    return [f.path, *f[1:]]
+
+
+def _finding(path: str, row: Any) -> Finding:  # noqa: ANN401
+    """A finding from its row (the lists JSON gave back as the tuples a finding holds)."""
+    return Finding(path, *(tuple(v) if isinstance(v, list) else v for v in row))
 
 
 class ScanCache:
@@ -175,7 +180,7 @@ class ScanCache:
         if i is None:
             return []
         rows = self._rows[i]
-        return [Finding("", *row) for row in (json.loads(rows) if isinstance(rows, str) else rows)]
+        return [_finding("", row) for row in (json.loads(rows) if isinstance(rows, str) else rows)]
 
     def member_findings(self, oid: str) -> list[Finding]:
         """Blob `oid`'s findings in the names of archive members (decoded only when it has any)."""
@@ -237,7 +242,7 @@ class ScanCache:
             self._tokens = {int(i): tuple(map(str, v)) for i, v in found["tokens"].items()}
             if not set(self._notes).union(self._tokens) <= set(range(len(ids))):
                 raise ValueError("notes of no blob")
-            self.names = {str(k): tuple(Finding(*row) for row in rows)
+            self.names = {str(k): tuple(_finding(row[0], row[1:]) for row in rows)
                           for k, rows in doc["names"].items()}
             self.clean_names = set(doc["clean_names"])
             self.builds = dict(doc.get("builds", {}))

@@ -59,6 +59,10 @@ class Layer(NamedTuple):
     # a wrapped base64 block: (offset in `data`, offset in the parent) of each of its lines, so a
     # value is placed at the line its encoding starts on
     lines: tuple[tuple[int, int], ...] = ()
+    # a line of escapes and entities: (its first escape's offset from the line's start, and per
+    # decoding pass, in order, the tokens it replaced as (offset out, offset in, length out,
+    # length in)), so a value is placed where its own text is in the line (`escaped_at`)
+    escapes: tuple = ()
 
 
 _new_layer = tuple.__new__  # (Layer(...) without its Python-level __new__: one per region)
@@ -143,21 +147,90 @@ _PRINTABLE = bytes(range(SPACE, DEL)) + b"\t\n\r"
 _TICK = 64  # `expired` is asked once per this many regions or lines
 
 
-def _unescape(region: bytes) -> bytes:
-    def one(m: re.Match[bytes]) -> bytes:
-        cp = int(m.group(1) or m.group(2), 16)
-        return chr(cp).encode("utf-8", "surrogatepass")
+# HTML character references as `html.unescape` finds them (its own pattern, over bytes)
+_charref = lazy_re(rb"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
 
-    out = _uesc().sub(one, region)
+Tokens = tuple[tuple[int, int, int, int], ...]  # (offset out, offset in, length out, length in)
+
+
+def _replaced(pattern: re.Pattern[bytes], repl: Callable[[re.Match[bytes]], bytes],
+              data: bytes) -> tuple[bytes, Tokens]:
+    """`pattern.sub(repl, data)`, and where each replacement went (`Tokens`)."""
+    pieces: list[bytes] = []
+    tokens: list[tuple[int, int, int, int]] = []
+    pos = out = 0
+    for m in pattern.finditer(data):
+        a, b = m.span()
+        r = repl(m)
+        out += a - pos
+        pieces += (data[pos:a], r)
+        tokens.append((out, a, len(r), b - a))
+        out += len(r)
+        pos = b
+    if not tokens:
+        return data, ()
+    pieces.append(data[pos:])
+    return b"".join(pieces), tuple(tokens)
+
+
+def _code_point(m: re.Match[bytes]) -> bytes:
+    return chr(int(m.group(1) or m.group(2), 16)).encode("utf-8", "surrogatepass")
+
+
+def _entity(m: re.Match[bytes]) -> bytes:
+    import html  # (its entity table: 2-4 ms of a hook run that meets no entity)
+
+    return html.unescape(m.group(0).decode("utf-8", "surrogateescape")).encode(
+        "utf-8", "surrogateescape")
+
+
+def unescape_mapped(region: bytes) -> tuple[bytes, tuple[Tokens, ...]]:
+    """A line with its `\\u`/`\\x` escapes, then percent-encoding, then HTML entities undone
+    (each pass over the one before, as a browser or a URL parser would), and the tokens each
+    pass replaced, so an offset of the result can be traced back (`escaped_at`)."""
+    out, first = _replaced(_uesc(), _code_point, region)
+    passes = [first]
     if _pct().search(out):
-        from urllib.parse import unquote_to_bytes
-
-        out = unquote_to_bytes(out)
+        out, more = _replaced(_pct(), lambda m: bytes((int(m.group(0)[1:], 16),)), out)
+        passes.append(more)
     if _ent().search(out):
-        import html  # (its entity table: 2-4 ms of a hook run that meets no entity)
+        out, more = _replaced(_charref(), _entity, out)
+        passes.append(more)
+    return out, tuple(passes)
 
-        out = html.unescape(out.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-    return out
+
+def _unescape(region: bytes) -> bytes:
+    return unescape_mapped(region)[0]
+
+
+def _back(tokens: Tokens, offset: int) -> int:
+    """The offset in a pass's input of `offset` in its output: exact in text it left alone, the
+    token's start inside a replaced token."""
+    k = bisect.bisect_right(tokens, (offset, 1 << 62)) - 1
+    if k < 0:
+        return offset
+    out, at, n_out, n_in = tokens[k]
+    return at if offset < out + n_out else at + n_in + offset - out - n_out
+
+
+def escaped_span(layer: Layer, start: int, end: int) -> tuple[int, int]:
+    """Where in the parent the text that a line of escapes decoded to `layer.data[start:end]`
+    is: its start, and the end of the text (or the whole token) its last byte came from."""
+    rel, passes = layer.escapes
+    a, b = start, end
+    for tokens in reversed(passes):
+        a, b = _back(tokens, a), _back_end(tokens, b)
+    base = layer.offset - rel
+    return base + a, base + b
+
+
+def _back_end(tokens: Tokens, end: int) -> int:
+    """`_back` of an exclusive end: past the token whose output holds byte `end - 1`."""
+    k = bisect.bisect_right(tokens, (end - 1, 1 << 62)) - 1
+    if k < 0:
+        return end
+    out, at, n_out, n_in = tokens[k]
+    return at + n_in if end - 1 < out + n_out else at + n_in + end - out - n_out
 
 
 def _escape_kind(tok: bytes) -> str:
@@ -248,13 +321,13 @@ class _Regions:
             raise _Stop
 
     def add(self, name: str, start: int, data: bytes | None,
-            lines: tuple[tuple[int, int], ...] = ()) -> None:
+            lines: tuple[tuple[int, int], ...] = (), escapes: tuple = ()) -> None:
         if not data:
             return
         if self.budget.left <= 0:
             self.spent()
         self.budget.left -= 1
-        self.layers.append(_new_layer(Layer, (name, start, data, None, lines)))
+        self.layers.append(_new_layer(Layer, (name, start, data, None, lines, escapes)))
         self.tick(start)
 
     def spent(self) -> NoReturn:
@@ -323,7 +396,7 @@ class _Regions:
                 if budget.left <= 0:  # (`add`, inlined: one call per region costs here)
                     self.spent()
                 budget.left -= 1
-                append(_new_layer(Layer, ("base64", s, data[first[i] : last[i]], None, ())))
+                append(_new_layer(Layer, ("base64", s, data[first[i] : last[i]], None, (), ())))
                 self.ticks += 1
                 if expired is not None and self.ticks % _TICK == 0 and expired():
                     self.stopped = s
@@ -398,7 +471,7 @@ class _Regions:
                     self.spent()
                 budget.left -= 1
                 append(_new_layer(Layer, ("base64", s, data[first : first + n * 3 // 4], None,
-                                          ())))
+                                          (), ())))
                 self.ticks += 1
                 if expired is not None and self.ticks % _TICK == 0 and expired():
                     self.stopped = s
@@ -498,9 +571,9 @@ class _Regions:
                                   f"{self.bounds.max_line}-byte line bound: not decoded")
                 continue
             line = buf[ls:le]
-            data = _unescape(line)
+            data, passes = unescape_mapped(line)
             if data != line:
-                self.add(_escape_kind(line), hit, data)
+                self.add(_escape_kind(line), hit, data, (), (hit - ls, passes))
 
 
 def escape_lines(buf: bytes, classes: object | None) -> Iterator[tuple[int, int, int]]:
