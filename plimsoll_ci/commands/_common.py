@@ -14,9 +14,11 @@ from pathlib import Path
 def add_key_arguments(parser: argparse.ArgumentParser) -> None:
     """`--key-env VAR` / `--key-file F`: the HMAC key of a keyed set (never on the command line)."""
     parser.add_argument("--key-env", metavar="VAR",
-                        help="environment variable holding the HMAC key of a keyed set")
+                        help="environment variable holding the HMAC key of a keyed set "
+                             "(default: the `key:` of plimsoll.yaml)")
     parser.add_argument("--key-file", metavar="FILE",
-                        help="file holding the HMAC key (keep it outside the repository)")
+                        help="file holding the HMAC key (keep it outside the repository; "
+                             "default: the `key:` of plimsoll.yaml)")
 
 
 def add_deprecated(parser: argparse.ArgumentParser, old: str, new: str, dest: str) -> None:
