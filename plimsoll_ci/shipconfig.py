@@ -390,7 +390,9 @@ def withheld_for(path: str | os.PathLike[str] | None, key: bytes | None,
     or a keyed set's key unsaid. A keyed set with no key from either is refused naming the
     config that was read, or saying none was found from `start`."""
     read = config if callable(config) else (lambda: config)
-    cfg: Config | None = None
+    cfg: Config | None = None if callable(config) else config
+    if cfg is not None and key is None:
+        key = load_key(cfg)  # (a config read already: its key, said when the set is unkeyed)
     if path is None:
         cfg = read()
         if cfg is None:
