@@ -458,8 +458,9 @@ class ContentRun:
                 decoded.append((layers[k], m._replace(start=m.start - dec_starts[k],
                                                       end=m.end - dec_starts[k])))
         hits = [Hit(eid, m.start, m.end, seg.chain) for m in matches for eid in m.entries]
+        traced: dict = {}  # a line of escapes a value is found in is traced once
         for x, m in decoded or ():
-            a, b = _layer_span(x, m.start, m.end)
+            a, b = _layer_span(x, buf, m.start, m.end, traced)
             hits += [Hit(eid, a, b, _sub(seg.chain, x.chain)) for eid in m.entries]
         one = _merged(hits)  # one finding per leak: overlapping spans of one entry are one
         files = [(x, eid) for x in layers for eid in sc.index.file_ids(x.data)] \

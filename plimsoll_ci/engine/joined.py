@@ -26,12 +26,14 @@ def layer_at(layer: Layer, offset: int) -> int:
     return layer.lines[max(k, 0)][1]
 
 
-def layer_span(layer: Layer, start: int, end: int) -> tuple[int, int]:
-    """The buffer span of a value found at `start:end` of a decoded layer: for a line of escapes
-    the encoded text's own (`decode.escaped_span`), so it is placed where the value is and
-    overlaps the same value found as written; else its place (`layer_at`) alone."""
+def layer_span(layer: Layer, buf: bytes, start: int, end: int,
+               traced: dict | None = None) -> tuple[int, int]:
+    """The span in `buf` of a value found at `start:end` of a layer decoded from it: for a line
+    of escapes the encoded text's own (`decode.escaped_span`, `traced` remembering its lines),
+    so it is placed where the value is and overlaps the same value found as written; else its
+    place (`layer_at`) alone."""
     if layer.escapes:
-        return escaped_span(layer, start, end)
+        return escaped_span(layer, buf, start, end, traced)
     at = layer_at(layer, start)
     return at, at + 1
 

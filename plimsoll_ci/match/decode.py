@@ -59,10 +59,9 @@ class Layer(NamedTuple):
     # a wrapped base64 block: (offset in `data`, offset in the parent) of each of its lines, so a
     # value is placed at the line its encoding starts on
     lines: tuple[tuple[int, int], ...] = ()
-    # a line of escapes and entities: (its first escape's offset from the line's start, and per
-    # decoding pass, in order, the tokens it replaced as (offset out, offset in, length out,
-    # length in)), so a value is placed where its own text is in the line (`escaped_at`)
-    escapes: tuple = ()
+    # a line of escapes and entities: (its first escape's offset from the line's start, the
+    # line's length), so a value found in it is placed where its own text is (`escaped_span`)
+    escapes: tuple[int, int] | tuple[()] = ()
 
 
 _new_layer = tuple.__new__  # (Layer(...) without its Python-level __new__: one per region)
@@ -200,7 +199,22 @@ def unescape_mapped(region: bytes) -> tuple[bytes, tuple[Tokens, ...]]:
 
 
 def _unescape(region: bytes) -> bytes:
-    return unescape_mapped(region)[0]
+    """A line with its escapes, then percent-encoding, then HTML entities undone (the quick
+    way: the tokens are traced only for a line a value is found in, `unescape_mapped`)."""
+    def one(m: re.Match[bytes]) -> bytes:
+        cp = int(m.group(1) or m.group(2), 16)
+        return chr(cp).encode("utf-8", "surrogatepass")
+
+    out = _uesc().sub(one, region)
+    if _pct().search(out):
+        from urllib.parse import unquote_to_bytes
+
+        out = unquote_to_bytes(out)
+    if _ent().search(out):
+        import html  # (its entity table: 2-4 ms of a hook run that meets no entity)
+
+        out = html.unescape(out.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+    return out
 
 
 def _back(tokens: Tokens, offset: int) -> int:
@@ -213,14 +227,22 @@ def _back(tokens: Tokens, offset: int) -> int:
     return at if offset < out + n_out else at + n_in + offset - out - n_out
 
 
-def escaped_span(layer: Layer, start: int, end: int) -> tuple[int, int]:
-    """Where in the parent the text that a line of escapes decoded to `layer.data[start:end]`
-    is: its start, and the end of the text (or the whole token) its last byte came from."""
-    rel, passes = layer.escapes
+def escaped_span(layer: Layer, buf: bytes, start: int, end: int,
+                 traced: dict[int, tuple[Tokens, ...]] | None = None) -> tuple[int, int]:
+    """Where in `buf` (the buffer the layer was decoded from) the text that a line of escapes
+    decoded to `layer.data[start:end]` is: its start, and the end of the text (or the whole
+    token) its last byte came from. `traced` remembers each line's tokens (by layer offset),
+    so a line with many values is traced once."""
+    rel, n = layer.escapes
+    base = layer.offset - rel
+    passes = traced.get(layer.offset) if traced is not None else None
+    if passes is None:
+        passes = unescape_mapped(buf[base : base + n])[1]
+        if traced is not None:
+            traced[layer.offset] = passes
     a, b = start, end
     for tokens in reversed(passes):
         a, b = _back(tokens, a), _back_end(tokens, b)
-    base = layer.offset - rel
     return base + a, base + b
 
 
@@ -571,9 +593,9 @@ class _Regions:
                                   f"{self.bounds.max_line}-byte line bound: not decoded")
                 continue
             line = buf[ls:le]
-            data, passes = unescape_mapped(line)
+            data = _unescape(line)
             if data != line:
-                self.add(_escape_kind(line), hit, data, (), (hit - ls, passes))
+                self.add(_escape_kind(line), hit, data, (), (hit - ls, le - ls))
 
 
 def escape_lines(buf: bytes, classes: object | None) -> Iterator[tuple[int, int, int]]:

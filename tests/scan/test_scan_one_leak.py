@@ -122,3 +122,15 @@ def test_a_file_shipped_through_two_ship_sets_is_one_finding_listing_both(tmp_pa
     assert r["properties"]["sets"] == ["drone", "viewer"]
     assert r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == \
         "viewer/replay.html"
+
+
+def test_a_long_file_read_in_windows_merges_the_same_way(leak):
+    from plimsoll_ci.engine import Limits, memory_floor, windowing
+
+    limits = Limits()._replace(max_memory=memory_floor(Limits()))
+    filler = b"lorem ipsum dolor sit amet\n" * (3 * windowing(limits).size // 27)
+    data = filler + PAGE.encode()
+    result = scan_checked([("viewer/long.html", data)], make_set(), leak, limits)
+    (f,) = _findings(result)
+    assert (f["line"], f["column"]) == (filler.count(b"\n") + 6, _col(AMP_LINE, SEED))
+    assert f["via"] == ["plain", "html-entities"]
