@@ -396,9 +396,10 @@ def withheld_for(path: str | os.PathLike[str] | None, key: bytes | None,
     if path is None:
         cfg = read()
         if cfg is None:
-            raise ConfigError(f"{Path(start).resolve()}: no {CONFIG_NAME} at the repository "
-                              "root names a withheld set; give --withheld FILE, or add "
-                              f"`withheld: withheld.json` to a {CONFIG_NAME} there")
+            raise ConfigError(f"{Path(start).resolve()}: which withheld set? no {CONFIG_NAME} "
+                              "at the repository root names one; give --withheld withheld.json "
+                              f"(its file), or add `withheld: withheld.json` to a {CONFIG_NAME} "
+                              "there")
         if cfg.withheld is None:
             raise ConfigError(f"{cfg.path}: no `withheld:` path; add `withheld: "
                               "withheld.json`, or give --withheld FILE")

@@ -44,10 +44,10 @@ def _sealed(path: str, key: bytes | None) -> object:
             configured = ship.load_key(config) if config is not None else None
         except BadInput:
             raise e from None
+        if config is None:
+            raise
         if configured is None:
-            where = f"{config.path} (read) names no key" if config is not None else \
-                f"no {ship.CONFIG_NAME} was found at the repository root of {Path.cwd()}"
-            raise WithheldSetError(f"{e}; {where}") from None
+            raise WithheldSetError(f"{e}; {config.path} (read) names no key") from None
         return load_sealed(path, key=configured)
 
 

@@ -29,7 +29,8 @@ CACHE_FORMAT = "plimsoll-history-cache/5"
 NOTHING: frozenset[str] = frozenset()
 WHERE = 5  # a row's `where` (rows are a finding's fields after its path)
 
-# A blob's findings, path left out: [[line, column, chain, entry, kind, where, detail], ...], as
+# A blob's findings, path left out: [[line, column, chain, entry, kind, where, detail], ...] (with
+# via, sets and also after detail when one is not empty), as
 # compact JSON text (read from the file) or as the rows themselves (scanned in this run)
 Rows = str | tuple[tuple[Any, ...], ...]
 
@@ -44,9 +45,13 @@ class Found(NamedTuple):
     findings: Rows
 
 
+_PLAIN = len(Finding._fields) - 3  # a finding's fields up to `detail`: `via`, `sets`, `also`
+# are written only when one is not empty (a row is as short as it was before they came)
+
+
 def _content_rows(findings: tuple[Finding, ...]) -> tuple[tuple[Any, ...], ...]:
     # (encoding 2,600 blobs' rows as JSON was 20-30 ms of a cold replay of psf/requests)
-    return tuple([f[1:] for f in findings])
+    return tuple([f[1:] if f.via or f.sets or f.also else f[1:_PLAIN] for f in findings])
 
 
 def _text(rows: Rows) -> str:
@@ -55,7 +60,7 @@ def _text(rows: Rows) -> str:
 
 
 def _name_row(f: Finding) -> list[Any]:
-    return [f.path, *f[1:]]
+    return [f.path, *(f[1:] if f.via or f.sets or f.also else f[1:_PLAIN])]
 
 
 def _finding(path: str, row: Any) -> Finding:  # noqa: ANN401

@@ -4,14 +4,14 @@ percent-encoding, `\\u`/`\\x` escapes and HTML entities, each region decoded onc
 Every decoder is bounded by the caller's `Bounds` (sizes and counts); a bound that is hit is
 returned as a note, never skipped in silence. Nothing here reads a clock or a file: a time bound
 comes in as the caller's `expired` callable, and a long content is decoded a window at a time by
-the caller (`Window`). Compression streams and archives are `containers`; UTF-16 and UTF-32 text
-is `charsets`. Deeper nesting (base64 inside base64) is out of scope.
+the caller (`Window`). A line of escapes and entities is undone by `escapes` (which also traces
+a value back to its own text). Compression streams and archives are `containers`; UTF-16 and
+UTF-32 text is `charsets`. Deeper nesting (base64 inside base64) is out of scope.
 """
 
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, NoReturn
 
@@ -41,6 +41,7 @@ from plimsoll_ci.match.classes import (
     pure_python,
     run_positions,
 )
+from plimsoll_ci.match.escapes import escape_kind, unescape
 
 
 class Bounds(NamedTuple):
@@ -60,7 +61,7 @@ class Layer(NamedTuple):
     # value is placed at the line its encoding starts on
     lines: tuple[tuple[int, int], ...] = ()
     # a line of escapes and entities: (its first escape's offset from the line's start, the
-    # line's length), so a value found in it is placed where its own text is (`escaped_span`)
+    # line's length), so a value found in it is placed where its own text is (`engine.joined.layer_span`)
     escapes: tuple[int, int] | tuple[()] = ()
 
 
@@ -129,9 +130,6 @@ _hex_run = lazy_re(rb"[0-9A-Fa-f]{8,}")  # (each pattern compiled on first use)
 
 # Escapes and entities: every line that holds one is decoded as a whole.
 _esc_hit = lazy_re(rb"%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{1,10};")
-_pct = lazy_re(rb"%[0-9A-Fa-f]{2}")
-_uesc = lazy_re(rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})")
-_ent = lazy_re(rb"&#?[A-Za-z0-9]{1,10};")
 
 
 _SMALL = 64 * 1024  # as extract.SMALL: small inputs never import numpy
@@ -144,126 +142,6 @@ def _small(n: int) -> bool:
 
 _PRINTABLE = bytes(range(SPACE, DEL)) + b"\t\n\r"
 _TICK = 64  # `expired` is asked once per this many regions or lines
-
-
-# HTML character references as `html.unescape` finds them (its own pattern, over bytes)
-_charref = lazy_re(rb"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
-
-Tokens = tuple[tuple[int, int, int, int], ...]  # (offset out, offset in, length out, length in)
-
-
-def _replaced(pattern: re.Pattern[bytes], repl: Callable[[re.Match[bytes]], bytes],
-              data: bytes) -> tuple[bytes, Tokens]:
-    """`pattern.sub(repl, data)`, and where each replacement went (`Tokens`)."""
-    pieces: list[bytes] = []
-    tokens: list[tuple[int, int, int, int]] = []
-    pos = out = 0
-    for m in pattern.finditer(data):
-        a, b = m.span()
-        r = repl(m)
-        out += a - pos
-        pieces += (data[pos:a], r)
-        tokens.append((out, a, len(r), b - a))
-        out += len(r)
-        pos = b
-    if not tokens:
-        return data, ()
-    pieces.append(data[pos:])
-    return b"".join(pieces), tuple(tokens)
-
-
-def _code_point(m: re.Match[bytes]) -> bytes:
-    return chr(int(m.group(1) or m.group(2), 16)).encode("utf-8", "surrogatepass")
-
-
-def _entity(m: re.Match[bytes]) -> bytes:
-    import html  # (its entity table: 2-4 ms of a hook run that meets no entity)
-
-    return html.unescape(m.group(0).decode("utf-8", "surrogateescape")).encode(
-        "utf-8", "surrogateescape")
-
-
-def unescape_mapped(region: bytes) -> tuple[bytes, tuple[Tokens, ...]]:
-    """A line with its `\\u`/`\\x` escapes, then percent-encoding, then HTML entities undone
-    (each pass over the one before, as a browser or a URL parser would), and the tokens each
-    pass replaced, so an offset of the result can be traced back (`escaped_at`)."""
-    out, first = _replaced(_uesc(), _code_point, region)
-    passes = [first]
-    if _pct().search(out):
-        out, more = _replaced(_pct(), lambda m: bytes((int(m.group(0)[1:], 16),)), out)
-        passes.append(more)
-    if _ent().search(out):
-        out, more = _replaced(_charref(), _entity, out)
-        passes.append(more)
-    return out, tuple(passes)
-
-
-def _unescape(region: bytes) -> bytes:
-    """A line with its escapes, then percent-encoding, then HTML entities undone (the quick
-    way: the tokens are traced only for a line a value is found in, `unescape_mapped`)."""
-    def one(m: re.Match[bytes]) -> bytes:
-        cp = int(m.group(1) or m.group(2), 16)
-        return chr(cp).encode("utf-8", "surrogatepass")
-
-    out = _uesc().sub(one, region)
-    if _pct().search(out):
-        from urllib.parse import unquote_to_bytes
-
-        out = unquote_to_bytes(out)
-    if _ent().search(out):
-        import html  # (its entity table: 2-4 ms of a hook run that meets no entity)
-
-        out = html.unescape(out.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-    return out
-
-
-def _back(tokens: Tokens, offset: int) -> int:
-    """The offset in a pass's input of `offset` in its output: exact in text it left alone, the
-    token's start inside a replaced token."""
-    k = bisect.bisect_right(tokens, (offset, 1 << 62)) - 1
-    if k < 0:
-        return offset
-    out, at, n_out, n_in = tokens[k]
-    return at if offset < out + n_out else at + n_in + offset - out - n_out
-
-
-def escaped_span(layer: Layer, buf: bytes, start: int, end: int,
-                 traced: dict[int, tuple[Tokens, ...]] | None = None) -> tuple[int, int]:
-    """Where in `buf` (the buffer the layer was decoded from) the text that a line of escapes
-    decoded to `layer.data[start:end]` is: its start, and the end of the text (or the whole
-    token) its last byte came from. `traced` remembers each line's tokens (by layer offset),
-    so a line with many values is traced once."""
-    rel, n = layer.escapes
-    base = layer.offset - rel
-    passes = traced.get(layer.offset) if traced is not None else None
-    if passes is None:
-        passes = unescape_mapped(buf[base : base + n])[1]
-        if traced is not None:
-            traced[layer.offset] = passes
-    a, b = start, end
-    for tokens in reversed(passes):
-        a, b = _back(tokens, a), _back_end(tokens, b)
-    return base + a, base + b
-
-
-def _back_end(tokens: Tokens, end: int) -> int:
-    """`_back` of an exclusive end: past the token whose output holds byte `end - 1`."""
-    k = bisect.bisect_right(tokens, (end - 1, 1 << 62)) - 1
-    if k < 0:
-        return end
-    out, at, n_out, n_in = tokens[k]
-    return at + n_in if end - 1 < out + n_out else at + n_in + end - out - n_out
-
-
-def _escape_kind(tok: bytes) -> str:
-    kinds = []
-    if _pct().search(tok):
-        kinds.append("percent-encoding")
-    if b"\\u" in tok or b"\\x" in tok:
-        kinds.append("escapes")
-    if _ent().search(tok):
-        kinds.append("html-entities")
-    return "+".join(kinds) or "escapes"
 
 
 def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None,  # noqa: PLR0913
@@ -593,9 +471,9 @@ class _Regions:
                                   f"{self.bounds.max_line}-byte line bound: not decoded")
                 continue
             line = buf[ls:le]
-            data = _unescape(line)
+            data = unescape(line)
             if data != line:
-                self.add(_escape_kind(line), hit, data, (), (hit - ls, le - ls))
+                self.add(escape_kind(line), hit, data, (), (hit - ls, le - ls))
 
 
 def escape_lines(buf: bytes, classes: object | None) -> Iterator[tuple[int, int, int]]:
