@@ -77,15 +77,16 @@ def _declared_doc(d: shipconfig.Declared) -> dict:
             "key_line": d.key_line, "mode": d.mode, "limits": d.limits,
             "ship": [[s.name, list(s.include), list(s.exclude),
                       s.command if isinstance(s.command, str | None) else list(s.command),
-                      list(s.inputs), s.root, s.timeout, s.line] for s in d.ship.values()]}
+                      list(s.inputs), s.root, s.timeout, s.line, s.allow_empty]
+                     for s in d.ship.values()]}
 
 
 def _declared_from_doc(d: dict) -> shipconfig.Declared:
     sets = {}
-    for name, inc, exc, cmd, inputs, root, timeout, line in d["ship"]:
+    for name, inc, exc, cmd, inputs, root, timeout, line, allow_empty in d["ship"]:
         sets[name] = ship.ShipSet(name, tuple(inc), tuple(exc),
                                   tuple(cmd) if isinstance(cmd, list) else cmd,
-                                  tuple(inputs), root, timeout, line)
+                                  tuple(inputs), root, timeout, line, bool(allow_empty))
     return shipconfig.Declared(d["withheld"], d["key_env"], d["key_file"], d["key_line"],
                                d["mode"], d["limits"], sets)
 

@@ -241,16 +241,6 @@ def _relevant(filenames: Sequence[str], config: ship.Config, repo: Path) -> bool
     return False
 
 
-def _check_not_empty(config: ship.Config, files: Sequence[ship.ShippedFile], where: str,
-                     set_name: str | None = None) -> None:
-    shipped = {f.set_name for f in files}
-    empty = [name for name in ([set_name] if set_name else config.ship) if name not in shipped]
-    if empty:
-        raise BadInput(f"{config.path}: ship set {', '.join(empty)} ships no files at {where}; "
-                       "fix its include globs or builder (the hook never passes by scanning "
-                       "nothing)")
-
-
 def _config(config_path: str | None, repo: Path, rev: str | None,
             entries: Sequence[git.FileEntry] | None = None) -> ship.Config:
     if config_path is not None:
@@ -286,7 +276,7 @@ def scan_commits(repo: Path, commits: Sequence[str], config_path: str | None,
     for commit in commits:
         config = _config(config_path, repo, commit)
         files = ship.from_rev(repo, commit, config, set_name, read=False)
-        _check_not_empty(config, files, f"commit {commit[:12]}", set_name)
+        ship.check_not_empty(config, files, f"commit {commit[:12]}", set_name)
         which = (config.withheld, config.key_env, config.key_file,
                  tuple(sorted(config.limits.items())))
         if which not in wsets:
@@ -326,7 +316,7 @@ def _staged(repo: Path, filenames: Sequence[str], config_path: str | None, out: 
     if not _relevant(filenames, config, repo):
         return 0
     files = ship.from_index(repo, config, read=False, entries=entries)
-    _check_not_empty(config, files, "the index")
+    ship.check_not_empty(config, files, "the index")
     wset = load_set(config)
     cache = open_cache(repo, wset, make_limits(config.limits, str(config.path)))
     result = baseline.apply(scan_files(repo, files, config, wset, cache), known, wset)

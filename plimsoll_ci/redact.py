@@ -128,10 +128,15 @@ class Redactor:
 
     def result(self, result: ScanResult) -> ScanResult:
         """`result` with every path, chain, detail and note redacted."""
-        texts = [t for f in result.findings for t in (f.path, f.chain, f.detail)] \
+        texts = [t for f in result.findings
+                 for t in (f.path, f.chain, f.detail, *f.via, *f.sets, *f.also)] \
             + list(result.notes)
         self.look(texts)
         return result._replace(
             findings=[f._replace(path=self.text(f.path), chain=self.text(f.chain),
-                                 detail=self.text(f.detail)) for f in result.findings],
+                                 detail=self.text(f.detail),
+                                 via=tuple(self.text(c) for c in f.via),
+                                 sets=tuple(self.text(s) for s in f.sets),
+                                 also=tuple(self.text(a) for a in f.also))
+                      for f in result.findings],
             notes=[self.text(n) for n in result.notes])

@@ -146,6 +146,9 @@ class Item(NamedTuple):
     # when it was listed (what it weighs in a batch).
     disk: ondisk.OnDisk | None = None
     size: int | None = None
+    # the ship set it ships in ("" when none): a content that ships through several sets is
+    # reported once, listing them (`ShipScan`)
+    set_name: str = ""
 
 
 class Verdict(NamedTuple):
@@ -634,6 +637,7 @@ class ShipScan:
                                  pool.default_jobs() if jobs is None else jobs)
         self.limits = self.verdicts.limits
         self._caller_notes: list[str] = []
+        self._shipped: dict[str, list[tuple[str, str]]] = {}  # content -> (label, set)
 
     @property
     def scanner(self) -> Scanner:
@@ -667,13 +671,16 @@ class ShipScan:
         shipped = shown_path(item.shipped) if item.shipped is not None else None
         if label != item.label or shipped != item.shipped:  # (None: shipped as labelled)
             item = item._replace(label=label, shipped=shipped)
+        if item.set_name and (item.blob or item.data is not None):
+            content = item.blob or blob_id(item.data or b"")
+            self._shipped.setdefault(content, []).append((label, item.set_name))
         self.verdicts.add(item)
 
     def finish(self) -> ScanResult:
         """Scan what is queued and return the result: de-duplicated, sorted, redacted."""
         self.verdicts.finish()
         placed = self._placed
-        findings = sorted(dedupe(placed.findings), key=placed.rank)
+        findings = sorted(dedupe(_one_file(placed.findings, self._shipped)), key=placed.rank)
         notes = list(dict.fromkeys(self._caller_notes + self.verdicts.notes + placed.notes))
         result = ScanResult(findings, notes, len(placed.order), sum(placed.sizes.values()),
                             self.mode)
@@ -682,6 +689,33 @@ class ShipScan:
             redactor.add(placed.tokens | self.verdicts.tokens)
             result = redactor.result(result)
         return result
+
+
+def _one_file(findings: list[Finding], shipped: Mapping[str, list[tuple[str, str]]]
+              ) -> list[Finding]:
+    """Findings with a file that ships through several ship sets (one content, once in each set:
+    a builder that copies the viewer a glob set ships too) reported once: its content's findings
+    at one label (a repository path rather than a builder's `SET:path`), listing the sets and the
+    other labels. Names are each label's own and stay."""
+    moved: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}  # label -> where to
+    for labels in shipped.values():
+        sets = [s for _, s in labels]
+        if len(labels) < 2 or len(set(sets)) != len(sets):
+            continue  # shipped once, or twice in one set: two files
+        main = next((lb for lb, s in labels if not lb.startswith(s + ":")), labels[0][0])
+        others = tuple(lb for lb, _ in labels if lb != main)
+        for lb, _ in labels:
+            moved[lb] = (main, tuple(sets), others)
+    if not moved:
+        return findings
+    out = []
+    for f in findings:
+        to = moved.get(f.path) if f.where == "content" else None
+        if to is None:
+            out.append(f)
+        elif to[0] == f.path:
+            out.append(f._replace(sets=to[1], also=to[2]))
+    return out
 
 
 # --------------------------------------------------------------------------- verdicts alone

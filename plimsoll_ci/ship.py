@@ -14,7 +14,7 @@ Config (parsed in `plimsoll_ci.shipconfig`, re-exported here)
     `load_key(config) -> bytes | None`, `load_withheld(config, key=...) -> WithheldSet`.
 
 Ship sets
-    `ShipSet(name, include, exclude, command, inputs, root, timeout, line)`: globs
+    `ShipSet(name, include, exclude, command, inputs, root, timeout, line, allow_empty)`: globs
     (gitignore-style: `*`, `?`, `[..]`, `**`; a pattern without `/` matches at any depth; a pattern
     that names a folder ships everything under it; a trailing `/` matches folders only) or a
     `command` that builds the shipped folder, run with `{out}` replaced by an empty temporary folder
@@ -45,7 +45,8 @@ Sources (each returns `list[ShippedFile]`, sorted by set then path)
     `config_at(repo, config_path, rev)` reads the config as staged (`rev=":"`) or committed.
     `collect(config_path, set_name, staged, rev, cwd) -> (Config, list[ShippedFile])` is the one
     call behind `scan --config` and `ship list`; without `config_path` it uses the repository
-    root's `plimsoll.yaml` in the version being judged (staged, or at `rev`).
+    root's `plimsoll.yaml` in the version being judged (staged, or at `rev`). A set that ships
+    nothing is refused there (`check_not_empty`, exit 2) unless it says `allow_empty: true`.
 
 `ShippedFile(set_name, path, data, source, blob)`: `path` is the path as shipped (relative to the
 ship root; names are scanned on this), `source` the repository path it came from (None for builder
@@ -75,12 +76,14 @@ from plimsoll_ci.shipconfig import CONFIG_NAME as CONFIG_NAME
 from plimsoll_ci.shipconfig import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
 from plimsoll_ci.shipconfig import Config as Config
 from plimsoll_ci.shipconfig import ShipSet as ShipSet
+from plimsoll_ci.shipconfig import config_or_none as config_or_none
 from plimsoll_ci.shipconfig import config_text, glob_spec
 from plimsoll_ci.shipconfig import find_config as find_config
 from plimsoll_ci.shipconfig import load_config as load_config
 from plimsoll_ci.shipconfig import load_key as load_key
 from plimsoll_ci.shipconfig import load_withheld as load_withheld
 from plimsoll_ci.shipconfig import parse_config as parse_config
+from plimsoll_ci.shipconfig import withheld_for as withheld_for
 
 
 class ShippedFile(NamedTuple):
@@ -177,7 +180,7 @@ def items(files: Iterable[ShippedFile]) -> list[Item]:
     """What `scan.ShipScan` takes: each file named by its `label`, its name checked as it ships,
     its content given or (read with `read=False`: empty data and a blob id) read by blob id."""
     return [Item(label(f), None if (f.blob not in (None, git.EMPTY_BLOB) and not f.data)
-                 else f.data, f.path, f.blob) for f in files]
+                 else f.data, f.path, f.blob, set_name=f.set_name) for f in files]
 
 
 # --------------------------------------------------------------------------- sources
@@ -420,8 +423,30 @@ def collect(config_path: str | None, set_name: str | None, staged: bool, rev: st
         p = Path(config_path)
         config = load_config(p if p.is_absolute() else cwd / p)
     if not (staged or rev):
-        return config, from_worktree(None, config, set_name)
+        files = from_worktree(None, config, set_name)
+        check_not_empty(config, files, "the working tree", set_name)
+        return config, files
     repo = git.repo_root(config.base if git.toplevel(config.base) else cwd)
     if staged:
-        return config, from_index(repo, config, set_name)
-    return config, from_rev(repo, rev, config, set_name)
+        files = from_index(repo, config, set_name)
+        check_not_empty(config, files, "the index", set_name)
+        return config, files
+    files = from_rev(repo, rev, config, set_name)
+    check_not_empty(config, files, f"commit {rev}", set_name)
+    return config, files
+
+
+def check_not_empty(config: Config, files: Sequence[ShippedFile], where: str,
+                    set_name: str | None = None) -> None:
+    """Refuse (`BadInput`, exit 2) when a ship set (`set_name`, else every set) ships no file at
+    `where`, unless the set says `allow_empty: true`: a scan of nothing never passes in silence
+    (a misspelt glob such as `viewr/**` would make every scan clean)."""
+    shipped = {f.set_name for f in files}
+    names = [set_name] if set_name else list(config.ship)
+    empty = [n for n in names if n not in shipped
+             and not (n in config.ship and config.ship[n].allow_empty)]
+    if empty:
+        sets = ", ".join(empty)
+        raise BadInput(f"{config.path}: ship set {sets} ships no files at {where}; fix its "
+                       "include globs or builder, or add `allow_empty: true` to the set if it "
+                       "may ship nothing (a scan never passes by scanning nothing)")

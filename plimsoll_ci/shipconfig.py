@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from plimsoll_ci import git, withheld
-from plimsoll_ci.errors import ConfigError
+from plimsoll_ci.errors import ConfigError, WithheldSetError
 from plimsoll_ci.globs import Globs
 
 CONFIG_NAME = "plimsoll.yaml"
 DEFAULT_TIMEOUT = 600.0
 _SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _TOP_KEYS = ("withheld", "key", "ship", "mode", "limits")
-_SET_KEYS = ("include", "exclude", "command", "inputs", "root", "timeout", "description")
+_SET_KEYS = ("include", "exclude", "command", "inputs", "root", "timeout", "description",
+             "allow_empty")
 
 
 class ShipSet(NamedTuple):
@@ -41,6 +42,7 @@ class ShipSet(NamedTuple):
     root: str = ""  # folder (relative to the config's folder) whose contents ship; "" = that folder
     timeout: float = DEFAULT_TIMEOUT
     line: int = 0  # line of the set in the config, for messages
+    allow_empty: bool = False  # a set that may ship nothing (else shipping nothing is exit 2)
 
 
 class Config(NamedTuple):
@@ -313,7 +315,11 @@ def _parse_set(name: str, body: Any, origin: str, line: int) -> ShipSet:
     if "description" in body and not isinstance(body["description"], str):
         raise ConfigError(f"{origin} line {_line_of(body, 'description')}: {where}.description "
                           "must be text")
-    return ShipSet(name, include, exclude, command, inputs, root, timeout, line)
+    allow_empty = body.get("allow_empty", False)
+    if not isinstance(allow_empty, bool):
+        raise ConfigError(f"{origin} line {_line_of(body, 'allow_empty')}: {where}.allow_empty "
+                          "must be true or false")
+    return ShipSet(name, include, exclude, command, inputs, root, timeout, line, allow_empty)
 
 
 def config_text(data: bytes, origin: str) -> str:
@@ -373,7 +379,58 @@ def load_withheld(config: Config, key: bytes | None = None) -> withheld.Withheld
     """Load the config's withheld set (with `key`, or the configured key when `key` is None)."""
     if config.withheld is None:
         raise ConfigError(f"{config.path}: no `withheld:` path; add `withheld: withheld.json`")
-    return withheld.load(config.withheld, key=key if key is not None else load_key(config))
+    return withheld_for(config.withheld, key, config, config.base)
+
+
+def withheld_for(path: str | os.PathLike[str] | None, key: bytes | None,
+                 config: Config | Callable[[], Config | None] | None,
+                 start: Path) -> withheld.WithheldSet:
+    """The withheld set a command scans with: the file and key its flags name (`path`, `key`),
+    else the config's. `config` is the config read (`--config`, or `find_config(start)`; None
+    when there is none), or a function that reads it, called only when the flags leave the set
+    or a keyed set's key unsaid. A keyed set with no key from either is refused naming the
+    config that was read, or saying none was found from `start`."""
+    read = config if callable(config) else (lambda: config)
+    cfg: Config | None = None if callable(config) else config
+    if cfg is not None and key is None:
+        key = load_key(cfg)  # (a config read already: its key, said when the set is unkeyed)
+    if path is None:
+        cfg = read()
+        if cfg is None:
+            raise ConfigError(f"{Path(start).resolve()}: which withheld set? no {CONFIG_NAME} "
+                              "at the repository root names one; give --withheld withheld.json "
+                              f"(its file), or add `withheld: withheld.json` to a {CONFIG_NAME} "
+                              "there")
+        if cfg.withheld is None:
+            raise ConfigError(f"{cfg.path}: no `withheld:` path; add `withheld: "
+                              "withheld.json`, or give --withheld FILE")
+        path = cfg.withheld
+        key = key if key is not None else load_key(cfg)
+    wset = withheld.load(path, key=key, need_key=False)
+    if wset.keyed and wset.key is None and cfg is None:
+        cfg = read()
+        key = load_key(cfg) if cfg is not None else None
+        if key is not None:
+            wset = withheld.load(path, key=key)
+    if wset.keyed and wset.key is None:
+        where = f"{cfg.path} (read) names no key: add `key: {{env: VAR}}` or " \
+            "`key: {file: PATH}` to it" if cfg is not None else \
+            f"no {CONFIG_NAME} was found at the repository root of {Path(start).resolve()}"
+        raise WithheldSetError(
+            f"withheld set {path} is keyed (key id {wset.key_id}): give its key with --key-env "
+            f"VAR or --key-file FILE; {where} (see docs/withheld-sets.md, making the key)")
+    return wset
+
+
+def config_or_none(config_path: str | None, start: Path) -> Config | None:
+    """The config a command reads: `config_path` (relative to `start`) when given, else
+    `find_config(start)` (the repository root's `plimsoll.yaml`, as the hook finds it), else
+    None."""
+    if config_path is not None:
+        p = Path(config_path)
+        return load_config(p if p.is_absolute() else Path(start) / p)
+    found = find_config(start)
+    return load_config(found) if found is not None else None
 
 
 def glob_spec(patterns: Sequence[str]) -> Globs:

@@ -14,9 +14,28 @@ from pathlib import Path
 def add_key_arguments(parser: argparse.ArgumentParser) -> None:
     """`--key-env VAR` / `--key-file F`: the HMAC key of a keyed set (never on the command line)."""
     parser.add_argument("--key-env", metavar="VAR",
-                        help="environment variable holding the HMAC key of a keyed set")
+                        help="environment variable holding the HMAC key of a keyed set "
+                             "(default: the `key:` of plimsoll.yaml)")
     parser.add_argument("--key-file", metavar="FILE",
-                        help="file holding the HMAC key (keep it outside the repository)")
+                        help="file holding the HMAC key (keep it outside the repository; "
+                             "default: the `key:` of plimsoll.yaml)")
+
+
+def add_deprecated(parser: argparse.ArgumentParser, old: str, new: str, dest: str) -> None:
+    """`old`, an earlier name of the flag `new` (stored in `dest`): still accepted, with one
+    deprecation line on stderr naming the flag to use."""
+
+    class Deprecated(argparse.Action):
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                     values: object, option_string: str | None = None) -> None:
+            if not getattr(namespace, "_deprecation_said", False):
+                print(f"plimsoll-ci: warning: {old} is deprecated; say {new} {values}",
+                      file=sys.stderr)
+                namespace._deprecation_said = True
+            setattr(namespace, dest, values)
+
+    parser.add_argument(old, dest=dest, action=Deprecated, metavar="FILE",
+                        help=f"deprecated: {new}")
 
 
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}

@@ -9,20 +9,26 @@ QUICK_EXIT = True
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """`history --set withheld.json [--config F] [REV-RANGE... | --all] [--format ...] [--bisect E]`."""
+    """`history [--withheld withheld.json] [--config F] [REV-RANGE... | --all] [--format ...]
+    [--bisect E]`; the set and its key default to plimsoll.yaml's."""
+    from plimsoll_ci.commands._common import add_deprecated
     from plimsoll_ci.commands.baseline import add_baseline_argument
 
     parser.add_argument("revs", nargs="*", metavar="REV-RANGE",
                         help="commits to replay, as git takes them (main, A..B); default HEAD")
     parser.add_argument("--all", dest="all_refs", action="store_true",
                         help="every branch and tag")
-    parser.add_argument("--set", dest="set_path", required=True, metavar="FILE",
-                        help="the withheld set (JSON) to look for")
+    parser.add_argument("--withheld", dest="set_path", metavar="FILE",
+                        help="the withheld set (JSON) to look for (default: the `withheld:` of "
+                             "--config, else of plimsoll.yaml at the repository root)")
+    add_deprecated(parser, "--set", "--withheld", "set_path")
     parser.add_argument("--config", metavar="FILE",
                         help="judge every commit by this plimsoll.yaml (auditor mode); "
                              "default: each commit's own plimsoll.yaml")
-    parser.add_argument("--key-env", metavar="VAR", help="HMAC key of a keyed set, from $VAR")
-    parser.add_argument("--key-file", metavar="FILE", help="HMAC key of a keyed set, from FILE")
+    parser.add_argument("--key-env", metavar="VAR", help="HMAC key of a keyed set, from $VAR "
+                        "(default: the config's `key:`)")
+    parser.add_argument("--key-file", metavar="FILE", help="HMAC key of a keyed set, from FILE "
+                        "(default: the config's `key:`)")
     parser.add_argument("--format", choices=("text", "json", "sarif", "markdown"), default="text")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report here (default "
                         "stdout)")
@@ -65,16 +71,24 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("--baseline applies to the replay, not to --bisect (which looks for the "
                        "one entry it is given)")
     known = _baseline(args.baseline)
-    key = None
-    if args.key_env or args.key_file:
-        key = withheld.key_from(env=args.key_env, file=args.key_file)
-    elif args.config:
+    key = withheld.key_from(env=args.key_env, file=args.key_file)
+    if args.set_path is not None and key is not None:
+        wset = withheld.load(args.set_path, key=key)
+    else:
+        # The set and the key come from plimsoll.yaml unless flags say otherwise: the auditor's
+        # --config, else the repository root's (found as the hook finds it), read only if needed.
+        from pathlib import Path
+
         from plimsoll_ci import configmemo, ship
         from plimsoll_ci.history import configs
 
-        memo = None if args.no_cache else configmemo.memo_dir(None)  # (the session's, mostly)
-        key = ship.load_key(configs.external(args.config, memo))
-    wset = withheld.load(args.set_path, key=key)
+        def config() -> ship.Config | None:
+            if args.config:
+                memo = None if args.no_cache else configmemo.memo_dir(None)  # (the session's)
+                return configs.external(args.config, memo)
+            return ship.config_or_none(None, Path(args.repo))
+
+        wset = ship.withheld_for(args.set_path, key, config, Path(args.repo))
     warn_set_notes(wset)
     options = history.Options(
         revs=tuple(args.revs), all_refs=args.all_refs,

@@ -18,7 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("paths", nargs="*", metavar="PATH", help="folders and files to scan")
     parser.add_argument("--withheld", metavar="FILE",
-                        help="the withheld set file (default with --config: the config's)")
+                        help="the withheld set file (default: the `withheld:` of --config, else "
+                             "of plimsoll.yaml at the repository root)")
     parser.add_argument("--ship-set", metavar="NAME",
                         help="scan only this ship set of the config (default: every set)")
     parser.add_argument("--set", dest="set", metavar="SET",
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from plimsoll_ci.commands._common import limit_overrides, warn_set_notes, write_output
     from plimsoll_ci.errors import BadInput
     from plimsoll_ci.scan import ShipScan, decide_mode, make_limits, scan_paths
-    from plimsoll_ci.withheld import key_from, load
+    from plimsoll_ci.withheld import key_from
 
     if args.jobs < 0:
         raise BadInput(f"--jobs {args.jobs}: give 1 or more scanning processes, or 0 for one "
@@ -78,23 +79,21 @@ def run(args: argparse.Namespace) -> int:
             raise BadInput(f"no PATH to scan: give folders or files after --withheld {set_file}, "
                            "or use --config plimsoll.yaml")
         config, files = ship.collect(args.config, ship_set, args.staged, args.rev, Path.cwd())
-        if key is None:
-            key = ship.load_key(config)
-        wset = load(set_file, key=key) if set_file else ship.load_withheld(config, key=key)
+        wset = ship.withheld_for(set_file, key, config, Path.cwd())
         warn_set_notes(wset)
         session = ShipScan(wset, make_limits(config.limits, str(config.path),
                                              limit_overrides(args)),
                            mode=decide_mode(config.mode, wset.mode, override=args.mode),
                            jobs=jobs)
-        if not files:
-            session.note(f"{config.path}: the ship set{'s' if not ship_set else ' ' + ship_set} "
-                         "shipped no file: check the include globs")
         result = session.scan(ship.items(files))
     else:
-        set_file = args.withheld or args.set
-        if not set_file:
-            raise BadInput("which withheld set? give --withheld withheld.json")
-        wset = load(set_file, key=key)
+        from pathlib import Path
+
+        from plimsoll_ci import ship
+
+        # the set and the key the flags leave unsaid are plimsoll.yaml's (the repository root's)
+        wset = ship.withheld_for(args.withheld or args.set, key,
+                                 lambda: ship.config_or_none(None, Path.cwd()), Path.cwd())
         warn_set_notes(wset)
         result = scan_paths(args.paths, wset, make_limits(overrides=limit_overrides(args)),
                             decide_mode(wset.mode, override=args.mode), jobs)

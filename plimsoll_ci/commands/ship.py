@@ -6,14 +6,17 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """`ship list [--set NAME] [--staged | --rev REV] [--config F] [--format text|json]`."""
+    """`ship list [--ship-set NAME] [--staged | --rev REV] [--config F] [--format text|json]`."""
+    from plimsoll_ci.commands._common import add_deprecated
+
     sub = parser.add_subparsers(dest="ship_command", metavar="ACTION")
     p = sub.add_parser("list", help="print every file a ship set would ship",
                        description="Print every file each ship set of plimsoll.yaml would ship: "
                                    "one line per file, `SET<TAB>PATH<TAB>SOURCE`.")
     p.add_argument("--config", metavar="FILE",
                    help="plimsoll.yaml (default: the one at the git repository root)")
-    p.add_argument("--set", dest="set_name", metavar="NAME", help="only this ship set")
+    p.add_argument("--ship-set", dest="set_name", metavar="NAME", help="only this ship set")
+    add_deprecated(p, "--set", "--ship-set", "set_name")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--staged", action="store_true",
                      help="what the git index (the next commit) would ship, not the working tree")
@@ -33,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from plimsoll_ci.report.names import path_fields, shown
 
     if getattr(args, "ship_command", None) != "list":
-        raise BadInput("ship: say what to do: `plimsoll-ci ship list [--set NAME]`")
+        raise BadInput("ship: say what to do: `plimsoll-ci ship list [--ship-set NAME]`")
     config, files = ship.collect(args.config, args.set_name, args.staged, args.rev, Path.cwd())
     if args.format == "json":
         doc = [{"set": f.set_name, **path_fields(f.path),
@@ -45,10 +48,6 @@ def run(args: argparse.Namespace) -> int:
         for f in files:  # a name is escaped: one file, one line, nothing for the terminal
             out.write(f"{f.set_name}\t{shown(f.path)}\t{shown(f.source or '(built)')}\n")
     sets = sorted({f.set_name for f in files})
-    empty = [s for s in (args.set_name and [args.set_name] or list(config.ship)) if s not in sets]
     total = sum(len(f.data) for f in files)
     print(f"{len(files)} files, {total} bytes in {len(sets)} ship set(s)", file=sys.stderr)
-    for name in empty:
-        print(f"warning: ship set {name} ships no files; check its globs or builder",
-              file=sys.stderr)
     return 0

@@ -25,17 +25,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_key_arguments(parser)
 
 
+def _sealed(path: str, key: bytes | None) -> object:
+    """The sealed set; a keyed one with no key flag takes the key of plimsoll.yaml (the
+    repository root's, found as the hook finds it), as every command that reads a set does."""
+    from pathlib import Path
+
+    from plimsoll_ci import ship
+    from plimsoll_ci.errors import BadInput, WithheldSetError
+    from plimsoll_ci.tripwire.sealed import load_sealed
+
+    try:
+        return load_sealed(path, key=key)
+    except WithheldSetError as e:
+        if key is not None or "is keyed" not in str(e):
+            raise
+        try:
+            config = ship.config_or_none(None, Path.cwd())
+            configured = ship.load_key(config) if config is not None else None
+        except BadInput:
+            raise e from None
+        if config is None:
+            raise
+        if configured is None:
+            raise WithheldSetError(f"{e}; {config.path} (read) names no key") from None
+        return load_sealed(path, key=configured)
+
+
 def run(args: argparse.Namespace) -> int:
     """Exit 1 when any sealed value is found in a request, 0 when none, 2 on bad input."""
     from plimsoll_ci.commands._common import warn_set_notes, write_output
     from plimsoll_ci.scan import decide_mode
     from plimsoll_ci.tripwire.report import render
     from plimsoll_ci.tripwire.requests import scan_requests
-    from plimsoll_ci.tripwire.sealed import load_sealed
     from plimsoll_ci.withheld import key_from
 
     key = key_from(env=args.key_env, file=args.key_file)
-    wset = load_sealed(args.sealed, key=key)
+    wset = _sealed(args.sealed, key)
     warn_set_notes(wset)
     if args.jobs is not None and args.jobs < 1:
         from plimsoll_ci.errors import BadInput

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from plimsoll_ci.engine.joined import SEP as _SEP
 from plimsoll_ci.engine.joined import join as _join
-from plimsoll_ci.engine.joined import layer_at as _layer_at
+from plimsoll_ci.engine.joined import layer_span as _layer_span
 from plimsoll_ci.engine.joined import pieces_of as _pieces_of
 from plimsoll_ci.engine.joined import pieces_of_sorted as _pieces_of_sorted
 from plimsoll_ci.engine.joined import values_in as _values
+from plimsoll_ci.engine.merge import Hit
+from plimsoll_ci.engine.merge import merged as _merged
 from plimsoll_ci.engine.records import Finding, Limits, windowing
 from plimsoll_ci.match.charsets import Transcoder, text_encoding
 from plimsoll_ci.match.containers import Container, is_container
@@ -347,7 +349,7 @@ class ContentRun:
             if classes is not None:
                 classes.release()
         if matches is None:
-            matches = [[m._replace(start=m.start + s) for m in _values(
+            matches = [[m._replace(start=m.start + s, end=m.end + s) for m in _values(
                 self.sc.index, p.data, range(len(p.data)), p.file.left() + 1, self.w)]
                 for p, s in zip(pieces, starts, strict=True)]
         if alone:  # a bound was hit in the joined pass: decode each piece alone (bounds per file)
@@ -390,7 +392,8 @@ class ContentRun:
             for m in found:
                 i = bisect.bisect_right(dec_starts, m.start) - 1
                 k, x = flat[i]
-                out[k].append((x, m._replace(start=m.start - dec_starts[i])))
+                out[k].append((x, m._replace(start=m.start - dec_starts[i],
+                                              end=m.end - dec_starts[i])))
         if self.bulk is not None:  # (its regions are joined as `_join` joins them)
             bulk, where = self.bulk
             more = _values(self.sc.index, bulk.data, range(len(bulk.data)), cap, self.w)
@@ -398,7 +401,7 @@ class ContentRun:
             for m in more:
                 i = bisect.bisect_right(bulk.places, m.start) - 1
                 if where[i] >= 0:
-                    at = m._replace(start=m.start - bulk.places[i])
+                    at = m._replace(start=m.start - bulk.places[i], end=m.end - bulk.places[i])
                     out[where[i]].append((bulk.layer(i), at))
         return None if len(found) > cap else out
 
@@ -452,16 +455,19 @@ class ContentRun:
             dec_joined, dec_starts = _join([x.data for x in layers])
             for m in _values(sc.index, dec_joined, range(len(dec_joined)), f.left() + 1, self.w):
                 k = bisect.bisect_right(dec_starts, m.start) - 1
-                decoded.append((layers[k], m._replace(start=m.start - dec_starts[k])))
-        decoded = decoded or []
-        where = [m.start for m in matches] + [_layer_at(x, m.start) for x, m in decoded]
+                decoded.append((layers[k], m._replace(start=m.start - dec_starts[k],
+                                                      end=m.end - dec_starts[k])))
+        hits = [Hit(eid, m.start, m.end, seg.chain) for m in matches for eid in m.entries]
+        traced: dict = {}  # a line of escapes a value is found in is traced once
+        for x, m in decoded or ():
+            a, b = _layer_span(x, buf, m.start, m.end, traced)
+            hits += [Hit(eid, a, b, _sub(seg.chain, x.chain)) for eid in m.entries]
+        one = _merged(hits)  # one finding per leak: overlapping spans of one entry are one
         files = [(x, eid) for x in layers for eid in sc.index.file_ids(x.data)] \
             if sc.index.files else []
-        places = _places(buf, seg, where + [x.offset for x, _ in files])
-        out = [Finding(f.path, *places[m.start], seg.chain, eid, "value")
-               for m in matches for eid in m.entries]
-        out += [Finding(f.path, *places[_layer_at(x, m.start)], _sub(seg.chain, x.chain), eid,
-                        "value") for x, m in decoded for eid in m.entries]
+        places = _places(buf, seg, [h.start for h, _ in one] + [x.offset for x, _ in files])
+        out = [Finding(f.path, *places[h.start], h.chain, h.entry, "value", via=via)
+               for h, via in one]
         out += [Finding(f.path, *places[x.offset], _sub(seg.chain, x.chain), eid, "file")
                 for x, eid in files]
         f.take(out, self.findings)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from plimsoll_ci.engine.records import Windowing
 from plimsoll_ci.match.decode import BULK_SEP, Layer
+from plimsoll_ci.match.escapes import trace, unescape_mapped
 from plimsoll_ci.match.extract import Match, find_values
 from plimsoll_ci.match.index import ValueIndex
 
@@ -24,6 +25,26 @@ def layer_at(layer: Layer, offset: int) -> int:
         return layer.offset
     k = bisect.bisect_right([d for d, _ in layer.lines], offset) - 1
     return layer.lines[max(k, 0)][1]
+
+
+def layer_span(layer: Layer, buf: bytes, start: int, end: int,
+               traced: dict[int, tuple] | None = None) -> tuple[int, int]:
+    """The span in `buf` of a value found at `start:end` of a layer decoded from it: for a line
+    of escapes the encoded text's own (its tokens traced once per line, remembered in `traced`
+    by the layer's offset), so it is placed where the value is and overlaps the same value found
+    as written; else its place (`layer_at`) alone."""
+    if not layer.escapes:
+        at = layer_at(layer, start)
+        return at, at + 1
+    rel, n = layer.escapes
+    base = layer.offset - rel
+    passes = traced.get(layer.offset) if traced is not None else None
+    if passes is None:
+        passes = unescape_mapped(buf[base : base + n])[1]
+        if traced is not None:
+            traced[layer.offset] = passes
+    a, b = trace(passes, start, end)
+    return base + a, base + b
 
 
 def values_in(index: ValueIndex, buf: bytes, within: range, limit: int, w: Windowing,

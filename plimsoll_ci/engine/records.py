@@ -19,6 +19,13 @@ class Finding(NamedTuple):
     kind: str  # "value" | "file" | "source" | "withheld-set"
     where: str = "content"  # "content" | "name"
     detail: str = ""
+    # every decode chain one leak was seen through ("" = as written), when more than one: the
+    # findings at overlapping spans of one piece, merged (`engine.merge`); () = just `chain`
+    via: tuple[str, ...] = ()
+    # a file that ships through several ship sets (the same content): the sets, and the other
+    # labels it ships as; () when it ships once
+    sets: tuple[str, ...] = ()
+    also: tuple[str, ...] = ()
 
 
 class Limits(NamedTuple):

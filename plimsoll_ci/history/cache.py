@@ -29,7 +29,8 @@ CACHE_FORMAT = "plimsoll-history-cache/5"
 NOTHING: frozenset[str] = frozenset()
 WHERE = 5  # a row's `where` (rows are a finding's fields after its path)
 
-# A blob's findings, path left out: [[line, column, chain, entry, kind, where, detail], ...], as
+# A blob's findings, path left out: [[line, column, chain, entry, kind, where, detail], ...] (with
+# via, sets and also after detail when one is not empty), as
 # compact JSON text (read from the file) or as the rows themselves (scanned in this run)
 Rows = str | tuple[tuple[Any, ...], ...]
 
@@ -44,9 +45,13 @@ class Found(NamedTuple):
     findings: Rows
 
 
+_PLAIN = len(Finding._fields) - 3  # a finding's fields up to `detail`: `via`, `sets`, `also`
+# are written only when one is not empty (a row is as short as it was before they came)
+
+
 def _content_rows(findings: tuple[Finding, ...]) -> tuple[tuple[Any, ...], ...]:
     # (encoding 2,600 blobs' rows as JSON was 20-30 ms of a cold replay of psf/requests)
-    return tuple([f[1:] for f in findings])
+    return tuple([f[1:] if f.via or f.sets or f.also else f[1:_PLAIN] for f in findings])
 
 
 def _text(rows: Rows) -> str:
@@ -55,7 +60,12 @@ def _text(rows: Rows) -> str:
 
 
 def _name_row(f: Finding) -> list[Any]:
-    return [f.path, f.line, f.column, f.chain, f.entry, f.kind, f.where, f.detail]
+    return [f.path, *(f[1:] if f.via or f.sets or f.also else f[1:_PLAIN])]
+
+
+def _finding(path: str, row: Any) -> Finding:  # noqa: ANN401
+    """A finding from its row (the lists JSON gave back as the tuples a finding holds)."""
+    return Finding(path, *(tuple(v) if isinstance(v, list) else v for v in row))
 
 
 class ScanCache:
@@ -175,7 +185,7 @@ class ScanCache:
         if i is None:
             return []
         rows = self._rows[i]
-        return [Finding("", *row) for row in (json.loads(rows) if isinstance(rows, str) else rows)]
+        return [_finding("", row) for row in (json.loads(rows) if isinstance(rows, str) else rows)]
 
     def member_findings(self, oid: str) -> list[Finding]:
         """Blob `oid`'s findings in the names of archive members (decoded only when it has any)."""
@@ -237,7 +247,7 @@ class ScanCache:
             self._tokens = {int(i): tuple(map(str, v)) for i, v in found["tokens"].items()}
             if not set(self._notes).union(self._tokens) <= set(range(len(ids))):
                 raise ValueError("notes of no blob")
-            self.names = {str(k): tuple(Finding(*row) for row in rows)
+            self.names = {str(k): tuple(_finding(row[0], row[1:]) for row in rows)
                           for k, rows in doc["names"].items()}
             self.clean_names = set(doc["clean_names"])
             self.builds = dict(doc.get("builds", {}))

@@ -31,6 +31,7 @@ class Occurrence(NamedTuple):
     kind: str
     where: str
     detail: str = ""
+    via: tuple[str, ...] = ()  # every decode chain of one leak, when several (as a `Finding`)
 
 
 class Range(NamedTuple):

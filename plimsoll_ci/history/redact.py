@@ -62,7 +62,8 @@ class Redactor:
 
     def occ(self, occ: list[Occurrence]) -> list[Occurrence]:
         """Occurrences with their set names, paths and decode chains made safe to show."""
-        return [o._replace(set=self.say(o.set), path=self.say(o.path), chain=self.say(o.chain))
+        return [o._replace(set=self.say(o.set), path=self.say(o.path), chain=self.say(o.chain),
+                           via=tuple(self.say(c) for c in o.via))
                 for o in occ]
 
     def commit(self, c: CommitInfo) -> CommitInfo:

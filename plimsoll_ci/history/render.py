@@ -45,7 +45,9 @@ def duration(seconds: int) -> str:
 
 def _occ_json(o: Occurrence) -> dict[str, Any]:
     d: dict[str, Any] = {"set": o.set, "path": o.path, "line": o.line, "column": o.column,
-                         "chain": o.chain, "kind": o.kind, "where": o.where}
+                         "chain": o.chain, "kind": o.kind, "where": o.where,
+                         # every decode chain of the one leak (`plain`: as written), as a scan's
+                         "via": [c or "plain" for c in (o.via or (o.chain,))]}
     if o.detail:
         d["detail"] = o.detail
     return d
@@ -97,10 +99,19 @@ def to_json(report: HistoryReport) -> dict[str, Any]:
             "blobs_from_cache": report.blobs_from_cache, "notes": report.notes}
 
 
+def _chains(o: Occurrence) -> str:
+    """` [chain]`, or ` [plain, html-entities]` for one leak seen through several."""
+    if o.via:
+        return f" [{', '.join(shown(c) or 'plain' for c in o.via)}]"
+    return f" [{shown(o.chain)}]" if o.chain else ""
+
+
 def _place(o: Occurrence) -> str:
     where = f"{o.path}:{o.line}:{o.column}" if o.line else (
         f"{o.path} (name)" if o.where == "name" else f"{o.path} @{o.column}")
-    return where + (f" [{o.chain}]" if o.chain else "") + (f" ({o.detail})" if o.detail else "")
+    chains = f" [{', '.join(c or 'plain' for c in o.via)}]" if o.via else \
+        f" [{o.chain}]" if o.chain else ""  # (the text report escapes its lines as a whole)
+    return where + chains + (f" ({o.detail})" if o.detail else "")
 
 
 def _text(report: HistoryReport) -> str:
@@ -186,7 +197,7 @@ def _sarif(report: HistoryReport) -> str:
                     "message": {"text": f"withheld entry {shown(e.entry)} first shipped in "
                                         f"{shown(o.path)} in commit {w.first.oid[:12]} "
                                         f"({iso(w.first.time)}) via {o.where}"
-                                        f"{' [' + shown(o.chain) + ']' if o.chain else ''}; "
+                                        f"{_chains(o)}; "
                                         f"{fixed} across {len(w.commits)} commits"},
                     "locations": [{"physicalLocation": {
                         "artifactLocation": {"uri": artifact_uri(o.path)},
@@ -195,7 +206,8 @@ def _sarif(report: HistoryReport) -> str:
                     "properties": {"entry": e.entry, "firstCommit": w.first.oid,
                                    "fixedCommit": w.fixed.oid if w.fixed else None,
                                    "windowSeconds": w.seconds, "set": o.set,
-                                   "where": o.where},
+                                   "where": o.where,
+                                   "via": [shown(c) or "plain" for c in (o.via or (o.chain,))]},
                 })
     doc = sarif_log([sarif_rule(r, "error") for r in _HISTORY_RULES.values()], results,
                     "history", properties={"commitsScanned": report.commits_scanned,

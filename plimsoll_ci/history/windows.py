@@ -57,7 +57,7 @@ def occurrences(set_name: str, label: str, item: Shipped, cache: ScanCache,
 
 def _occurrence(set_name: str, path: str, f: Finding) -> Occurrence:
     return Occurrence(set_name, path, f.line, f.column, f.chain, f.entry, f.kind, f.where,
-                      f.detail)
+                      f.detail, f.via)
 
 
 def once(occ: list[Occurrence]) -> list[Occurrence]:

@@ -4,14 +4,14 @@ percent-encoding, `\\u`/`\\x` escapes and HTML entities, each region decoded onc
 Every decoder is bounded by the caller's `Bounds` (sizes and counts); a bound that is hit is
 returned as a note, never skipped in silence. Nothing here reads a clock or a file: a time bound
 comes in as the caller's `expired` callable, and a long content is decoded a window at a time by
-the caller (`Window`). Compression streams and archives are `containers`; UTF-16 and UTF-32 text
-is `charsets`. Deeper nesting (base64 inside base64) is out of scope.
+the caller (`Window`). A line of escapes and entities is undone by `escapes` (which also traces
+a value back to its own text). Compression streams and archives are `containers`; UTF-16 and
+UTF-32 text is `charsets`. Deeper nesting (base64 inside base64) is out of scope.
 """
 
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, NoReturn
 
@@ -41,6 +41,7 @@ from plimsoll_ci.match.classes import (
     pure_python,
     run_positions,
 )
+from plimsoll_ci.match.escapes import escape_kind, unescape
 
 
 class Bounds(NamedTuple):
@@ -59,6 +60,9 @@ class Layer(NamedTuple):
     # a wrapped base64 block: (offset in `data`, offset in the parent) of each of its lines, so a
     # value is placed at the line its encoding starts on
     lines: tuple[tuple[int, int], ...] = ()
+    # a line of escapes and entities: (its first escape's offset from the line's start, the
+    # line's length), so a value found in it is placed where its own text is (`engine.joined.layer_span`)
+    escapes: tuple[int, int] | tuple[()] = ()
 
 
 _new_layer = tuple.__new__  # (Layer(...) without its Python-level __new__: one per region)
@@ -126,9 +130,6 @@ _hex_run = lazy_re(rb"[0-9A-Fa-f]{8,}")  # (each pattern compiled on first use)
 
 # Escapes and entities: every line that holds one is decoded as a whole.
 _esc_hit = lazy_re(rb"%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{1,10};")
-_pct = lazy_re(rb"%[0-9A-Fa-f]{2}")
-_uesc = lazy_re(rb"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})")
-_ent = lazy_re(rb"&#?[A-Za-z0-9]{1,10};")
 
 
 _SMALL = 64 * 1024  # as extract.SMALL: small inputs never import numpy
@@ -141,34 +142,6 @@ def _small(n: int) -> bool:
 
 _PRINTABLE = bytes(range(SPACE, DEL)) + b"\t\n\r"
 _TICK = 64  # `expired` is asked once per this many regions or lines
-
-
-def _unescape(region: bytes) -> bytes:
-    def one(m: re.Match[bytes]) -> bytes:
-        cp = int(m.group(1) or m.group(2), 16)
-        return chr(cp).encode("utf-8", "surrogatepass")
-
-    out = _uesc().sub(one, region)
-    if _pct().search(out):
-        from urllib.parse import unquote_to_bytes
-
-        out = unquote_to_bytes(out)
-    if _ent().search(out):
-        import html  # (its entity table: 2-4 ms of a hook run that meets no entity)
-
-        out = html.unescape(out.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-    return out
-
-
-def _escape_kind(tok: bytes) -> str:
-    kinds = []
-    if _pct().search(tok):
-        kinds.append("percent-encoding")
-    if b"\\u" in tok or b"\\x" in tok:
-        kinds.append("escapes")
-    if _ent().search(tok):
-        kinds.append("html-entities")
-    return "+".join(kinds) or "escapes"
 
 
 def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None,  # noqa: PLR0913
@@ -248,13 +221,13 @@ class _Regions:
             raise _Stop
 
     def add(self, name: str, start: int, data: bytes | None,
-            lines: tuple[tuple[int, int], ...] = ()) -> None:
+            lines: tuple[tuple[int, int], ...] = (), escapes: tuple = ()) -> None:
         if not data:
             return
         if self.budget.left <= 0:
             self.spent()
         self.budget.left -= 1
-        self.layers.append(_new_layer(Layer, (name, start, data, None, lines)))
+        self.layers.append(_new_layer(Layer, (name, start, data, None, lines, escapes)))
         self.tick(start)
 
     def spent(self) -> NoReturn:
@@ -323,7 +296,7 @@ class _Regions:
                 if budget.left <= 0:  # (`add`, inlined: one call per region costs here)
                     self.spent()
                 budget.left -= 1
-                append(_new_layer(Layer, ("base64", s, data[first[i] : last[i]], None, ())))
+                append(_new_layer(Layer, ("base64", s, data[first[i] : last[i]], None, (), ())))
                 self.ticks += 1
                 if expired is not None and self.ticks % _TICK == 0 and expired():
                     self.stopped = s
@@ -398,7 +371,7 @@ class _Regions:
                     self.spent()
                 budget.left -= 1
                 append(_new_layer(Layer, ("base64", s, data[first : first + n * 3 // 4], None,
-                                          ())))
+                                          (), ())))
                 self.ticks += 1
                 if expired is not None and self.ticks % _TICK == 0 and expired():
                     self.stopped = s
@@ -498,9 +471,9 @@ class _Regions:
                                   f"{self.bounds.max_line}-byte line bound: not decoded")
                 continue
             line = buf[ls:le]
-            data = _unescape(line)
+            data = unescape(line)
             if data != line:
-                self.add(_escape_kind(line), hit, data)
+                self.add(escape_kind(line), hit, data, (), (hit - ls, le - ls))
 
 
 def escape_lines(buf: bytes, classes: object | None) -> Iterator[tuple[int, int, int]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from plimsoll_ci.report.names import md, path_fields, shown
+from plimsoll_ci.report.names import md, path_fields, shipped_as, shown, via
 from plimsoll_ci.report.sarif import (
     REPOSITORY,
     RULES,
@@ -25,8 +25,8 @@ from plimsoll_ci.scan import Finding, ScanResult
 
 __all__ = ["FORMATS", "REPOSITORY", "RULES", "STAGE_ADVICE", "TOOL_NAME", "TRIPWIRE_RULES",
            "artifact_uri",
-           "describe", "fingerprint", "level", "md", "place", "render", "shown", "to_json",
-           "to_markdown", "to_sarif", "to_text"]
+           "describe", "fingerprint", "level", "md", "place", "render", "shipped_as", "shown",
+           "to_json", "to_markdown", "to_sarif", "to_text", "via"]
 
 FORMATS = ("text", "json", "sarif", "markdown")
 
@@ -41,9 +41,10 @@ def place(f: Finding) -> str:
 
 
 def describe(f: Finding) -> str:
-    """One line a person reads: file, place, chain, entry, kind."""
-    chain = f" via {shown(f.chain)}" if f.chain else ""
-    detail = f" ({shown(f.detail)})" if f.detail else ""
+    """One line a person reads: file, place, chain(s), entry, kind, and the ship sets."""
+    chain = f" via {', '.join(via(f))}" if f.via or f.chain else ""
+    more = "; ".join(x for x in (shown(f.detail), shipped_as(f)) if x)
+    detail = f" ({more})" if more else ""
     return f"{shown(f.path)}:{place(f)}: withheld {f.kind} {shown(f.entry)}{chain}{detail}"
 
 
@@ -53,7 +54,8 @@ def to_json(result: ScanResult) -> dict:
     return {
         "findings": [
             {**path_fields(f.path), "line": f.line, "column": f.column, "chain": shown(f.chain),
-             "entry": shown(f.entry), "kind": f.kind, "where": f.where, "detail": shown(f.detail)}
+             "entry": shown(f.entry), "kind": f.kind, "where": f.where, "detail": shown(f.detail),
+             "via": via(f), "sets": [shown(x) for x in f.sets], "also": [shown(x) for x in f.also]}
             for f in result.findings
         ],
         "notes": [shown(n) for n in result.notes],
@@ -102,8 +104,10 @@ def to_markdown(result: ScanResult, title: str = "plimsoll-ci ship scan") -> str
     if n:
         out += ["| file | place | entry | kind | decode chain |", "|---|---|---|---|---|"]
         for f in result.findings:
-            out.append(f"| `{md(f.path, code=True)}` | {place(f)} | `{md(f.entry, code=True)}` | {f.kind} | "
-                       f"{md(f.chain) or '—'} |")
+            chains = md(", ".join(via(f))) if f.via or f.chain else "—"
+            sets = f" ({md(shipped_as(f))})" if f.sets or f.also else ""
+            out.append(f"| `{md(f.path, code=True)}`{sets} | {place(f)} | "
+                       f"`{md(f.entry, code=True)}` | {f.kind} | {chains} |")
         out.append("")
     if result.notes:
         out += ["<details><summary>notes</summary>", ""]

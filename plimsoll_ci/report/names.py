@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import re
+from typing import Any
 
 # C0 and C1 controls, DEL, line and paragraph separators, bidirectional overrides and isolates
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -87,3 +88,21 @@ def _encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+PLAIN = "plain"  # how a report names the text as written, beside decode chains
+
+
+def via(f: Any) -> list[str]:
+    """Every way one leak was seen, as a report lists it: its decode chains (`plain` for the
+    text as written), several when findings at overlapping places were merged."""
+    return [shown(c) if c else PLAIN for c in (f.via or (f.chain,))]
+
+
+def shipped_as(f: Any) -> str:
+    """For a file that ships through several ship sets: `ship sets a, b; also shipped as X`."""
+    if not f.sets and not f.also:
+        return ""
+    sets = f"ship sets {', '.join(shown(s) for s in f.sets)}" if f.sets else ""
+    also = f"also shipped as {', '.join(shown(a) for a in f.also)}" if f.also else ""
+    return "; ".join(x for x in (sets, also) if x)

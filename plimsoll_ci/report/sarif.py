@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from plimsoll_ci import __version__
-from plimsoll_ci.report.names import shown
+from plimsoll_ci.report.names import shipped_as, shown, via
 from plimsoll_ci.scan import Finding, ScanResult
 
 TOOL_NAME = "plimsoll-ci"
@@ -159,11 +159,14 @@ def to_sarif(result: ScanResult, tripwire: bool = False) -> dict[str, Any]:
     index = {kind: i for i, kind in enumerate(table)}
     results = []
     for f in result.findings:
+        chains = via(f)
         msg = f"{noun} {f.kind} {shown(f.entry)} found in the {f.where} of {shown(f.path)}"
-        if f.chain:
-            msg += f" ({shown(f.chain)})"
+        if f.via or f.chain:
+            msg += f" (via {', '.join(chains)})" if f.via else f" ({shown(f.chain)})"
         if f.detail:
             msg += f"; {shown(f.detail)}"
+        if f.sets or f.also:
+            msg += f"; {shipped_as(f)}"
         results.append({
             "ruleId": table[f.kind].id,
             "ruleIndex": index[f.kind],
@@ -173,7 +176,9 @@ def to_sarif(result: ScanResult, tripwire: bool = False) -> dict[str, Any]:
                 "artifactLocation": {"uri": artifact_uri(f.path)},
                 "region": sarif_region(f.line, f.column, f.where)}}],
             "partialFingerprints": {"plimsollFinding/v1": fingerprint(f)},
-            "properties": {"entry": shown(f.entry), "chain": shown(f.chain), "where": f.where},
+            "properties": {"entry": shown(f.entry), "chain": shown(f.chain), "where": f.where,
+                           "via": chains, "sets": [shown(s) for s in f.sets],
+                           "also": [shown(a) for a in f.also]},
         })
     notes = [{"level": "note", "message": {"text": shown(n)}} for n in result.notes]
     return sarif_log(

@@ -70,8 +70,11 @@ def test_the_actions_sarif_passes_githubs_rules_and_sarifs_own(pr: dict, tmp_pat
     sarif = Path(res["outputs"]["sarif"])
     results = json.loads(sarif.read_text())["runs"][0]["results"]
     uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
-    assert uris == {"viewer/replay.html", "drone%3Aviewer/replay.html"}
-    assert any("drone:viewer/replay.html" in r["message"]["text"] for r in results)
+    # the builder's copy of the viewer is the same file: one result naming both ship sets
+    assert uris == {"viewer/replay.html"}
+    assert any("also shipped as drone:viewer/replay.html" in r["message"]["text"]
+               for r in results)
+    assert all(r["properties"]["sets"] == ["drone", "viewer"] for r in results)
     assert "%3A" not in json.dumps([r["message"] for r in results])
     assert sarif_rules(sarif) == []
 
@@ -146,6 +149,24 @@ def test_fail_on_auto_follows_the_configs_warn_mode(pr: dict, tmp_path: Path) ->
     git(repo, "commit", "-q", "-am", "leak at the tip")
     res = run_action(repo, tmp_path, local_inputs(mode="tip"), pr_event(pr["base"], "HEAD"))
     assert res["code"] == 0 and int(res["outputs"]["findings"]) >= 1, res["log"]
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_a_ship_set_that_ships_nothing_exits_2_unless_it_allows_it(pr: dict, tmp_path: Path,
+                                                                   allow: bool) -> None:
+    repo = pr["repo"]
+    cfg = repo / "plimsoll.yaml"
+    cfg.write_text(cfg.read_text() + "  extras:\n    include: ['viewr/**']\n"
+                   + ("    allow_empty: true\n" if allow else ""))
+    git(repo, "commit", "-q", "-am", "an extras set with a misspelt glob")
+    res = run_action(repo, tmp_path, local_inputs(mode="tip"), pr_event(pr["base"], "HEAD"))
+    if allow:
+        assert res["code"] == 0, res["log"]
+        assert res["outputs"]["findings"] == "0"
+    else:
+        assert res["code"] == 2, res["log"]
+        assert "ship set extras ships no files" in res["log"]
+        assert "::error title=plimsoll ship scan::" in res["log"]
 
 
 # ------------------------------------------------ each-commit on pushes without an ordinary range

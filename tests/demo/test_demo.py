@@ -30,6 +30,15 @@ def test_demo_finds_the_planted_viewer_leak_and_prints_no_seed() -> None:
         assert seed not in proc.stdout + proc.stderr
 
 
+def test_demo_reports_the_viewer_once_listing_both_ship_sets() -> None:
+    proc = _demo("--no-grade")
+    assert proc.returncode == 0, proc.stderr
+    found = [ln for ln in proc.stdout.splitlines() if "withheld value" in ln]
+    assert found == ["examples/argon/task/viewer/replay.html:7:36: withheld value seeds.txt:2 "
+                     "(ship sets drone, viewer; also shipped as drone:viewer/replay.html)"]
+    assert "1 finding in 6 files" in proc.stdout
+
+
 def test_demo_grades_in_the_strongest_sandbox_and_says_which() -> None:
     from plimsoll_ci.sandbox.all_providers import PROVIDERS
 

@@ -128,7 +128,8 @@ def test_a_withheld_value_is_found(wset, leak, path, data, entry, chain, size):
     data = _sized(data, chain, size)
     pass  # names that carry a value are redacted: nothing to allow
     result = scan_checked([(path, data)], wset, leak)
-    hits = [(f.entry, f.chain) for f in result.findings]
+    # one leak seen several ways is one finding listing each (`via`)
+    hits = [(f.entry, c) for f in result.findings for c in (f.via or (f.chain,))]
     # A name that carries a value may be shown redacted in chains and paths (never the value).
     assert (entry, chain) in hits or (entry, chain.replace(SEED, "[withheld]")) in hits
 

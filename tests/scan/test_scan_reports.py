@@ -54,7 +54,8 @@ def test_the_json_report_has_exactly_the_documented_shape(every_kind, leak):
     assert doc["notes"] and all(isinstance(n, str) for n in doc["notes"])
     required = {"path", "line", "column", "chain", "entry", "kind"}
     for f in doc["findings"]:
-        assert required <= set(f) <= required | {"where", "detail", "path_bytes"}
+        assert required <= set(f) <= required | {"where", "detail", "path_bytes", "via",
+                                                  "sets", "also"}
         assert isinstance(f["line"], int) and isinstance(f["column"], int)
     kinds = {f["kind"] for f in doc["findings"]}
     assert kinds == {"value", "file", "source", "withheld-set"}

@@ -1,0 +1,97 @@
+"""One config, read everywhere: `history` (and `scan PATH`) take the withheld set and its key
+from plimsoll.yaml without `--config`; the set's flag is `--withheld` on every command (the old
+names still work, with one deprecation line); a missing key names the config that was read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from history_repos import LEAK, SEEDS, GitRepo, run_cli, viewer
+
+KEY = "history-test-key-not-a-secret"
+
+
+def _keyed_harness(tmp_path: Path, key_line: str | None) -> GitRepo:
+    """A glob harness whose keyed set is committed beside plimsoll.yaml; the key lives outside
+    the repository (`key_line` is the config's `key:` line, None for none)."""
+    from plimsoll_ci import withheld
+
+    keyfile = tmp_path / "private" / "key"
+    keyfile.parent.mkdir()
+    keyfile.write_text(KEY + "\n")
+    repo = GitRepo(tmp_path / "harness")
+    doc, _ = withheld.build_set(values=[(f"seeds.txt:{i}", s) for i, s in enumerate(SEEDS, 1)],
+                                key=KEY.encode())
+    repo.write("withheld.json", withheld.dumps(doc))
+    key = "" if key_line is None else key_line.format(keyfile=keyfile) + "\n"
+    repo.write("plimsoll.yaml", f"withheld: withheld.json\n{key}ship:\n  task:\n"
+                                "    include: [\"viewer/**\"]\n")
+    repo.write("viewer/replay.html", viewer("seed-EXAMPLE.json"))
+    repo.commit("harness", 0)
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+    repo.commit("viewer: an example link", 10)
+    return repo
+
+
+def test_history_reads_the_keyed_set_and_its_key_from_plimsoll_yaml_without_config(
+        tmp_path: Path) -> None:
+    repo = _keyed_harness(tmp_path, "key: {{file: {keyfile}}}")
+    proc = run_cli("history", "--format", "json", "--no-progress", cwd=repo.path)
+    assert proc.returncode == 1, proc.stderr
+    (entry,) = json.loads(proc.stdout)["entries"]
+    assert entry["entry"] == "seeds.txt:2"
+    assert entry["first"]["findings"][0]["via"] == ["plain"]
+    assert proc.stderr == ""
+
+
+def test_history_takes_the_key_from_plimsoll_yaml_for_a_set_given_by_flag(
+        tmp_path: Path) -> None:
+    repo = _keyed_harness(tmp_path, "key: {{file: {keyfile}}}")
+    proc = run_cli("history", "--withheld", "withheld.json", "--no-progress", cwd=repo.path)
+    assert proc.returncode == 1, proc.stderr
+    assert "seeds.txt:2: shipped" in proc.stdout
+
+
+def test_a_missing_key_names_the_config_that_was_read(tmp_path: Path) -> None:
+    repo = _keyed_harness(tmp_path, None)
+    proc = run_cli("history", "--no-progress", cwd=repo.path)
+    assert proc.returncode == 2
+    config = (repo.path / "plimsoll.yaml").resolve()
+    assert f"{config} (read) names no key: add `key: {{env: VAR}}`" in proc.stderr
+    assert "is keyed (key id" in proc.stderr
+
+
+def test_a_missing_key_without_any_config_says_none_was_found(tmp_path: Path) -> None:
+    repo = _keyed_harness(tmp_path, None)
+    (repo.path / "plimsoll.yaml").unlink()
+    proc = run_cli("history", "--withheld", "withheld.json", "--no-progress", cwd=repo.path)
+    assert proc.returncode == 2
+    assert "no plimsoll.yaml was found at the repository root of" in proc.stderr
+
+
+def test_the_old_set_flag_is_accepted_with_one_deprecation_line(tmp_path: Path) -> None:
+    repo = _keyed_harness(tmp_path, "key: {{file: {keyfile}}}")
+    proc = run_cli("history", "--set", "withheld.json", "--no-progress", cwd=repo.path)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "plimsoll-ci: warning: --set is deprecated; say --withheld withheld.json"]
+
+
+def test_scan_of_paths_takes_the_set_and_key_from_plimsoll_yaml(tmp_path: Path) -> None:
+    repo = _keyed_harness(tmp_path, "key: {{file: {keyfile}}}")
+    proc = run_cli("scan", "viewer", cwd=repo.path)
+    assert proc.returncode == 1, proc.stderr
+    assert "viewer/replay.html:4:" in proc.stdout and "seeds.txt:2" in proc.stdout
+
+
+def test_ship_list_takes_ship_set_and_the_old_set_with_one_deprecation_line(
+        tmp_path: Path) -> None:
+    repo = _keyed_harness(tmp_path, "key: {{file: {keyfile}}}")
+    new = run_cli("ship", "list", "--ship-set", "task", cwd=repo.path)
+    old = run_cli("ship", "list", "--set", "task", cwd=repo.path)
+    assert new.returncode == old.returncode == 0, new.stderr + old.stderr
+    assert new.stdout == old.stdout and "task\tviewer/replay.html" in new.stdout
+    warnings = [ln for ln in old.stderr.splitlines() if "deprecated" in ln]
+    assert warnings == ["plimsoll-ci: warning: --set is deprecated; say --ship-set task"]
+    assert "deprecated" not in new.stderr
