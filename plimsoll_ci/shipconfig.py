@@ -372,7 +372,7 @@ def load_key(config: Config) -> bytes | None:
         return None
     return withheld.key_from(env=config.key_env,
                              file=str(config.key_file) if config.key_file else None,
-                             flags=(f"{config.path}: key.env", f"{config.path}: key.file"))
+                             flags=(f"{config.path}: key.env", "`key: {file: PATH}` there"))
 
 
 def load_withheld(config: Config, key: bytes | None = None) -> withheld.WithheldSet:

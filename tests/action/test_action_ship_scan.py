@@ -380,7 +380,7 @@ def test_the_baseline_input_lets_a_dealt_with_finding_pass_and_names_it(
     assert res["code"] == 0, res["log"]
     assert res["outputs"]["findings"] == "0"
     assert "baselined: viewer/replay.html:1:15: withheld value seeds.txt:2" in res["log"]
-    assert "baselined findings not counted (baseline.json)" in res["summary"]
+    assert "baselined finding not counted (baseline.json)" in res["summary"]
     assert SEED not in res["log"] + res["summary"]
     res = run_action(repo, tmp_path, local_inputs(mode="each-commit"),
                      pr_event(pr["base"], "HEAD"))

@@ -34,13 +34,15 @@ def test_a_baselined_finding_fails_nothing_and_is_reported_as_baselined(harness:
     r = run_cli(harness, "scan", "--baseline", "baseline.json")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 findings in" in r.stdout
-    assert "note: baselined: viewer/replay.html:1:15: withheld value seeds.txt:2 " \
-           "(baseline.json line 2: rotated on 2026-12-01," in r.stdout
-    assert "note: 2 baselined findings not counted (baseline.json)" in r.stdout
+    # one finding for the viewer, shipped through both sets (one finding per leak)
+    assert "note: baselined: viewer/replay.html:1:15: withheld value seeds.txt:2 (ship sets " \
+           "drone, viewer; also shipped as drone:viewer/replay.html)" in r.stdout
+    assert "(baseline.json line 2: rotated on 2026-12-01," in r.stdout
+    assert "note: 1 baselined finding not counted (baseline.json)" in r.stdout
     doc = json.loads(run_cli(harness, "scan", "--baseline", "baseline.json", "--format",
                              "json").stdout)
     assert doc["findings"] == []
-    assert doc["baseline"] == {"file": "baseline.json", "baselined": 2, "stale": 0}
+    assert doc["baseline"] == {"file": "baseline.json", "baselined": 1, "stale": 0}
     assert SEED not in r.stdout + r.stderr
 
 
@@ -93,13 +95,12 @@ def test_a_baseline_with_paths_covers_only_the_files_it_names(harness: Path) -> 
     leak(harness)
     _baseline(harness, _report(harness), "--paths")
     entries = json.loads((harness / "baseline.json").read_text())["entries"]
-    assert sorted(e["path"] for e in entries) == ["drone:viewer/replay.html",
-                                                  "viewer/replay.html"]
+    assert sorted(e["path"] for e in entries) == ["viewer/replay.html"]
     (harness / "tasks/drone/TASK.md").write_text(f"Fly seed {SEED}.\n")
     r = run_cli(harness, "scan", "--baseline", "baseline.json")
     assert r.returncode == 1
     assert "tasks/drone/TASK.md:1:10: withheld value seeds.txt:2" in r.stdout
-    assert "note: 2 baselined findings not counted" in r.stdout
+    assert "note: 1 baselined finding not counted" in r.stdout
 
 
 def test_an_entry_that_matches_nothing_is_reported_stale_and_fails_nothing(
@@ -172,7 +173,7 @@ def test_the_hook_takes_a_baseline(harness: Path) -> None:
     r = run_cli(harness, "hook", "ship-scan", "--baseline", "baseline.json",
                 "viewer/replay.html")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "2 baselined findings not counted" in r.stdout
+    assert "1 baselined finding not counted" in r.stdout
     r = run_cli(harness, "hook", "ship-scan", "viewer/replay.html")
     assert r.returncode == 1
 

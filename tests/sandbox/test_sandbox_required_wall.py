@@ -53,8 +53,8 @@ def test_a_required_wall_bubblewrap_cannot_make_exits_2_naming_it_and_writes_not
         tmp_path, bwrap, said):
     job = tmp_path / "job"
     (job / "rebuilds").mkdir(parents=True)
-    (job / "loop.py").write_text((REPO / "sim/controllers/hover.py").read_text())
-    (job / "rebuilds" / "r.py").write_text((REPO / "sim/controllers/hover.py").read_text())
+    (job / "loop.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
+    (job / "rebuilds" / "r.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
     (job / "squeeze.yaml").write_text(JOB)
     env = {**os.environ, "PATH": path_with(tmp_path, bwrap), process.BWRAP_ENV: "required"}
     for command in ("plan", "run"):
@@ -70,7 +70,7 @@ def test_a_required_wall_bubblewrap_cannot_make_exits_2_naming_it_and_writes_not
 
 def test_a_required_wall_never_starts_a_grading_bare(tmp_path, monkeypatch, private_tmp):
     controller = tmp_path / "controller.py"
-    controller.write_text((REPO / "sim/controllers/hover.py").read_text())
+    controller.write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
     monkeypatch.setenv("PATH", f"{path_with(tmp_path, REFUSING)}:{os.environ['PATH']}")
     monkeypatch.setenv(process.BWRAP_ENV, "required")
     with pytest.raises(SandboxError, match="bubblewrap cannot wall this grading .*not started"):
@@ -83,7 +83,7 @@ def test_the_evidence_names_the_wall_that_held(tmp_path, monkeypatch, private_tm
             pytest.fail("bubblewrap is required in CI and does not work here", pytrace=False)
         pytest.skip("bubblewrap does not work here")
     controller = tmp_path / "controller.py"
-    controller.write_text((REPO / "sim/controllers/hover.py").read_text())
+    controller.write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
     walls = []
     for setting in ("required", "0"):
         monkeypatch.setenv(process.BWRAP_ENV, setting)
