@@ -280,7 +280,7 @@ def _practice(r: _Reader, node: _Node | None) -> tuple[tuple[int, ...], str]:
         return tuple(sim.PRACTICE_SEEDS), "practice"
     rel = r.relative(node, "practice")
     path = r.base / rel
-    if not path.is_file():
+    if not path.exists():  # a FIFO or a device is refused by read_bounded, below
         raise r.fail(node.line, f"practice {rel!r}: not 'practice' (the simulator's 16 seeds) "
                      "and no such seed file")
     path = r.kept_inside(node.line, rel, "practice")
@@ -322,7 +322,7 @@ def _loop(r: _Reader, name: str, node: _Node) -> Group:
     recipe = None
     if "recipe" in body:
         recipe = r.relative(body["recipe"], f"loops.{name}.recipe")
-        if not (r.base / recipe).is_file():
+        if not (r.base / recipe).exists():  # not a regular file: refused where it is read
             raise r.fail(body["recipe"].line, f"loops.{name}.recipe {recipe}: no such file")
         r.kept_inside(body["recipe"].line, recipe, f"loops.{name}.recipe")
     rebuilds = r.globs(body["rebuilds"], f"loops.{name}.rebuilds") if "rebuilds" in body else ()
