@@ -82,47 +82,51 @@ def bounded_loader() -> type:
     return BoundedLoader
 
 
-def config_error(e: Exception, origin: str) -> ConfigError:
-    """The `ConfigError` for a PyYAML error `e` in `origin`, with the line it names (else 1)."""
+def config_error(e: Exception, origin: str, text: str = "") -> ConfigError:
+    """The `ConfigError` for a PyYAML error `e` in `origin` (whose `text` places a character
+    PyYAML refuses), with the line it names, else line 1."""
     import yaml
 
     if isinstance(e, yaml.MarkedYAMLError):
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else 1
         problem = e.problem or e.context or "malformed YAML"
-        return ConfigError(f"{origin} line {line}: {problem}; fix the YAML syntax")
-    return ConfigError(f"{origin}: malformed YAML ({e.__class__.__name__}); fix the YAML syntax")
+    elif isinstance(e, yaml.reader.ReaderError):
+        line = text.count("\n", 0, max(e.position, 0)) + 1
+        problem = f"character {e.character!r} is not allowed in YAML"
+    else:
+        line, problem = 1, f"malformed YAML ({e.__class__.__name__})"
+    return ConfigError(f"{origin} line {line}: {problem}; fix the YAML syntax")
 
 
 def compose(text: str, origin: str) -> Any:
     """The node tree of `text` (a `yaml.Node`, or None for an empty document), every bound kept;
     `ConfigError` naming `origin` and the line."""
-    import yaml
 
-    loader = bounded_loader()(text)
-    loader.origin = origin
-    try:
-        return loader.get_single_node()
-    except yaml.YAMLError as e:
-        raise config_error(e, origin) from None
-    finally:
-        loader.dispose()
+    return _run(bounded_loader(), text, origin, "get_single_node")
 
 
 def load(text: str, origin: str, loader_class: type | None = None) -> Any:
     """The value of `text`, constructed by `loader_class` (a subclass of `bounded_loader()` with
     the caller's constructors; default: the bounded loader itself); `ConfigError` naming `origin`
     and the line."""
-    import yaml
 
     cls = loader_class or bounded_loader()
     if not issubclass(cls, bounded_loader()):
         raise TypeError("load() takes a subclass of yamlsafe.bounded_loader()")
-    loader = cls(text)
-    loader.origin = origin
+    return _run(cls, text, origin, "get_single_data")
+
+
+def _run(cls: type, text: str, origin: str, method: str) -> Any:
+    import yaml
+
+    loader = None
     try:
-        return loader.get_single_data()
+        loader = cls(text)  # the reader checks every character here
+        loader.origin = origin
+        return getattr(loader, method)()
     except yaml.YAMLError as e:
-        raise config_error(e, origin) from None
+        raise config_error(e, origin, text) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
