@@ -12,8 +12,10 @@
         rebuilds: [rebuilds/honest/*.py]    # globs of imported rebuild controllers
     control: [control/*.py]                 # rebuilds made with no recipe
 
-Paths and globs are relative to the job file's folder and stay inside it. A glob may match `.py`
-files or folders holding a `controller.py` (a rebuild's workspace). A loop (with its recipe) or
+Paths and globs are relative to the job file's folder and stay inside it: a path that leaves it,
+by `..` or through a link (its own, or a folder's on the way), is refused. The job file and the
+practice seed file are read within 1 MiB, the YAML within `yamlsafe`'s bounds. A glob may match
+`.py` files or folders holding a `controller.py` (a rebuild's workspace). A loop (with its recipe) or
 the control group may instead, or as well, have `build: N`: N rebuilds made through a model during
 the run (`rebuild.py`), with `sessions: {max_turns: 40, smoke: 4}` bounding each session's replies
 and its throwaway flights. Every error names the file and line (exit 2).
