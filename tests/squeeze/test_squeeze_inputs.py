@@ -187,3 +187,17 @@ def test_hostile_yaml_in_a_job_stops_at_once_with_a_line_and_no_traceback(tmp_pa
     assert f"{job} {message}" in r.stderr
     assert "Traceback" not in r.stderr and "RecursionError" not in r.stderr
     assert took < 20 and not out.exists()
+
+
+def test_a_recipe_record_file_over_the_record_bound_is_refused_before_it_is_read(tmp_path):
+    from plimsoll_ci.squeeze import compress
+
+    record = tmp_path / "record"
+    record.mkdir()
+    (record / "notes.md").write_text("hovered, then flew\n")
+    with open(record / "transcript.txt", "wb") as fh:  # sparse: 8 GiB that take no disk
+        fh.truncate(8 << 30)
+    start = time.monotonic()
+    with pytest.raises(BadInput, match=r"transcript\.txt: \d+ bytes, over the bound of"):
+        compress.read_record(record)
+    assert time.monotonic() - start < 5
