@@ -140,3 +140,10 @@ def test_a_horizon_in_range_is_taken(value, limit):
     from plimsoll_ci.commands.seeds import horizon
 
     assert horizon(value) == limit
+
+
+def test_a_withheld_set_given_to_grade_is_read_within_its_bound(tmp_path):
+    r, took = cli("grade", "--controller", str(REPO / "sim/controllers/honest.py"), "--course",
+                  "hard", "--seeds", "1", "--withheld", "/dev/zero", "--provider", "process")
+    refused(r, "withheld set /dev/zero: not a regular file")
+    assert took < 20
