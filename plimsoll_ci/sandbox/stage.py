@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import read_bounded
 from plimsoll_ci.sandbox import leftovers, owner
 
 MAX_FILES = 2000
@@ -83,7 +84,9 @@ def stage(controller: str, entry: str = "controller") -> Stage:
         total = 0
         files: dict[str, str] = {}
         for rel, path in items:
-            data = path.read_bytes()
+            # bounded by what is left of the tree's bound: a huge file is refused, not read
+            data = read_bounded(path, max(MAX_BYTES - total, 0),
+                                f"controller {controller}: {rel} (the files together)")
             total += len(data)
             if total > MAX_BYTES:
                 raise BadInput(f"controller {controller}: more than {MAX_BYTES} bytes of files")
