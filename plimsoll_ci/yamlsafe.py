@@ -1,4 +1,5 @@
-"""YAML that a user hands us (`plimsoll.yaml`, `squeeze.yaml`), read within bounds.
+"""YAML that a user hands us (`plimsoll.yaml`, `squeeze.yaml`, an eval task's front matter), read
+within bounds.
 
 One loader and one error handler for every YAML file plimsoll-ci reads as configuration:
 
