@@ -175,7 +175,7 @@ class _Reader:
         """`rel` resolved under the job's folder; refused when it, or a folder on the way, is
         a link that leaves the folder (its text would be read, copied and signed)."""
         try:
-            return inside(self.base, rel, f"{what} {rel}")
+            return inside(self.base, rel, what)
         except BadInput as e:
             raise self.fail(line, str(e)) from None
 

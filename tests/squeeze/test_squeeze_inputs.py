@@ -77,7 +77,7 @@ def test_a_recipe_that_links_outside_the_job_folder_is_refused_and_its_text_neve
     relink(job.parent / "recipes" / "honest.txt", tmp_path / "outside" / "secret.txt")
     with pytest.raises(ConfigError) as e:
         job_mod.load(job)
-    assert str(e.value).startswith(f"{job} line 7: loops.honest.recipe recipes/honest.txt: ")
+    assert str(e.value).startswith(f"{job} line 7: loops.honest.recipe: recipes/honest.txt ")
     assert "leads outside" in str(e.value) and SECRET not in str(e.value)
     out = tmp_path / "out"
     r, _ = squeeze_run(job, out)
@@ -117,7 +117,7 @@ def test_a_practice_seed_file_linked_outside_the_job_folder_is_refused(tmp_path)
     job = job_folder(tmp_path, JOB.replace("practice: practice", "practice: seeds.txt"))
     (tmp_path / "outside" / "seeds.txt").write_text("9912345678\n")
     (job.parent / "seeds.txt").symlink_to(tmp_path / "outside" / "seeds.txt")
-    with pytest.raises(ConfigError, match=r"line 2: practice seeds.txt: seeds.txt leads outside"):
+    with pytest.raises(ConfigError, match=r"line 2: practice: seeds.txt leads outside"):
         job_mod.load(job)
 
 
