@@ -43,7 +43,7 @@ def whole(low: int, high: int) -> Callable[[str], int]:
 
     def parse(text: str) -> int:
         t = text.strip()
-        digits = t.removeprefix("-").removeprefix("+")
+        digits = t[1:] if t[:1] in ("-", "+") else t
         # a long digit string is refused before int() reads it (no seconds spent on 10^5 digits)
         if not (digits.isdigit() and digits.isascii() and len(digits) <= len(str(high)) + 1):
             raise argparse.ArgumentTypeError(f"{text[:40]!r}: give a whole number between "

@@ -140,12 +140,13 @@ def horizon(text: str) -> int:
     t = text.strip().replace("_", "")
     base, sep, power = t.replace("^", "**").partition("**")
     value = -1
+    base, power = base.strip(), power.strip()
     parts = (base, power) if sep else (t,)
     # 2**63 has 19 digits: a longer number is out of range however it is written
     if all(p.isdigit() and p.isascii() and len(p) <= 20 for p in parts):
         if not sep:
             value = int(t)
-        elif int(base) <= 2**63 and int(power) <= 64:
+        elif int(base) <= 2**63 and int(power) <= 64:  # at most 4,032 bits: computed at once
             value = int(base) ** int(power)
     if not 2 <= value <= 2**63:
         raise argparse.ArgumentTypeError(f"{text[:40]!r}: give 2**K or a number between 2 and "
