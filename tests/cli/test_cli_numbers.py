@@ -21,6 +21,7 @@ CASES = [
     (RUN + ["--jobs", "-1"], "--jobs", "between 0 and 256"),
     (RUN + ["--jobs", HUGE], "--jobs", "give a whole number between 0 and 256"),
     (RUN + ["--jobs", "1e3"], "--jobs", "give a whole number"),
+    (RUN + ["--jobs=-+5"], "--jobs", "give a whole number"),
     (RUN + ["--cpu-per-tick", "inf"], "--cpu-per-tick", "above 0 and at most 60"),
     (RUN + ["--cpu-per-tick", "nan"], "--cpu-per-tick", "above 0 and at most 60"),
     (RUN + ["--cpu-per-flight", "0"], "--cpu-per-flight", "above 0 and at most 3600"),
