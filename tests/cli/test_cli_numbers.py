@@ -28,8 +28,6 @@ CASES = [
     (RUN + ["--cpu-startup", "1e308"], "--cpu-startup", "above 0 and at most 3600"),
     (RUN + ["--wall-per-tick", "-5"], "--wall-per-tick", "above 0 and at most 3600"),
     (RUN + ["--memory-mb", "99999999999"], "--memory-mb", "between 64 and 65536"),
-    (["squeeze", "k8s", "{tmp}/squeeze.yaml", "--shards", "0", "--image", "i", "--out",
-      "{tmp}/out"], "--shards", "between 1 and 1000"),
     (["squeeze", "recipe", "--record", "{tmp}", "--out", "{tmp}/out", "--tokens", "1000000000"],
      "--tokens", "between 1 and 100000"),
     (["squeeze", "recipe", "--record", "{tmp}", "--out", "{tmp}/out", "--drafts", "0"],
