@@ -16,7 +16,12 @@ Every scan goes through the one front end (`scan.ShipScan`, via `scan_files`).
 `withheld_guard(filenames, cwd)` (hook `plimsoll-withheld-guard`) refuses:
 - a withheld set that is unkeyed and holds value entries (a guessable seed hashed with plain SHA-256
   is brute-forced in minutes: key it);
-- a file whose lines are the values a withheld set was built from (the seeds file itself).
+- a file whose lines are the values a withheld set was built from (the seeds file itself), and
+  a file, plain or YAML/JSON/TOML/CSV (by name or content), holding at least half of a set's
+  distinct values: a copy of the seeds in another shape (message: the file and the share, never
+  a value). Structured files up to `GUARD_STRUCTURED_BOUND` are parsed for their values (by
+  content only for a `.txt` or a name without an extension: a staged Markdown or source file
+  is not parsed as YAML on every commit).
 
 Warm runs are fast because content and names already judged clean are remembered under the git
 folder (`plimsoll/clean-*`, a `scan.VerdictCache`), keyed by git blob id (computed for builder
@@ -425,10 +430,13 @@ def _value_digests(wset: Any) -> set[str]:
 
 
 def _line_is_value(line: str, digests: set[str], key: bytes | None) -> str | None:
-    """The digest of `line` when the whole line is one value of the set (surrounding quotes and
-    a trailing comma allowed, as in a list), else None. A line that merely *contains* a value (a
-    link in an HTML file) is the ship scan's business, not the guard's."""
-    text = line.strip().rstrip(",;").strip("\"'")
+    """The digest of `line` when the whole line is one value of the set (surrounding quotes, a
+    trailing comma and a leading `- ` allowed, as in a list), else None. A line that merely
+    *contains* a value (a link in an HTML file) is the ship scan's business, not the guard's."""
+    text = line.strip()
+    if text.startswith("- "):  # an item of a YAML or Markdown list
+        text = text[2:].strip()
+    text = text.rstrip(",;").strip("\"'")
     if not text or len(text) > 256:
         return None
     vtype, canon = classify(text)
@@ -438,11 +446,24 @@ def _line_is_value(line: str, digests: set[str], key: bytes | None) -> str | Non
     return d if d in digests else None
 
 
+# A staged YAML/JSON/TOML/CSV file up to this size is parsed for its values: 10,000 seeds in YAML
+# take 170 KiB and a quarter of a second; PyYAML spends seconds on a MiB of flow mappings.
+GUARD_STRUCTURED_BOUND = 256 * 1024
+
+
+def _covers(hits: int, total: int) -> bool:
+    """Whether a file holding `hits` of a set's `total` distinct values is a copy of its values
+    file: at least half of them (two or more, unless the set holds one)."""
+    return total > 0 and hits * 2 >= total and (hits >= 2 or total == 1)
+
+
 def guard_findings(contents: dict[str, bytes], wsets: Iterable[tuple[str, Any]]) -> list[str]:
     """Problems the guard refuses among `contents` (name -> staged bytes), one message per file,
-    never a value.
+    never a value: an unkeyed guessable set; a file whose lines are a set's values; a file,
+    plain or structured (YAML, JSON, TOML, CSV, by name or content), holding at least half of a
+    set's values (`_covers`).
     """
-    from plimsoll_ci import report
+    from plimsoll_ci import report, valuefiles
 
     problems = []
     sets = [(origin, _value_digests(w), w.key) for origin, w in wsets
@@ -464,28 +485,57 @@ def guard_findings(contents: dict[str, bytes], wsets: Iterable[tuple[str, Any]])
             continue
         lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines()]
         lines = [ln for ln in lines if ln and not ln.startswith("#")]
-        if not lines:
+        if not lines or not any(digests for _, digests, _ in sets):
             continue
+        fmt, structured = (valuefiles.scalars(name, data)
+                           if len(data) <= GUARD_STRUCTURED_BOUND else None) or ("", None)
         for origin, digests, key in sets:
-            if not digests:
-                continue
-            hits = set()
-            n = 0
-            for i, ln in enumerate(lines):
-                d = _line_is_value(ln, digests, key)
-                if d is not None:
-                    n += 1
-                    hits.add(d)
-                if i > 200 and n == 0:
-                    break
-            if n and (n == len(lines) or (n >= 2 and n * 2 >= len(lines))):
-                problems.append(
-                    f"{shown_name}: {n} of its {len(lines)} lines are values of the withheld set "
-                    f"{report.shown(origin)} ({len(hits)} entries); this looks like the file the "
-                    "set was built from. Keep it outside the repository (or in a private store) "
-                    "and commit only the keyed withheld set")
+            found = _copy_of_values(shown_name, lines, structured, fmt.upper(),
+                                    (report.shown(origin), digests, key))
+            if found is not None:
+                problems.append(found)
                 break
     return problems
+
+
+_KEEP_IT_OUT = ("Keep it outside the repository (or in a private store) and commit only the "
+                "keyed withheld set")
+
+
+def _copy_of_values(shown_name: str, lines: Sequence[str], structured: Sequence[str] | None,
+                    kind: str, the_set: tuple[str, set[str], bytes | None]) -> str | None:
+    """Why a file is a copy of the values of `the_set` (its shown name, value digests and key),
+    or None: its numbers and strings (a structured file of `kind`) or its lines hold at least
+    half of the set's distinct values (`_covers`), or its lines are values (all of them, or
+    half and two or more). Counts and names only, never a value."""
+    origin, digests, key = the_set
+    if not digests:
+        return None
+
+    def holding(what: str, hits: set[str]) -> str:
+        return (f"{shown_name}: {what} holding {len(hits)} of the {len(digests)} values of the "
+                f"withheld set {origin} ({100 * len(hits) // len(digests)}%); this looks like a "
+                f"copy of the values the set was built from. {_KEEP_IT_OUT}")
+
+    if structured is not None:
+        hits = {d for v in dict.fromkeys(structured)
+                if (d := _line_is_value(v, digests, key)) is not None}
+        if _covers(len(hits), len(digests)):
+            return holding(f"a {kind} file", hits)
+    hits = set()
+    n = 0
+    for i, ln in enumerate(lines):
+        d = _line_is_value(ln, digests, key)
+        if d is not None:
+            n += 1
+            hits.add(d)
+        if i > 200 and n == 0:
+            break
+    if n and (n == len(lines) or (n >= 2 and n * 2 >= len(lines))):
+        return (f"{shown_name}: {n} of its {len(lines)} lines are values of the withheld set "
+                f"{origin} ({len(hits)} entries); this looks like the file the set was built "
+                f"from. {_KEEP_IT_OUT}")
+    return holding("a file", hits) if _covers(len(hits), len(digests)) else None
 
 
 def withheld_guard(filenames: Sequence[str], cwd: Path, config_path: str | None = None,

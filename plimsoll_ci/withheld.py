@@ -140,16 +140,30 @@ def entry_name(path: str) -> str:
     return inside.as_posix()
 
 
-def read_values(path: str, id_prefix: str | None = None) -> list[tuple[str, str]]:
-    """(entry id `PREFIX:LINE`, value) for every non-empty, non-comment line of a values file;
-    the prefix is `id_prefix`, else `entry_name(path)`."""
+def read_values(path: str, id_prefix: str | None = None, select: str | None = None,
+                data: bytes | None = None) -> list[tuple[str, str]]:
+    """(entry id, value) for every value of a values file (`data`, else read within
+    `valuefiles.VALUES_BOUND`). A plain file gives every non-empty, non-comment line, id
+    `PREFIX:LINE`; a structured one (YAML, JSON, TOML, CSV: `valuefiles.structure`) the values
+    `select` picks, id `PREFIX:PATH` (`seeds.yaml:heldout.seeds[0]`; a CSV row's `PREFIX:LINE`),
+    and without `select` it is refused, naming the paths it could take. The prefix is
+    `id_prefix`, else `entry_name(path)`."""
+    from plimsoll_ci import valuefiles
+
+    if data is None:
+        data = valuefiles.read(path)
+    prefix = id_prefix if id_prefix is not None else entry_name(path)
+    fmt = valuefiles.structure(path, data)
+    if fmt is not None:
+        return [(f"{prefix}:{v.where}", v.text)
+                for v in valuefiles.values(data, path, fmt, select)]
+    if select is not None:
+        raise BadInput(f"--select given for values file {path}, a plain file of one value a "
+                       "line (not YAML, JSON, TOML or CSV); drop --select for it")
     try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except OSError as e:
-        raise BadInput(f"values file {path}: cannot read ({e.strerror})") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise BadInput(f"values file {path}: not UTF-8 at byte {e.start}") from None
-    prefix = id_prefix if id_prefix is not None else entry_name(path)
     out = []
     for n, line in enumerate(text.splitlines(), 1):
         v = line.strip()

@@ -21,6 +21,16 @@ if [ -n "${PLIMSOLL_SIGNING_KEY:-}" ]; then keyed=(--signing-key-env PLIMSOLL_SI
 
 fail() { echo "::error::$1"; exit "${2:-2}"; }
 
+# The pinned key: the public half of the job key (signing-key), derived here from the secret,
+# never read from a folder this step checks. Every verification below trusts it, and a merge
+# trusts it (or trusted-keys) for the shards and the plan.
+JOB_PUB=""
+if [ -n "${PLIMSOLL_SIGNING_KEY:-}" ]; then
+  JOB_PUB="$(mktemp "$RUNNER_TEMP/plimsoll-job-XXXXXXXX.pub")"
+  printf '%s\n' "$PLIMSOLL_SIGNING_KEY" | openssl pkey -pubout -out "$JOB_PUB" 2>/dev/null \
+    || fail "signing-key: not a PEM private key (make one with plimsoll-ci keygen)"
+fi
+
 canary() {
   if [ "${CANARY:-true}" = "true" ]; then
     "$PLIMSOLL" squeeze canary "$JOB" --echo --provider "${PROVIDER:-docker}" \
@@ -65,7 +75,14 @@ case "$MODE" in
       for d in $p; do dirs+=("$d"); done  # (word splitting here expands the globs)
     done
     [ "${#dirs[@]}" -gt 0 ] || fail "mode merge: shards names no folder"
-    args=(bundle merge "${dirs[@]}" --out "$OUT" "${keyed[@]}")
+    pins=()
+    read -r -a key_patterns <<< "${TRUSTED_KEYS:-}"
+    for p in "${key_patterns[@]}"; do
+      for k in $p; do pins+=(--pub "$k"); done  # (word splitting here expands the globs)
+    done
+    if [ "${#pins[@]}" -eq 0 ] && [ -n "$JOB_PUB" ]; then pins=(--pub "$JOB_PUB"); fi
+    [ "${#pins[@]}" -gt 0 ] || fail "mode merge: give trusted-keys (the shards' public keys, from the repository or a variable) or signing-key (the job key that signed the plan and every shard); a merge never trusts a key found in a shard's folder"
+    args=(bundle merge "${dirs[@]}" "${pins[@]}" --out "$OUT" "${keyed[@]}")
     if [ -n "${PLAN:-}" ]; then args+=(--plan "$PLAN"); fi
     rmdir "$OUT"  # the merge writes the whole folder at once
     "$PLIMSOLL" "${args[@]}" || fail "bundle merge refused the shards (the log above says why)" 2
@@ -76,12 +93,18 @@ case "$MODE" in
 esac
 unset PLIMSOLL_SIGNING_KEY
 
-PUB="$OUT/harness.pub"
+# Verify under the pinned job key when there is one; an ephemeral key's only copy is the folder's
+# own harness.pub, and verifying under it proves consistency only (the output says so).
+PUB="${JOB_PUB:-$OUT/harness.pub}"
 BUNDLE="$OUT/bundle.intoto.jsonl"
 if [ "$status" = done ] && [ -n "${SHARD:-}" ]; then
-  # A shard's bundle: every record of its slice, under its own key (the merge checks the rest).
+  # A shard's bundle: every record of its slice (the merge checks the rest).
   signed="$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["gradings"]["signed"])' "$OUT/run.json")"
   "$PLIMSOLL" verify --pub "$PUB" --expect-count "$signed" "$BUNDLE"
+elif [ "$status" = done ] && [ "$MODE" = merge ]; then
+  shard_pins=()
+  for ((i = 0; i < ${#pins[@]}; i += 2)); do shard_pins+=(--shard-pub "${pins[i+1]}"); done
+  "$PLIMSOLL" squeeze verify "$OUT" --pub "$PUB" "${shard_pins[@]}"
 elif [ "$status" = done ]; then
   "$PLIMSOLL" squeeze verify "$OUT" --pub "$PUB"
 fi

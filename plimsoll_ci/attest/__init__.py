@@ -6,6 +6,8 @@ Public entry points (the CLI is a thin layer over them):
 - `plimsoll_ci.attest.record.make_predicate(...)`
 - `plimsoll_ci.attest.bundle.append_run(bundle_path, result_doc, predicate, signer)`
 - `plimsoll_ci.attest.bundle.verify_bundle(bundle_path, public_key, expect_count=None)`
+- `plimsoll_ci.attest.pinned.verify_pinned(data, pin(["job.pub"]))`: under a key given, never
+  one found beside the records
 
 Signing happens on the trusted side, over digests this process recomputed itself.
 """

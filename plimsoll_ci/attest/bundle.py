@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 from plimsoll_ci.attest import canonical, dsse, eval_record, record
 from plimsoll_ci.attest.keys import PublicKey, Signer
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import read_bounded
 
 LINE_DOMAIN = b"plimsoll-ci bundle-line v1\x00"
 GENESIS = "0" * 64
@@ -391,31 +392,36 @@ def verify_bundle(
     return verify_bytes(read_bundle(bundle_path), public, expect_count, workers)
 
 
-MAX_BUNDLE_BYTES = 4 << 30  # a gzip bomb stops here; 10,000 records take about 30 MB
+MAX_BUNDLE_BYTES = 1 << 30  # 1 GiB, read or decompressed; 10,000 records take about 30 MB
 
 
-def read_bundle(bundle_path: str | os.PathLike[str]) -> bytes:
-    """A bundle's bytes; a gzip file (as published beside reports) is decompressed, bounded."""
+def read_bundle(bundle_path: str | os.PathLike[str], follow: bool = True) -> bytes:
+    """A bundle's bytes, at most `MAX_BUNDLE_BYTES`; a gzip file (as published beside reports)
+    is decompressed, within the same bound. Refused (BadInput naming the file and the bound): a
+    bigger file, a device, FIFO or socket (`/dev/zero` is never read), with `follow=False` a
+    link, and a gzip stream that does not decompress."""
+    path = Path(bundle_path)
+    return unpack(read_bounded(path, MAX_BUNDLE_BYTES, f"bundle {path}", follow), path)
+
+
+def unpack(raw: bytes, path: str | os.PathLike[str]) -> bytes:
+    """`raw` itself, or when it is gzip (by its magic bytes) its stream decompressed, within
+    `MAX_BUNDLE_BYTES`; BadInput naming `path` otherwise."""
     import gzip
+    import io
     import zlib
 
-    path = Path(bundle_path)
+    if raw[:2] != b"\x1f\x8b":
+        return raw
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(2)
-            fh.seek(0)
-            if head != b"\x1f\x8b":
-                return fh.read()
-            with gzip.GzipFile(fileobj=fh) as gz:
-                data = gz.read(MAX_BUNDLE_BYTES + 1)
-    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as gz:
+            data = gz.read(MAX_BUNDLE_BYTES + 1)
+    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as e:
         raise BadInput(f"bundle {path}: a gzip file that does not decompress ({e}); "
                        "publish it again or verify the uncompressed bundle") from None
-    except OSError as e:
-        raise BadInput(f"bundle {path}: cannot read ({e.strerror})") from None
     if len(data) > MAX_BUNDLE_BYTES:
-        raise BadInput(f"bundle {path}: decompresses to more than {MAX_BUNDLE_BYTES} bytes; "
-                       "refusing to read further")
+        raise BadInput(f"bundle {path}: decompresses to more than the bound of "
+                       f"{MAX_BUNDLE_BYTES >> 20} MiB; refusing to read further")
     return data
 
 

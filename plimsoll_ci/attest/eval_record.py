@@ -35,7 +35,7 @@ from plimsoll_ci.sandbox.tiers import TIERS
 
 PREDICATE_TYPE = "https://plimsoll-ci.dev/eval-attempt/v1"
 RESULT_NAME = "eval-attempt.json"
-STOPS = (None, "budget", "rate_limit", "error")
+STOPS = (None, "budget", "rate_limit", "error", "time_limit", "tool_calls")
 
 
 class AttemptFacts(NamedTuple):
@@ -136,7 +136,7 @@ def check_predicate(pred: Any) -> list[str]:
         if not isinstance(m["baseUrl"], str) or m["stopped"] not in STOPS or \
                 not _count(m["tokens"]):
             p.append("model needs a base URL, a token count and stopped (null, budget, "
-                     "rate_limit or error)")
+                     "rate_limit, error, time_limit or tool_calls)")
         _digest(m["transcript"], "model.transcript", p)
     o = pred["outcome"]
     if record._keys(o, {"diff", "finalTree", "guardedTest"}, "outcome", p):

@@ -17,6 +17,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import read_bounded
+
+MAX_KEY_BYTES = 64 * 1024  # a PEM key is a few hundred bytes; anything bigger is not a key
 
 
 class PublicKey(NamedTuple):
@@ -187,7 +190,8 @@ def load_signer(
                 f"key file {path}: readable by others (mode {stat.S_IMODE(st.st_mode):04o}); "
                 f"run `chmod 600 {path}`"
             )
-        return _parse_private(path.read_bytes(), f"key file {path}")
+        data = read_bounded(path, MAX_KEY_BYTES, f"key file {path}")
+        return _parse_private(data, f"key file {path}")
     if key_env is not None:
         value = os.environ.get(key_env)
         if not value:
@@ -201,13 +205,13 @@ def load_signer(
     return signer
 
 
-def load_public_key(path: str | os.PathLike[str]) -> PublicKey:
-    """Read a PKIX PEM Ed25519 public key (a `.pub` from keygen or an ephemeral run)."""
+def load_public_key(path: str | os.PathLike[str], follow: bool = True) -> PublicKey:
+    """Read a PKIX PEM Ed25519 public key (a `.pub` from keygen or an ephemeral run).
+
+    Bounded (`MAX_KEY_BYTES`, a regular file only); `follow=False` refuses a link.
+    """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise BadInput(f"public key {path}: cannot read ({e.strerror})") from None
+    data = read_bounded(path, MAX_KEY_BYTES, f"public key {path}", follow)
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm):

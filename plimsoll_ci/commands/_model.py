@@ -1,6 +1,7 @@
 """The model flags every command that talks to a model takes, the same way everywhere.
 
-    add_model_arguments(parser)                 # --base-url --model --api-key-env --max-tokens ...
+    add_model_arguments(parser)                 # --base-url --model --api-key-env --max-tokens,
+                                                # timeouts, retries, session bounds
     config = model_config_from(args)            # BadInput (exit 2) without the key or the budget
     add_model_arguments(parser, compare=True)   # --model repeatable
     configs = model_configs_from(args)          # one ModelConfig per --model
@@ -35,9 +36,18 @@ def add_model_arguments(parser: argparse.ArgumentParser, compare: bool = False) 
                    help="total token budget of the run, counted from the responses' usage "
                         "(required)")
     g.add_argument("--request-timeout", type=float, metavar="SECONDS", default=120.0,
-                   help="abandon a request after this long (default 120)")
+                   help="abandon a request after this long, however slowly it trickles "
+                        "(connect, headers and body; default 120)")
     g.add_argument("--max-retries", type=int, metavar="N", default=4,
                    help="retries of a 429, 5xx, timeout or refused connection (default 4)")
+    g.add_argument("--session-seconds", type=float, metavar="SECONDS", default=1800.0,
+                   help="wall clock of one model session (a rebuild, an eval attempt): its "
+                        "requests, tools and waits; then it stops as time_limit (default 1800)")
+    g.add_argument("--max-tool-calls-per-reply", type=int, metavar="N", default=8,
+                   help="tool calls of one reply that are run; the rest are answered with an "
+                        "error (default 8)")
+    g.add_argument("--max-tool-calls", type=int, metavar="N", default=120,
+                   help="tool calls of one session; then it stops as tool_calls (default 120)")
     # an exact match wins over argparse's prefix matching, so `--api-key sk-...` lands here and is
     # refused instead of being taken as --api-key-env and echoed back as a variable's name
     g.add_argument("--api-key", dest="_api_key_on_argv", help=argparse.SUPPRESS)
@@ -66,7 +76,9 @@ def model_configs_from(args: argparse.Namespace,
                        "--max-tokens 200000; calls stop when it is spent")
     configs = [ModelConfig(base_url=args.base_url, model=m, max_tokens=args.max_tokens,
                            api_key_env=args.api_key_env, timeout=args.request_timeout,
-                           retries=args.max_retries) for m in models]
+                           retries=args.max_retries, session_seconds=args.session_seconds,
+                           calls_per_reply=args.max_tool_calls_per_reply,
+                           calls_per_session=args.max_tool_calls) for m in models]
     read_key(args.api_key_env, os.environ if environ is None else environ)
     return configs
 

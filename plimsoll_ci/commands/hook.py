@@ -22,8 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("filenames", nargs="*", help="changed files, as pre-commit passes them")
     g = sub.add_parser(
         "withheld-guard", help="refuse an unkeyed guessable withheld set or a raw values file",
-        description="Refuse committing an unkeyed withheld set of guessable values, and a file "
-                    "whose lines are the values a withheld set was built from.")
+        description="Refuse committing an unkeyed withheld set of guessable values, a file "
+                    "whose lines are the values a withheld set was built from, and a file, "
+                    "plain or YAML/JSON/TOML/CSV, holding at least half of a set's values.")
     g.add_argument("--config", metavar="FILE", help="plimsoll.yaml (default: at the repo root)")
     g.add_argument("filenames", nargs="*", help="files being committed (default: all tracked)")
 

@@ -5,7 +5,8 @@
     seeds reveal SET.json [-o REVEAL.json]   seeds and salt: publish after (the one command that
                                              prints seeds)
     seeds check SET.commit REVEAL.json       0 when the reveal is the committed set, else 1
-    seeds lint [ROLE=]FILE... [--horizon N]  1 on any finding, naming the line, never the seed
+    seeds lint [ROLE=]FILE... [--horizon N] [--select PATH]...
+                                             1 on any finding, naming the line, never the seed
 
 Exit codes: 0 done (or clean, or matching); 1 a reveal that does not match, or a lint finding;
 2 bad input.
@@ -54,8 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     k.add_argument("commitment", metavar="SET.commit")
     k.add_argument("reveal", metavar="REVEAL.json")
     lint = sub.add_parser("lint", help="find seeds a hunt or a person would guess",
-                          description="Lint seed files (one seed per line) or set files, where "
-                          "the private seed files live. Name each file's job as ROLE=FILE "
+                          description="Lint seed files (one seed per line, or YAML, JSON, TOML "
+                          "or CSV with --select) or set files, where the private seed files "
+                          "live. Name each file's job as ROLE=FILE "
                           f"({ROLE_HELP}). Seeds shared between files are flagged. Each "
                           "finding names the line and why; no seed is printed. Exit 1 on any "
                           "finding.")
@@ -63,6 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     lint.add_argument("--horizon", type=horizon, default=2**32, metavar="N",
                       help="flag seeds below N (or within N of 2**64-1): how far a hunt "
                            "counting from 0 gets (default 2**32; 2**K or a number)")
+    lint.add_argument("--select", action="append", default=[], metavar="PATH",
+                      help="the seeds of a YAML, JSON, TOML or CSV file: heldout.seeds[*], a "
+                           "CSV column name; once per such file, in the order of the files "
+                           "(see docs/withheld-sets.md)")
 
 
 def _draw(args: argparse.Namespace) -> int:
@@ -154,31 +160,81 @@ def horizon(text: str) -> int:
     return value
 
 
-def lint_set(arg: str):
-    """The `seedlint.LintSet` of one `[ROLE=]FILE` argument: a seed file or a set/reveal file."""
-    from plimsoll_ci.files import read_bounded
+def _seed_set_file(data: bytes) -> bool:
+    """Whether `data` is a file `seeds draw|commit|reveal` wrote (read by `read_revealed`)."""
+    import json
+
+    if not data.lstrip().startswith(b"{"):
+        return False
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(doc, dict) and str(doc.get("format", "")).startswith("plimsoll-seed-")
+
+
+def lint_set(arg: str, select: str | None = None, data: bytes | None = None):
+    """The `seedlint.LintSet` of one `[ROLE=]FILE` argument: a seed file (one seed a line, or a
+    structured file and the `select` that picks its seeds) or a set/reveal file."""
+    from plimsoll_ci import valuefiles
+    from plimsoll_ci.errors import BadInput
     from plimsoll_ci.grading import seedlint, seedsets
-    from plimsoll_ci.grading.seeds import SEED_FILE_BYTES, read_seed_lines
+    from plimsoll_ci.grading.seeds import read_seed_lines
+
+    role, path = role_and_path(arg)
+    if data is None:
+        data = valuefiles.read(path, "seed file")
+    if _seed_set_file(data):
+        fs = seedsets.read_revealed(path).fresh
+        seeds = tuple(seedlint.SeedAt(f"{path} seed {n}", v) for n, v in enumerate(fs.seeds, 1))
+        return seedlint.LintSet(path, role, seeds)
+    fmt = valuefiles.structure(path, data)
+    if fmt is None:
+        if select is not None:
+            raise BadInput(f"--select given for seed file {path}, a plain file of one seed a "
+                           "line; drop --select for it")
+        seeds = tuple(seedlint.SeedAt(f"{path}:{line}", v) for line, v in read_seed_lines(path))
+        return seedlint.LintSet(path, role, seeds)
+    got = []
+    for v in valuefiles.values(data, path, fmt, select):
+        n = seedlint.as_seed(v.text)
+        if n is None:
+            at = f"line {v.where}" if fmt == "csv" else \
+                f"{v.where} (line {v.line})" if v.line else v.where
+            raise BadInput(f"seed file {path}: {at} is not a seed (a whole number from 0 to "
+                           "2^64-1); select the seeds only")
+        got.append(seedlint.SeedAt(f"{path}:{v.where}", n))
+    return seedlint.LintSet(path, role, tuple(got))
+
+
+def role_and_path(arg: str) -> tuple[str, str]:
+    """`practice=held.txt` -> ("practice", "held.txt"); a FILE without a known ROLE= is held-out."""
+    from plimsoll_ci.grading import seedlint
 
     role, sep, path = arg.partition("=")
     if not sep or role not in seedlint.ROLES:
-        role, path = "held-out", arg
-    # bounded: a seed file and a set file share the 1 MiB bound; a device is never read
-    head = read_bounded(path, max(SEED_FILE_BYTES, seedsets.MAX_FILE_BYTES),
-                        f"seed file {path}")[:4096].lstrip()
-    if head.startswith(b"{"):
-        fs = seedsets.read_revealed(path).fresh
-        seeds = tuple(seedlint.SeedAt(f"{path} seed {n}", v) for n, v in enumerate(fs.seeds, 1))
-    else:
-        seeds = tuple(seedlint.SeedAt(f"{path}:{line}", v) for line, v in read_seed_lines(path))
-    return seedlint.LintSet(path, role, seeds)
+        return "held-out", arg
+    return role, path
 
 
 def _lint(args: argparse.Namespace) -> int:
+    from plimsoll_ci import valuefiles
+    from plimsoll_ci.errors import BadInput
     from plimsoll_ci.grading import seedlint
 
-    limit = args.horizon
-    sets = [lint_set(a) for a in args.files]
+    limit = args.horizon  # parsed and bounded by `horizon`, argparse's type
+    left = list(args.select)
+    sets = []
+    for a in args.files:
+        path = role_and_path(a)[1]
+        data = valuefiles.read(path, "seed file")
+        structured = not _seed_set_file(data) and valuefiles.structure(path, data) is not None
+        expr = left.pop(0) if left and structured else None
+        sets.append(lint_set(a, expr, data))
+    if left:
+        raise BadInput(f"--select given {len(args.select)} time(s) for "
+                       f"{len(args.select) - len(left)} YAML, JSON, TOML or CSV file(s): give it "
+                       "once per such file, in the order of the files")
     findings = seedlint.lint(sets, limit)
     for line in seedlint.lines(findings):
         print(line)

@@ -5,7 +5,8 @@ its sessions); 1 as run (breached, no rebuilds); 2 bad input.
 run: exit 0 when every grading was signed and the artifacts written (whatever the verdicts);
 1 when the tripwire found a sealed value sent to the rebuilds' model (the session and request
 named, never the value), or a loop's sessions left nothing to grade; 2 bad input (the job file, a
-recipe over budget, no model endpoint for `build:`, no sandbox at the tier asked for); 130 / 143
+recipe over budget, no model endpoint for `build:`, no sandbox at the tier asked for, no
+bubblewrap wall for `--provider process` where PLIMSOLL_BWRAP=required); 130 / 143
 when stopped by SIGINT / SIGTERM (every sandbox stopped, finished gradings signed).
 verify: 0 verified, 1 something disagrees (every problem listed), 2 bad input.
 recipe: 0 a recipe within budget was written; 1 none was (over budget after every draft, the
@@ -91,7 +92,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          description="Write base.yaml (results volume, a NetworkPolicy denying "
                          "all egress), plan.yaml, shards.yaml (an Indexed Job of N pods) and "
                          "merge.yaml into a new folder: every pod under the gVisor RuntimeClass, "
-                         "with no service account token and resource limits.")
+                         "with no service account token and resource limits; each grading in "
+                         "bubblewrap (a shard pod where it does not work exits 2).")
     k8s.add_argument("job", metavar="JOB", help="the job file (checked here; the image holds it)")
     k8s.add_argument("--shards", type=int, required=True, metavar="N", help="pods grading at once")
     k8s.add_argument("--image", required=True, metavar="IMAGE",
@@ -108,13 +110,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     k8s.add_argument("--storage", default="1Gi", help="the results volume's size (default 1Gi)")
     k8s.add_argument("--storage-class", metavar="NAME",
                      help="a storage class offering ReadWriteMany (default: the cluster's)")
+    k8s.add_argument("--bubblewrap-settings", action="store_true",
+                     help="give the shard pods what bubblewrap (each grading's wall) needs under "
+                          "runc: hostUsers false, procMount Unmasked, seccomp and AppArmor "
+                          "Unconfined (see docs/scale.md)")
     verify = sub.add_parser("verify", help="recompute a squeeze from its signed records",
                             description="Check the bundle's signatures and chain, the committed "
                             "seed sets, and that every artifact is exactly what the records give. "
                             "Starts no sandbox.")
     verify.add_argument("folder", metavar="DIR", help="the --out folder of `squeeze run`")
     verify.add_argument("--pub", required=True, metavar="KEY",
-                        help="the public key you trust for this run (harness.pub, as published)")
+                        help="the public key you trust for this run: a copy taken from where it "
+                             "ran (its harness.pub as published), not the one in DIR")
+    verify.add_argument("--shard-pub", action="append", default=[], metavar="KEY",
+                        help="a merged folder: a key its shards may be signed by (repeatable); "
+                             "without it the kept shards are checked under the keys kept beside "
+                             "them, which proves consistency only")
     verify.add_argument("--format", choices=["text", "json"], default="text")
     recipe = sub.add_parser("recipe", help="squeeze a loop's record into a recipe through a model",
                             description="Send a loop's record (a folder of transcripts, "
@@ -186,6 +197,10 @@ def _options(args: argparse.Namespace):  # -> (Job, run.Options)
     if args.jobs < 0:
         raise BadInput(f"--jobs {args.jobs}: give 1 or more (0 or none: the usable cores)")
     job = job_mod.load(args.job)
+    if args.provider == "process":
+        from plimsoll_ci.sandbox import process
+
+        process.require_wall()  # PLIMSOLL_BWRAP=required: no wall, no grading (exit 2)
     if args.min_tier is not None:
         from plimsoll_ci.sandbox import all_providers, tiers
 
@@ -279,15 +294,22 @@ def _verify(args: argparse.Namespace) -> int:
     import json
 
     from plimsoll_ci.attest.keys import load_public_key
+    from plimsoll_ci.attest.pinned import beside, consistency_note, pin
     from plimsoll_ci.squeeze.report_md import verdict_lines
     from plimsoll_ci.squeeze.verify import verify
 
     public = load_public_key(args.pub)
-    found = verify(args.folder, public)
+    shard_keys = tuple(pin(args.shard_pub, "--shard-pub")) if args.shard_pub else None
+    found = verify(args.folder, public, shard_keys)
+    trusted = [f"trusted: key sha256:{public.keyid} (from --pub {args.pub}) for {args.folder}'s "
+               "bundle"]
+    trusted += [f"trusted: {k.line()} for the kept shards" for k in shard_keys or ()]
+    if beside(args.pub, args.folder):
+        trusted.append(consistency_note(args.pub, args.folder))
     if args.format == "json":
         print(json.dumps({"folder": str(args.folder), "ok": found.ok, "problems": found.problems,
                           "records": found.records, "result": found.result,
-                          "notes": list(found.notes)},
+                          "notes": [*trusted, *found.notes]},
                          indent=2, sort_keys=True))
     elif found.ok:
         assert found.result is not None
@@ -296,11 +318,13 @@ def _verify(args: argparse.Namespace) -> int:
               f"gradings{made}; result, evidence and reports recomputed from them)")
         for line in verdict_lines(found.result):
             print(f"  {line}")
-        for note in found.notes:
+        for note in (*trusted, *found.notes):
             print(f"  note: {note}")
     else:
         for problem in found.problems:
             print(problem)
+        for note in trusted:
+            print(f"note: {note}")
     if not found.ok:
         n = len(found.problems)
         print(f"plimsoll-ci: squeeze verify: {args.folder} does not verify ({n} problem"
@@ -382,7 +406,7 @@ def _k8s(args: argparse.Namespace) -> int:
     cluster = k8s.Cluster(args.name, args.shards, args.image,
                           f"{args.workdir.rstrip('/')}/{Path(args.job).name}", args.namespace,
                           args.runtime_class, args.cpu, args.memory, args.storage,
-                          args.storage_class)
+                          args.storage_class, bubblewrap_settings=args.bubblewrap_settings)
     for path in k8s.write(cluster, Path(args.out)):
         print(f"wrote {path}")
     print("run them in order:")

@@ -9,7 +9,9 @@ import sys
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`--pub KEY BUNDLE [--expect-count N] [--format text|json]`."""
     parser.add_argument("bundle", metavar="BUNDLE", help="the bundle (.intoto.jsonl) to verify")
-    parser.add_argument("--pub", required=True, metavar="KEY", help="the signer's public key (PEM)")
+    parser.add_argument("--pub", required=True, metavar="KEY",
+                        help="the signer's public key (PEM), as you keep it: a key found beside "
+                             "the bundle proves consistency only")
     parser.add_argument(
         "--expect-count", type=int, metavar="N",
         help="also require exactly N records (catches a bundle rolled back to an earlier state)",
@@ -28,9 +30,11 @@ def _plural(counts: dict[str, int]) -> str:
 def run(args: argparse.Namespace) -> int:
     """Print a summary and return 0, or print every problem as `bundle line N: reason` and return 1."""
     import json
+    from pathlib import Path
 
     from plimsoll_ci.attest.bundle import summarize, verify_bundle
     from plimsoll_ci.attest.keys import load_public_key
+    from plimsoll_ci.attest.pinned import beside, consistency_note
     from plimsoll_ci.errors import BadInput
 
     if args.expect_count is not None and args.expect_count < 1:
@@ -39,8 +43,12 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--jobs {args.jobs}: give 1 or more processes")
     public = load_public_key(args.pub)
     report = verify_bundle(args.bundle, public, args.expect_count, workers=args.jobs)
+    trusted = f"key sha256:{public.keyid} (from --pub {args.pub})"
+    notes = [consistency_note(args.pub, Path(args.bundle).parent)] \
+        if beside(args.pub, Path(args.bundle).parent) else []
     if args.format == "json":
-        doc = {"bundle": args.bundle, "ok": report.ok, "problems": [str(p) for p in report.problems]}
+        doc = {"bundle": args.bundle, "ok": report.ok, "problems": [str(p) for p in report.problems],
+               "trusted": [trusted], "notes": notes}
         if report.ok:
             doc["summary"] = summarize(report)
         print(json.dumps(doc, indent=2, sort_keys=True))
@@ -50,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"bundle {args.bundle}: verified")
         print(f"  records:       {s['records']} (sealed by the checkpoint on line {s['records'] + 1})")
         print(f"  key id:        {s['keyid']}")
+        print(f"  trusted:       {trusted}")
         print(f"  tiers:         {_plural(s['tiers'])}")
         print(f"  providers:     {_plural(s['providers'])}")
         print(f"  courses:       {_plural(s['courses'])}")
@@ -79,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         for problem in report.problems:
             print(problem)
+        print(f"trusted: {trusted}", file=sys.stderr)
+    if args.format == "text":
+        for note in notes:
+            print(f"note: {note}", file=sys.stdout if report.ok else sys.stderr)
     if not report.ok:
         n = len(report.problems)
         print(

@@ -36,7 +36,12 @@ def add_build_arguments(b: argparse.ArgumentParser) -> None:
     """The inputs of a set build, shared by `withheld build` and `sealed build`."""
     b.add_argument("--values", action="append", default=[], metavar="FILE",
                    help="one value per line; entry id FILE:LINE, FILE as given when it is "
-                        "inside the current folder, else its base name (repeatable)")
+                        "inside the current folder, else its base name (repeatable). A YAML, "
+                        "JSON, TOML or CSV file needs --select")
+    b.add_argument("--select", action="append", default=[], metavar="PATH",
+                   help="the values of a structured --values file: heldout.seeds[*], "
+                        "seeds[0], a CSV column name; once per YAML/JSON/TOML/CSV file, in "
+                        "the order of the files (see docs/withheld-sets.md)")
     b.add_argument("--id-prefix", action="append", default=[], metavar="NAME",
                    help="name the entries of the matching --values file NAME:LINE instead "
                         "(give it once per --values, in the same order)")
@@ -67,8 +72,9 @@ def build_document(args: argparse.Namespace, tag: str) -> tuple[dict, list[str]]
     prefixes = args.id_prefix or [None] * len(args.values)
     values = []
     empty = []
-    for f, prefix in zip(args.values, prefixes, strict=True):
-        got = read_values(f, prefix)
+    for (f, data, expr), prefix in zip(paired_selects(args.values, args.select), prefixes,
+                                       strict=True):
+        got = read_values(f, prefix, expr, data)
         if not got:
             empty.append(f)
         values += got
@@ -88,6 +94,29 @@ def build_document(args: argparse.Namespace, tag: str) -> tuple[dict, list[str]]
     warnings = [f"values file {f}: no values (empty, or only comments); nothing from it is "
                 "withheld" for f in empty] + warnings + value_warnings(values)  # the seed lint
     return doc, warnings
+
+
+def paired_selects(paths: list[str], selects: list[str], what: str = "values file"
+                   ) -> list[tuple[str, bytes, str | None]]:
+    """(path, its bytes, its --select or None) for each values file, read within
+    `valuefiles.VALUES_BOUND`: the Nth `--select` goes with the Nth structured file (YAML, JSON,
+    TOML, CSV), a plain file takes none; BadInput when more are given than there are such files
+    (with fewer, a structured file without one is refused where it is read)."""
+    from plimsoll_ci import valuefiles
+    from plimsoll_ci.errors import BadInput
+
+    left = list(selects)
+    out = []
+    for p in paths:
+        data = valuefiles.read(p, what)
+        expr = left.pop(0) if valuefiles.structure(p, data) is not None and left else None
+        out.append((p, data, expr))
+    if left:
+        raise BadInput(f"--select given {len(selects)} time(s) for {len(selects) - len(left)} "
+                       f"structured file(s) (YAML, JSON, TOML or CSV) among {', '.join(paths)}: "
+                       "give it once per structured file, in the order of the files; a plain "
+                       "file of one value a line takes none")
+    return out
 
 
 def info(args: argparse.Namespace) -> int:

@@ -61,7 +61,9 @@ class Attempt:
     commands: list[CommandOutcome] = field(default_factory=list)
     tokens: int = 0
     seconds: float = 0.0
-    stopped: str | None = None  # "budget", "rate_limit" or "error": counted apart
+    # "budget", "rate_limit", "time_limit" (the session's wall clock), "tool_calls" or "error":
+    # counted apart
+    stopped: str | None = None
     nothing: str = ""  # why the attempt proposed nothing (a reply outside the contract, ...)
     notes: list[str] = field(default_factory=list)
     transcript: dict[str, Any] = field(default_factory=dict)

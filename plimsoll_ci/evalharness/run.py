@@ -12,7 +12,6 @@ the kept diffs and transcripts are written; one signed record per attempt is app
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -242,8 +241,7 @@ def _attempts(request: EvalRequest, setup: Setup, tasks: list[Task], out: Path,
         for config in request.models:
             # every request goes through the recorder (which writes the key's header as
             # [redacted]); each model has the whole --max-tokens budget
-            client = ModelClient(dataclasses.replace(config, base_url=proxy + prefix),
-                                 environ=environ)
+            client = ModelClient(config, environ=environ, via=proxy + prefix)
             for task in tasks:
                 for run in range(1, request.runs + 1):
                     attempt = run_attempt(setup, client, task, run)

@@ -12,12 +12,14 @@ import re
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 REDACTED = "[redacted]"
+MAX_COUNT = 2**53 - 1  # the largest count RFC 8785 JSON (a signed record) carries exactly
+MAX_SESSION_SECONDS = 7 * 24 * 3600.0
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -33,6 +35,9 @@ class ModelConfig:
     retries: int = 4  # further attempts after a 429, a 5xx, a timeout or a refused connection
     backoff: float = 1.0  # first wait between attempts; doubled each time
     max_wait: float = 60.0  # longest wait; a Retry-After beyond it ends the attempts at once
+    session_seconds: float = 1800.0  # wall clock of one session (requests, tools, waits)
+    calls_per_reply: int = 8  # tool calls of one reply that are run; the rest get an error
+    calls_per_session: int = 120  # tool calls of one session; then the session stops
 
     def __post_init__(self) -> None:
         endpoint(self.base_url)  # BadInput when it is not a plain http(s) URL
@@ -51,6 +56,15 @@ class ModelConfig:
             raise BadInput(f"--request-timeout {self.timeout}: give a positive number of seconds")
         if self.retries < 0:
             raise BadInput(f"--max-retries {self.retries}: give 0 or more")
+        if not 0 < self.session_seconds <= MAX_SESSION_SECONDS:
+            raise BadInput(f"--session-seconds {self.session_seconds}: give seconds between 0 "
+                           f"and {MAX_SESSION_SECONDS:g}")
+        if self.calls_per_reply < 1 or self.calls_per_session < 1:
+            raise BadInput(f"--max-tool-calls-per-reply {self.calls_per_reply} / --max-tool-calls "
+                           f"{self.calls_per_session}: give 1 or more")
+        if self.max_tokens > MAX_COUNT:
+            raise BadInput(f"--max-tokens {self.max_tokens}: at most {MAX_COUNT} (what a signed "
+                           "record's JSON carries exactly)")
         if self.backoff < 0 or self.max_wait < 0:
             raise BadInput("backoff and max_wait are seconds and cannot be negative")
 
@@ -89,18 +103,26 @@ def endpoint(base_url: str) -> Endpoint:
 class ApiKey:
     """An API key that never shows itself: `str()` and `repr()` give `[redacted]`."""
 
-    __slots__ = ("_value",)
+    __slots__ = ("_scrubber", "_value")
 
     def __init__(self, value: str) -> None:
+        from plimsoll_ci.scrub import Scrubber
+
         self._value = value
+        self._scrubber = Scrubber([value])
 
     def reveal(self) -> str:
-        """The key itself: only for the Authorization header and for scrubbing text."""
+        """The key itself: only for the Authorization header."""
         return self._value
 
+    @property
+    def scrubber(self) -> Any:  # plimsoll_ci.scrub.Scrubber
+        """What replaces the key wherever an answer reflects it (plain, JSON-escaped, base64)."""
+        return self._scrubber
+
     def scrub(self, text: str) -> str:
-        """`text` with every occurrence of the key replaced by `[redacted]`."""
-        return text.replace(self._value, REDACTED) if self._value else text
+        """`text` with every reflection of the key replaced by `[redacted]`."""
+        return self._scrubber.text(text)
 
     def __repr__(self) -> str:
         return f"ApiKey({REDACTED})"

@@ -5,8 +5,15 @@ Waits double from `backoff` (with jitter, never above `max_wait`). A `Retry-Afte
 and when it asks for longer than `max_wait` the attempts end there. Every attempt is logged as an
 `Exchange` before anything else happens, so a session's record holds every request it sent.
 
-The key goes out only as `Authorization: Bearer KEY` (the header the recorder redacts) and is
-scrubbed from any server text that reaches an error or the log.
+Deadlines: `timeout` bounds one whole attempt (connect, headers, body), however slowly the server
+trickles it: a watchdog thread cuts the connection at the deadline, or at once when the run is
+stopped (`Line.cancel`, set on Ctrl-C or SIGTERM). A session's wall clock (`Line.until`) cuts the
+attempt too. A reply over `MAX_REPLY_BYTES` is an error, not retried, never held whole in memory.
+
+The key goes out only as `Authorization: Bearer KEY` (the header the recorder redacts). Every
+answer's body is scrubbed of it (plain, JSON-escaped, base64: `plimsoll_ci.scrub`) as soon as it is
+read, before it is hashed, parsed or logged, and so is any server text that reaches an error.
+Errors name the URL the user gave (`--base-url`), not a local recording proxy in between.
 """
 
 from __future__ import annotations
@@ -16,7 +23,9 @@ import hashlib
 import http.client
 import json
 import random
+import socket
 import ssl
+import threading
 import time
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -25,8 +34,9 @@ from plimsoll_ci import __version__
 from plimsoll_ci.model.config import ApiKey, Endpoint, ModelConfig
 from plimsoll_ci.model.errors import EndpointError
 
-MAX_REPLY_BYTES = 64 * 1024 * 1024
+MAX_REPLY_BYTES = 64 * 1024 * 1024  # one answer's body; larger is an error (documented)
 _RETRIED = frozenset({408, 429}) | frozenset(range(500, 600))
+_TICK = 0.1  # how often the watchdog looks at the clock and the stop
 
 
 @dataclass(frozen=True)
@@ -39,18 +49,32 @@ class Exchange:
     seconds: float
     request_sha256: str  # the body as sent: the recorder's `body_sha256` of the same request
     request_bytes: int
-    response_sha256: str  # "" when no body came back
+    response_sha256: str  # "" when no body came back (of the body scrubbed of the key)
     response_bytes: int
     tokens: int = 0  # what this request was charged (0 unless it was answered with a reply)
     estimated: bool = False  # True when `tokens` is an estimate (no usable `usage`)
     error: str = ""  # "" for a 200; otherwise what went wrong, scrubbed of the key
+    # `usage.total_tokens` as the endpoint wrote it, when it is beyond what JSON carries exactly
+    # (2**53 - 1): `tokens` is then that bound; "" otherwise (and left out of the transcript)
+    reported_tokens: str = ""
+
+
+class Line(NamedTuple):
+    """Where one session's requests go and under which bounds."""
+
+    endpoint: Endpoint  # where requests are sent (a recording proxy, maybe)
+    shown: str  # the URL errors name: the --base-url the user gave
+    key: ApiKey
+    config: ModelConfig
+    cancel: threading.Event | None = None  # set: abandon the request in flight at once
+    until: float | None = None  # time.monotonic() when the session's wall clock runs out
 
 
 class Posted(NamedTuple):
     """The outcome of one POST with its retries."""
 
-    body: bytes | None  # the 200 answer's body; None when rate-limited
-    rate_limited: bool
+    body: bytes | None  # the 200 answer's body, scrubbed; None when stopped
+    stopped: str | None  # "rate_limit" or "time_limit" when body is None
 
 
 class _Answer(NamedTuple):
@@ -59,22 +83,47 @@ class _Answer(NamedTuple):
     body: bytes
 
 
-def post(endpoint: Endpoint, key: ApiKey, body: bytes, config: ModelConfig,
-         log: list[Exchange], turn: int) -> Posted:
+class _Cut(Exception):
+    """The watchdog cut the connection: `why` is "deadline", "time_limit" or "cancelled"."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class _TooLarge(Exception):
+    """The reply is over MAX_REPLY_BYTES."""
+
+
+def post(line: Line, body: bytes, log: list[Exchange], turn: int) -> Posted:
     """POST `body` to the chat-completions path, retried within the config's bounds.
 
-    Returns the 200 body, or `rate_limited` when 429s outlasted the retries (or asked for a wait
-    beyond `max_wait`); raises EndpointError for other failures. Appends one Exchange per attempt."""
+    Returns the 200 body (scrubbed of the key), or `stopped` when 429s outlasted the retries (or
+    asked for a wait beyond `max_wait`) or the session's wall clock ran out; raises EndpointError
+    for other failures and when the run is stopped. Appends one Exchange per attempt."""
+    config, key = line.config, line.key
     sent_sha = hashlib.sha256(body).hexdigest()
     last_error = ""
     status: int | None = None
     for attempt in range(1, config.retries + 2):
         start = time.monotonic()
+        if line.until is not None and start >= line.until:
+            return Posted(None, "time_limit")
         answer: _Answer | None = None
-        unverified = False
+        unverified = too_large = False
         try:
-            answer = _once(endpoint, key, body, config.timeout)
+            answer = _once(line, body, start)
             status = answer.status
+        except _Cut as e:
+            status = None
+            if e.why == "cancelled":
+                raise EndpointError(f"{line.shown}: the request was abandoned (the run was "
+                                    "stopped)", None) from None
+            last_error = (f"no answer within {config.timeout:g} s" if e.why == "deadline" else
+                          "the session's time ran out during the request")
+        except _TooLarge:
+            status, too_large = None, True
+            last_error = f"the reply is over the bound of one reply ({MAX_REPLY_BYTES} bytes)"
         except TimeoutError:
             status, last_error = None, f"no answer within {config.timeout:g} s"
         except ssl.SSLCertVerificationError as e:
@@ -96,33 +145,71 @@ def post(endpoint: Endpoint, key: ApiKey, body: bytes, config: ModelConfig,
             len(answer.body) if answer is not None else 0,
             error="" if status == 200 else last_error))
         if answer is not None and status == 200:
-            return Posted(answer.body, False)
+            return Posted(answer.body, None)
         if status is not None and status not in _RETRIED:
-            raise EndpointError(_refusal(endpoint, status, last_error), status)
+            raise EndpointError(_refusal(line.shown, status, last_error), status)
         if unverified:
-            raise EndpointError(f"{_origin(endpoint)}: {last_error}; check --base-url, or the "
+            raise EndpointError(f"{line.shown}: {last_error}; check --base-url, or the "
                                 "system's trusted certificates", None)
+        if too_large:
+            raise EndpointError(f"{line.shown}: {last_error}; not retried", None)
+        if line.until is not None and time.monotonic() >= line.until:
+            return Posted(None, "time_limit")
         if asked is not None and asked > config.max_wait:
             break
         if attempt > config.retries:
             break
         wait = min(config.backoff * 2 ** (attempt - 1), config.max_wait)
         wait = random.uniform(wait / 2, wait)  # jitter: parallel sessions do not retry in step
-        time.sleep(max(wait, asked or 0.0))
+        if line.until is not None:  # never wait past the session's wall clock
+            wait = min(wait, max(line.until - time.monotonic(), 0.0))
+            asked = None if asked is None else min(asked, max(line.until - time.monotonic(), 0.0))
+        if line.cancel is not None and line.cancel.wait(max(wait, asked or 0.0)):
+            raise EndpointError(f"{line.shown}: the request was abandoned (the run was "
+                                "stopped)", None)
+        if line.cancel is None:
+            time.sleep(max(wait, asked or 0.0))
     if status == 429:
-        return Posted(None, True)
-    raise EndpointError(f"{_origin(endpoint)}: gave up after {attempt} attempt(s); "
+        return Posted(None, "rate_limit")
+    raise EndpointError(f"{line.shown}: gave up after {attempt} attempt(s); "
                         f"last: {last_error}", status)
 
 
-def _once(endpoint: Endpoint, key: ApiKey, body: bytes, timeout: float) -> _Answer:
+def _watch(conn: http.client.HTTPConnection, line: Line, deadline: float,
+           done: threading.Event, cut: list[str]) -> None:
+    """Cut `conn` at `deadline`, when the session's time runs out, or when the run is stopped:
+    a blocked read then returns at once, however slowly the server was trickling."""
+    while not done.wait(_TICK):
+        now = time.monotonic()
+        if line.cancel is not None and line.cancel.is_set():
+            cut.append("cancelled")
+        elif line.until is not None and now >= line.until:
+            cut.append("time_limit")
+        elif now >= deadline:
+            cut.append("deadline")
+        else:
+            continue
+        sock = conn.sock
+        if sock is not None:
+            try:  # the plain socket's shutdown, under TLS too: the reader sees the end at once
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return
+
+
+def _once(line: Line, body: bytes, start: float) -> _Answer:
+    endpoint = line.endpoint
+    deadline = start + line.config.timeout
     conn_cls = (http.client.HTTPSConnection if endpoint.scheme == "https"
                 else http.client.HTTPConnection)
-    conn = conn_cls(endpoint.host, endpoint.port, timeout=timeout)
-    deadline = time.monotonic() + timeout
+    conn = conn_cls(endpoint.host, endpoint.port, timeout=line.config.timeout)
+    done, cut = threading.Event(), []
+    threading.Thread(target=_watch, args=(conn, line, deadline, done, cut), daemon=True,
+                     name="model-request-watchdog").start()
     try:
         conn.request("POST", endpoint.chat_path, body=body, headers={
-            "Authorization": f"Bearer {key.reveal()}",
+            "Authorization": f"Bearer {line.key.reveal()}",
             "Content-Type": "application/json",
             "Accept": "application/json",
             "User-Agent": f"plimsoll-ci/{__version__}",
@@ -130,17 +217,25 @@ def _once(endpoint: Endpoint, key: ApiKey, body: bytes, timeout: float) -> _Answ
         resp = conn.getresponse()
         chunks, size = [], 0
         while True:
-            piece = resp.read(65536)
+            piece = resp.read1(65536)  # what has arrived: a trickle cannot hold a read open
             if not piece:
                 break
             size += len(piece)
             if size > MAX_REPLY_BYTES:
-                raise http.client.HTTPException("reply larger than the bound")
+                raise _TooLarge
             chunks.append(piece)
-            if time.monotonic() > deadline:  # a server that drips its reply still times out
-                raise TimeoutError
-        return _Answer(resp.status, resp.headers, b"".join(chunks))
+            if cut:
+                break
+        if cut:
+            raise _Cut(cut[0])
+        # scrubbed before anything else sees it: the hash, the parser, the log, an error
+        return _Answer(resp.status, resp.headers, line.key.scrubber.bytes(b"".join(chunks)))
+    except (OSError, http.client.HTTPException, ValueError, AttributeError):
+        if cut:  # whatever the cut connection raised, the cut is the reason
+            raise _Cut(cut[0]) from None
+        raise
     finally:
+        done.set()
         conn.close()
 
 
@@ -169,7 +264,7 @@ def _retry_after(headers: http.client.HTTPMessage) -> float | None:
 
 def _server_says(body: bytes, key: ApiKey) -> str:
     """The server's error message, short and scrubbed of the key."""
-    text = body.decode("utf-8", "replace")
+    text = key.scrub(body.decode("utf-8", "replace"))
     try:
         doc = json.loads(text)
         if isinstance(doc, dict) and isinstance(doc.get("error"), dict):
@@ -182,14 +277,15 @@ def _server_says(body: bytes, key: ApiKey) -> str:
     return (text[:200] + "...") if len(text) > 200 else (text or "(no message)")
 
 
-def _origin(endpoint: Endpoint) -> str:
-    return f"{endpoint.scheme}://{endpoint.host}:{endpoint.port}{endpoint.chat_path}"
+def shown_url(base_url: str) -> str:
+    """The chat-completions URL of `--base-url`, as errors name it."""
+    return base_url.rstrip("/") + "/chat/completions"
 
 
-def _refusal(endpoint: Endpoint, status: int, error: str) -> str:
+def _refusal(shown: str, status: int, error: str) -> str:
     hint = {
         401: "check the key in the variable --api-key-env names",
         403: "the key is not allowed this model or endpoint",
         404: "check --base-url (it usually ends in /v1) and --model",
     }.get(status, "the request was not retried")
-    return f"{_origin(endpoint)}: {error}; {hint}"
+    return f"{shown}: {error}; {hint}"

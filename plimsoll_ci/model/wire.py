@@ -84,6 +84,7 @@ class Reply:
     finish_reason: str | None
     tokens: int  # this turn's tokens: the response's `usage`, or an estimate (see `estimated`)
     estimated: bool  # True when the response carried no usable `usage`
+    dropped: int = 0  # tool calls over a cap, answered with an error by the session itself
 
 
 class Usage(NamedTuple):
@@ -140,6 +141,8 @@ def load_json(body: bytes) -> Any:
                              f"{e.msg})") from None
     except RecursionError:
         raise MalformedReply("the reply is JSON nested too deeply to read") from None
+    except ValueError:  # a number of more digits than Python converts (4300)
+        raise MalformedReply("the reply has a number too long to read") from None
 
 
 def _field(obj: object, key: str, where: str, kind: type | tuple[type, ...]) -> Any:
@@ -160,6 +163,8 @@ def _arguments(text: str) -> tuple[Mapping[str, Any] | None, str]:
                       f"{e.msg}); send one JSON object")
     except RecursionError:
         return None, "the arguments are JSON nested too deeply; send one flat JSON object"
+    except ValueError:
+        return None, "the arguments hold a number too long to read; send shorter numbers"
     if not isinstance(value, dict):
         return None, f"the arguments are a JSON {type(value).__name__}; send one JSON object"
     return value, ""

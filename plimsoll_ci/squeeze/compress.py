@@ -15,7 +15,6 @@ the transcript and the recording).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -98,8 +97,8 @@ def compress(options: CompressOptions, model: Any) -> Compressed:
     counts: list[int] = []
     recipe = None
     with wall.Recording(model.config.base_url, out / "requests") as recording:
-        config = dataclasses.replace(model.config, base_url=recording.url)
-        session = ModelClient(config, environ=model.environ).session(
+        # errors and the transcript name --base-url, not the recording proxy in between
+        session = ModelClient(model.config, environ=model.environ, via=recording.url).session(
             system=SYSTEM.format(budget=options.tokens))
         session.user(record)
         while len(counts) < options.drafts:
@@ -116,7 +115,6 @@ def compress(options: CompressOptions, model: Any) -> Compressed:
                          f"{options.tokens}. Squeeze it further and answer with the recipe alone."
                          if draft else "That answer was empty; answer with the recipe alone.")
         transcript = session.transcript()
-        transcript["base_url"] = model.config.base_url
     if recipe is None:
         return Compressed(None, counts, f"no draft within {options.tokens} tokens after "
                           f"{len(counts)} drafts ({', '.join(map(str, counts))} tokens); no "

@@ -1,24 +1,35 @@
 """`bundle merge`: the shards of one plan into the folder one runner would have written.
 
-    merged = merge(MergeOptions([Path("s1"), Path("s2")], Path("out")))
+    merged = merge(MergeOptions([Path("s1"), Path("s2")], Path("out"), trusted=pin(["job.pub"])))
+
+A merge trusts only the keys it is given (`--pub FILE`, `MergeOptions.trusted`), never a key found
+beside the records it checks: a shard's own `harness.pub` is never read, so a shard re-signed
+under another key (its `harness.pub` replaced to match) is refused, naming the key.
 
 Each shard folder (`squeeze run JOB --plan PLAN --shard I/N --out DIR`) is checked on its own
 first, every problem at once, each naming its folder:
 
-- its bundle verifies under its own `harness.pub` (signatures, chain, checkpoint);
+- it holds only what a shard writes (`SHARD_FILES`), each a regular file: a link, a device, a
+  FIFO, a folder or any other file is refused; every read is bounded (`MAX_BUNDLE_BYTES`,
+  `MAX_RUN_BYTES`);
+- its bundle verifies under a pinned key (signatures, chain, checkpoint);
 - its `run.json` says it finished (`done`) and which slice it graded (I of N);
 - every record is a grading of the plan its records name, and the records are exactly slice I of
   N of that plan (`plan.shard`), none twice.
 
 Then across shards: one job section (the same commitment, the same plan), one N, every slice
-1..N exactly once (none missing, none twice). Any problem: exit 2 and nothing written.
+1..N exactly once (none missing, none twice); with `--plan`, the plan's job section. Any problem:
+exit 2 and nothing written.
 
 The merged folder is built beside `--out` and renamed into place when whole: the shards' records
 signed again, in plan order, under the merge's key (`harness.pub`; after the plan's session
-records, for a job that builds: `--plan`), then every artifact derived from that bundle by the
-road `squeeze run` takes, so `result.json` is byte for byte what one runner writes. Each shard's
-original bundle and key are kept under `shards/I/`, and `squeeze verify` checks that the merged
-records are exactly theirs (`check_provenance`).
+records, verified under a pinned key too, for a job that builds: `--plan`), then every artifact
+derived from that bundle by the road `squeeze run` takes, so `result.json` is byte for byte what
+one runner writes. The plan's `built/` and `requests/` are copied file by file, only the regular
+files its signed session records name (`planfile.copy_outputs`). Each shard's original bundle
+and the pinned key that verified it are kept under `shards/I/`, and `squeeze verify` checks that
+the merged records are exactly theirs (`check_provenance`), under keys it is given
+(`--shard-pub`) or, without them, says that it proved consistency only.
 """
 
 from __future__ import annotations
@@ -39,6 +50,12 @@ from plimsoll_ci.squeeze.records import SignedRun, signed_runs
 
 SHARDS = "shards"  # in a merged folder: shards/I/{bundle.intoto.jsonl,harness.pub}
 MERGE_FORMAT = "plimsoll-squeeze-merge/1"
+MAX_RUN_BYTES = 16 << 20  # a shard's run.json (its account): a few KiB per grading
+# What `squeeze run --shard` writes; anything else in a shard folder is refused. A shard's
+# harness.pub is allowed there but never read: the merge trusts only the keys it is given.
+SHARD_FILES = frozenset({artifacts.BUNDLE, artifacts.BUNDLE + ".lock", artifacts.PUBLIC_KEY,
+                         artifacts.RUN})
+KEPT_FILES = frozenset({artifacts.BUNDLE, artifacts.PUBLIC_KEY})  # in shards/I/ of a merge
 
 
 class MergeOptions(NamedTuple):
@@ -49,6 +66,7 @@ class MergeOptions(NamedTuple):
     plan: Path | None = None  # the plan folder: needed when the job builds rebuilds
     key_file: str | None = None
     key_env: str | None = None
+    trusted: tuple = ()  # attest.pinned.Pinned: the keys the shards (and the plan) may be signed by
 
 
 class Shard(NamedTuple):
@@ -60,7 +78,7 @@ class Shard(NamedTuple):
     job: dict[str, Any]  # the job section its records carry
     runs: list[SignedRun]
     bundle: bytes
-    public_pem: bytes
+    public_pem: bytes  # the pinned key that verified it
 
 
 class Merged(NamedTuple):
@@ -83,31 +101,71 @@ def _grading_of(run: SignedRun) -> tuple[plan_mod.Grading | None, dict | None]:
         return None, None
 
 
-def _shard_of(folder: Path, problems: list[str]) -> Shard | None:
+def only_files(folder: Path, allowed: frozenset[str], where: str) -> list[str]:
+    """Problems with what `folder` holds: anything not named in `allowed`, and any entry that
+    is not a regular file (a link, a folder, a device, a FIFO, a socket), each named."""
+    problems = []
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as e:
+        return [f"{where}: cannot be listed ({e.strerror})"]
+    for entry in entries:
+        if entry.is_symlink():
+            problems.append(f"{where}: {entry.name} is a symbolic link (a merge never follows "
+                            "one); give the folder as the shard wrote it")
+        elif entry.name not in allowed:
+            problems.append(f"{where}: {entry.name} is not a file a shard writes; give the folder "
+                            f"as the shard wrote it (only {', '.join(sorted(allowed))})")
+        elif not entry.is_file(follow_symlinks=False):
+            problems.append(f"{where}: {entry.name} is not a regular file (a device, FIFO, "
+                            "socket or folder is never read)")
+    return problems
+
+
+def unpinned(where: str, data: bytes, flag: str = "--pub") -> str:
+    """The refusal of a bundle signed by a key no one pinned, naming the key."""
+    from plimsoll_ci.attest.pinned import claimed_keyid
+
+    keyid = claimed_keyid(data)
+    named = f"key sha256:{keyid}" if keyid else "a key it does not name"
+    return (f"{where}: signed by {named}, which is not a pinned key; give the public key of "
+            f"every shard with {flag} FILE, taken from where the shard ran (a secret, the "
+            "repository), never from the shard's folder")
+
+
+def _shard_of(folder: Path, trusted: tuple, problems: list[str]) -> Shard | None:
     """Read and check one shard folder; None (and its problems) when it cannot be used."""
     from plimsoll_ci.attest import bundle
-    from plimsoll_ci.attest.keys import load_public_key
+    from plimsoll_ci.attest.pinned import verify_pinned
     from plimsoll_ci.attest.record import PREDICATE_TYPE
+    from plimsoll_ci.files import read_bounded
 
     where = f"shard {folder}"
     if not folder.is_dir():
         problems.append(f"{where}: no such folder; give the --out folders of `squeeze run "
                         "--plan PLAN --shard I/N`")
         return None
+    found = only_files(folder, SHARD_FILES, where)
+    if found:
+        problems += found
+        return None
     try:
-        public = load_public_key(folder / artifacts.PUBLIC_KEY)
-        data = bundle.read_bundle(folder / artifacts.BUNDLE)
-        account = json.loads((folder / artifacts.RUN).read_bytes())
+        data = bundle.read_bundle(folder / artifacts.BUNDLE, follow=False)
+        raw = read_bounded(folder / artifacts.RUN, MAX_RUN_BYTES, f"{artifacts.RUN}", False)
+        account = json.loads(raw)
     except BadInput as e:
         problems.append(f"{where}: {e}")
         return None
-    except (OSError, ValueError) as e:
-        problems.append(f"{where}: {artifacts.RUN} cannot be read ({e}); is it a shard's folder?")
+    except (ValueError, UnicodeDecodeError) as e:
+        problems.append(f"{where}: {artifacts.RUN} is not JSON ({e}); is it a shard's folder?")
         return None
-    report = bundle.verify_bytes(data, public)
+    key, report = verify_pinned(data, trusted)
+    if key is None or report is None:
+        problems.append(unpinned(where, data))
+        return None
     if not report.ok:
-        problems.append(f"{where}: {artifacts.BUNDLE} does not verify under its "
-                        f"{artifacts.PUBLIC_KEY} ({report.problems[0]})")
+        problems.append(f"{where}: {artifacts.BUNDLE} does not verify under the pinned "
+                        f"{key.line()} ({report.problems[0]})")
         return None
     said = account.get("shard") if isinstance(account, dict) else None
     if not isinstance(said, dict) or not isinstance(said.get("index"), int) \
@@ -143,8 +201,7 @@ def _shard_of(folder: Path, problems: list[str]) -> Shard | None:
         problems.append(f"{where}: its signed gradings are not slice {index}/{count} of the "
                         "plan its records name (a grading missing, extra or out of order)")
         return None
-    return Shard(folder, index, count, job, runs, data,
-                 (folder / artifacts.PUBLIC_KEY).read_bytes())
+    return Shard(folder, index, count, job, runs, data, key.public.pem())
 
 
 def _across(shards: list[Shard], problems: list[str]) -> None:
@@ -173,20 +230,25 @@ def _across(shards: list[Shard], problems: list[str]) -> None:
                         "give every shard's folder")
 
 
-def _sessions(job: dict[str, Any], plan: Path | None) -> tuple[list, Any]:
-    """The plan's session records for a job that builds (and the plan), else none."""
-    if not (job.get("sessions") or {}).get("plan"):
-        return [], None
+def _sessions(job: dict[str, Any], plan: Path | None, trusted: tuple) -> tuple[list, Any]:
+    """The plan (when given: it must be the plan the shards graded) and, for a job that builds,
+    its session records, verified under a pinned key."""
+    builds = bool((job.get("sessions") or {}).get("plan"))
     if plan is None:
-        raise BadInput("the job builds rebuilds: their session records are in the plan; give "
-                       "--plan PLAN (the folder of `squeeze plan`)")
+        if builds:
+            raise BadInput("the job builds rebuilds: their session records are in the plan; give "
+                           "--plan PLAN (the folder of `squeeze plan`)")
+        return [], None
     from plimsoll_ci.squeeze import planfile
 
     loaded = planfile.load(plan)
     if canonical.dumps(loaded.context) != canonical.dumps(job):
         raise BadInput(f"--plan {plan}: not the plan the shards graded (its job section "
-                       "differs)")
-    return planfile.session_records(loaded), loaded
+                       "differs): give the plan the shards were run with")
+    problems = planfile.check_folder(loaded)
+    if problems:
+        raise BadInput("bundle merge: refused, nothing written:\n  " + "\n  ".join(problems))
+    return (planfile.session_records(loaded, trusted) if builds else []), loaded
 
 
 def merge(options: MergeOptions) -> Merged:
@@ -194,16 +256,20 @@ def merge(options: MergeOptions) -> Merged:
     listing every problem, and nothing written, when the shards cannot be merged."""
     if not options.shards:
         raise BadInput("bundle merge: give the shard folders to merge")
+    if not options.trusted:
+        raise BadInput("bundle merge: give --pub FILE for the key(s) the shards were signed by "
+                       "(a merge never trusts a key found in a shard's folder; see docs/scale.md)")
     acct.refuse_used(options.out)
     problems: list[str] = []
-    shards = [s for f in options.shards if (s := _shard_of(Path(f), problems)) is not None]
+    shards = [s for f in options.shards
+              if (s := _shard_of(Path(f), tuple(options.trusted), problems)) is not None]
     if shards and not problems:
         _across(shards, problems)
     if problems:
         raise BadInput("bundle merge: refused, nothing written:\n  " + "\n  ".join(problems))
     shards.sort(key=lambda s: s.index)
     job = shards[0].job
-    session_records, plan = _sessions(job, options.plan)
+    session_records, plan = _sessions(job, options.plan, tuple(options.trusted))
     by_grading = {}
     for s in shards:
         for run in s.runs:
@@ -213,11 +279,11 @@ def merge(options: MergeOptions) -> Merged:
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.merging-", dir=out.parent))
     try:
-        result = _write(work, options, shards, session_records, ordered)
         if plan is not None:
             from plimsoll_ci.squeeze import planfile
 
-            planfile.copy_outputs(plan, work)
+            planfile.copy_outputs(plan, work, session_records)  # first: a refusal writes nothing
+        result = _write(work, options, shards, session_records, ordered)
         if out.is_dir():
             out.rmdir()  # empty (refuse_used); the whole folder appears at once
         os.rename(work, out)
@@ -264,36 +330,70 @@ def _write(work: Path, options: MergeOptions, shards: list[Shard], session_recor
     return result
 
 
-def check_provenance(folder: Path, data: bytes) -> tuple[list[str], list[str]]:
-    """(problems, notes) for a merged folder: every kept shard bundle verifies under its kept
-    key, and the merged gradings are exactly the shards' records (none added, none lost)."""
+def check_provenance(folder: Path, data: bytes,
+                     pinned: tuple | None = None) -> tuple[list[str], list[str]]:
+    """(problems, notes) for a merged folder: every kept shard bundle verifies, and the merged
+    gradings are exactly the shards' records (none added, none lost).
+
+    With `pinned` (attest.pinned.Pinned, `--shard-pub`), each kept bundle must verify under one of
+    them. Without, under the key kept beside it: that proves the merge kept what it says it
+    merged (consistency), not who signed the shards, and the note says so.
+    """
     from plimsoll_ci.attest import bundle
     from plimsoll_ci.attest.keys import load_public_key
+    from plimsoll_ci.attest.pinned import verify_pinned
     from plimsoll_ci.attest.record import PREDICATE_TYPE
 
     problems: list[str] = []
     theirs: list[bytes] = []
-    kept = sorted((p for p in (folder / SHARDS).iterdir() if p.is_dir()), key=lambda p: p.name)
+    kept = []
+    for entry in sorted(os.scandir(folder / SHARDS), key=lambda e: e.name):
+        if entry.is_symlink() or not entry.is_dir(follow_symlinks=False) \
+                or not entry.name.isdigit():
+            problems.append(f"{SHARDS}/{entry.name}: not a kept shard (a link, a file or a "
+                            "folder a merge does not write)")
+        else:
+            kept.append(Path(entry.path))
+    used: dict[str, str] = {}
     for one in kept:
         where = f"{SHARDS}/{one.name}"
+        found = only_files(one, KEPT_FILES, where)
+        if found:
+            problems += found
+            continue
         try:
-            public = load_public_key(one / artifacts.PUBLIC_KEY)
-            shard_data = bundle.read_bundle(one / artifacts.BUNDLE)
+            shard_data = bundle.read_bundle(one / artifacts.BUNDLE, follow=False)
+            if pinned is None:
+                public = load_public_key(one / artifacts.PUBLIC_KEY, follow=False)
+                report = bundle.verify_bytes(shard_data, public)
+                used[public.keyid] = f"{where}/{artifacts.PUBLIC_KEY}"
+            else:
+                key, report = verify_pinned(shard_data, pinned)
+                if key is None or report is None:
+                    problems.append(unpinned(where, shard_data, "--shard-pub"))
+                    continue
+                used[key.public.keyid] = key.source
         except BadInput as e:
             problems.append(f"{where}: {e}")
             continue
-        report = bundle.verify_bytes(shard_data, public)
         if not report.ok:
-            problems.append(f"{where}: its bundle does not verify under its key "
-                            f"({report.problems[0]})")
+            problems.append(f"{where}: its bundle does not verify ({report.problems[0]})")
             continue
         theirs += [_pair(r) for r in signed_runs(shard_data)]
     ours = [_pair(r) for r in signed_runs(data) if r.predicate_type == PREDICATE_TYPE]
     if not problems and sorted(ours) != sorted(theirs):
         problems.append(f"{artifacts.BUNDLE}: its gradings are not exactly the records of the "
                         f"shards kept in {SHARDS}/ (a record added, lost or changed in the merge)")
-    notes = [f"merged from {len(kept)} shards; each shard's bundle verifies under its own key "
-             f"and the merged gradings are exactly theirs ({SHARDS}/)"] if not problems else []
+    if problems:
+        return problems, []
+    keys = "; ".join(f"key sha256:{k[:16]}... (from {src})" for k, src in sorted(used.items()))
+    notes = [f"merged from {len(kept)} shards; each shard's bundle verifies and the merged "
+             f"gradings are exactly theirs ({SHARDS}/); shard keys trusted: {keys}"]
+    if pinned is None:
+        notes.append(f"consistency only: the shards verified under the keys kept beside them in "
+                     f"{SHARDS}/, which proves the merge holds what it kept, not who signed the "
+                     "shards; give --shard-pub FILE (the key the shards were signed by) to prove "
+                     "that")
     return problems, notes
 
 

@@ -29,7 +29,6 @@ tripwire checks every request against the fresh seeds too. A held-out set stays 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -41,6 +40,7 @@ from plimsoll_ci.squeeze import artifacts, checks, recipes
 from plimsoll_ci.squeeze import plan as plan_mod
 from plimsoll_ci.squeeze.job import Job
 from plimsoll_ci.squeeze.plan import Unseen
+from plimsoll_ci.tripwire.formats import RECORDER_LOCK
 
 PLAN_FORMAT = "plimsoll-squeeze-plan/1"
 PLAN_FILE = "plan.json"
@@ -193,9 +193,10 @@ def follow(plan: Plan, job: Job, prepared: Any, sealed: Any) -> Planned:
     return Planned(unseen, work)
 
 
-def session_records(plan: Plan) -> list[tuple[dict, dict]]:
-    """The plan's rebuild-session records, verified under its key, in plan order."""
-    from plimsoll_ci.attest import bundle
+def session_records(plan: Plan, trusted: tuple = ()) -> list[tuple[dict, dict]]:
+    """The plan's rebuild-session records, verified, in plan order: under a pinned key when
+    `trusted` (attest.pinned.Pinned) is given (a merge), else under the plan's own harness.pub."""
+    from plimsoll_ci.attest import bundle, pinned
     from plimsoll_ci.attest.keys import load_public_key
     from plimsoll_ci.attest.record import SESSION_PREDICATE_TYPE
     from plimsoll_ci.squeeze.records import signed_runs
@@ -204,12 +205,23 @@ def session_records(plan: Plan) -> list[tuple[dict, dict]]:
     if not wanted:
         return []
     path = plan.folder / artifacts.BUNDLE
-    public = load_public_key(plan.folder / artifacts.PUBLIC_KEY)
-    data = bundle.read_bundle(path)
-    report = bundle.verify_bytes(data, public)
+    data = bundle.read_bundle(path, follow=False)
+    if trusted:
+        key, report = pinned.verify_pinned(data, trusted)
+        if key is None or report is None:
+            keyid = pinned.claimed_keyid(data)
+            named = f"key sha256:{keyid}" if keyid else "a key it does not name"
+            raise BadInput(f"{path}: signed by {named}, which is not a pinned key; "
+                           "give the plan's public key with --pub FILE, taken from where the "
+                           "plan was made, never from the plan's folder")
+        under = key.line()
+    else:
+        public = load_public_key(plan.folder / artifacts.PUBLIC_KEY, follow=False)
+        report = bundle.verify_bytes(data, public)
+        under = str(plan.folder / artifacts.PUBLIC_KEY)
     if not report.ok:
-        raise BadInput(f"{path}: does not verify under {plan.folder / artifacts.PUBLIC_KEY} "
-                       f"({report.problems[0]}); the plan's session records cannot be used")
+        raise BadInput(f"{path}: does not verify under {under} ({report.problems[0]}); the "
+                       "plan's session records cannot be used")
     found = []
     for one in signed_runs(data):
         ctx = one.result.get("squeeze") if isinstance(one.result, dict) else None
@@ -223,9 +235,135 @@ def session_records(plan: Plan) -> list[tuple[dict, dict]]:
     return [(r.result, r.predicate) for r in found]
 
 
-def copy_outputs(plan: Plan, out: Path) -> None:
-    """A run graded whole from a plan holds what one runner would: the built rebuilds and the
-    sessions' recordings."""
-    for name in ("built", "requests"):
-        if (plan.folder / name).is_dir():
-            shutil.copytree(plan.folder / name, out / name)
+# What `squeeze plan` writes at the top of a plan folder; a merge refuses anything else there.
+PLAN_ENTRIES = frozenset({PLAN_FILE, FRESH_FILE, HELD_OUT_FILE, artifacts.PUBLIC_KEY,
+                          artifacts.BUNDLE, artifacts.BUNDLE + ".lock", artifacts.RUN})
+OUTPUTS = ("built", "requests")  # folders copied into a run graded from the plan
+MAX_OUTPUT_FILE = 64 << 20  # one file of a built workspace or a recording
+MAX_OUTPUTS = 1 << 30  # all of them together
+
+
+def check_folder(plan: Plan) -> list[str]:
+    """Problems with a plan folder's top level: an entry `squeeze plan` does not write, a link,
+    or a special file (each named)."""
+    import os
+
+    problems = []
+    for entry in sorted(os.scandir(plan.folder), key=lambda e: e.name):
+        where = f"--plan {plan.folder}: {entry.name}"
+        if entry.is_symlink():
+            problems.append(f"{where}: a symbolic link (never followed); give the plan folder "
+                            "as `squeeze plan` wrote it")
+        elif entry.name in OUTPUTS:
+            if not entry.is_dir(follow_symlinks=False):
+                problems.append(f"{where}: not a folder")
+        elif entry.name not in PLAN_ENTRIES:
+            problems.append(f"{where}: not a file `squeeze plan` writes; give the plan folder "
+                            "as it wrote it")
+        elif not entry.is_file(follow_symlinks=False):
+            problems.append(f"{where}: not a regular file (a device, FIFO or socket is never "
+                            "read)")
+    return problems
+
+
+def _tree(root: Path, where: str, problems: list[str]) -> dict[str, Path]:
+    """Every regular file under `root` by its path relative to it; a link or a special file is
+    a problem (never followed, never read)."""
+    import os
+
+    found: dict[str, Path] = {}
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            rel = Path(entry.path).relative_to(root).as_posix()
+            if entry.is_symlink():
+                problems.append(f"{where}/{rel}: a symbolic link (never followed)")
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                found[rel] = Path(entry.path)
+            else:
+                problems.append(f"{where}/{rel}: not a regular file (a device, FIFO or socket)")
+    return found
+
+
+def _recording_digest(files: dict[str, bytes]) -> str:
+    """The recording's manifest digest, as `wall.manifest` computes it over a folder."""
+    import hashlib
+
+    lines = "".join(f"{rel}\0{hashlib.sha256(files[rel]).hexdigest()}\n" for rel in sorted(files))
+    return hashlib.sha256(b"plimsoll-ci recording v1\x00" + lines.encode()).hexdigest()
+
+
+def _named(sessions: list[tuple[dict, dict]]) -> tuple[dict[str, str], dict[str, str]]:
+    """What the signed session records name: ({built file: sha256}, {recording: its digest})."""
+    built: dict[str, str] = {}
+    recorded: dict[str, str] = {}
+    for result, _predicate in sessions:
+        recorded[result["recording"]["folder"]] = result["recording"]["sha256"]
+        if result.get("verdict") == "graded":
+            for rel, sha in result["workspace"]["files"].items():
+                built[f"{result['controller']}/{rel}"] = sha
+    return built, recorded
+
+
+def copy_outputs(plan: Plan, out: Path, sessions: list[tuple[dict, dict]]) -> None:
+    """Copy into `out` what one runner would hold: the built rebuilds and the sessions'
+    recordings, exactly the files the verified session records `sessions` name.
+
+    Refused (BadInput, every problem at once, before anything is copied): a link anywhere under
+    `built/` or `requests/` (never followed), a device, FIFO or socket, a file the records do not
+    name, a named file missing or with other bytes, a file over `MAX_OUTPUT_FILE`.
+    """
+    import hashlib
+
+    from plimsoll_ci.files import read_bounded
+
+    built, recorded = _named(sessions)
+    problems: list[str] = []
+    found: dict[str, Path] = {}
+    for name in OUTPUTS:
+        top = plan.folder / name
+        if top.is_symlink():
+            problems.append(f"--plan {plan.folder}: {name} is a symbolic link (never followed)")
+        elif top.is_dir():
+            found |= {f"{name}/{rel}": p for rel, p in
+                      _tree(top, f"--plan {plan.folder}: {name}", problems).items()}
+    data: dict[str, bytes] = {}
+    total = 0
+    for rel, path in sorted(found.items()):
+        try:
+            data[rel] = read_bounded(path, MAX_OUTPUT_FILE, f"--plan {plan.folder}: {rel}", False)
+        except BadInput as e:
+            problems.append(str(e))
+            continue
+        total += len(data[rel])
+        if total > MAX_OUTPUTS:
+            raise BadInput(f"--plan {plan.folder}: built/ and requests/ hold more than the bound "
+                           f"of {MAX_OUTPUTS >> 20} MiB; refused, nothing written")
+    for rel in sorted(data):
+        in_recording = next((f for f in recorded if rel.startswith(f + "/")), None)
+        if rel in built:
+            if hashlib.sha256(data[rel]).hexdigest() != built[rel]:
+                problems.append(f"--plan {plan.folder}: {rel}: not the bytes its session's "
+                                "signed record names (changed since the plan was made)")
+        elif in_recording is None:
+            problems.append(f"--plan {plan.folder}: {rel}: a file no signed session record "
+                            "names (added after the plan was made); remove it")
+    for rel in sorted(set(built) - set(data)):
+        problems.append(f"--plan {plan.folder}: {rel}: missing (its session's record names it)")
+    for folder, digest in sorted(recorded.items()):
+        files = {k[len(folder) + 1:]: v for k, v in data.items() if k.startswith(folder + "/")}
+        if _recording_digest(files) != digest and not (
+                RECORDER_LOCK not in files  # empty, and left out by an artifact upload (hidden)
+                and _recording_digest(files | {RECORDER_LOCK: b""}) == digest):
+            problems.append(f"--plan {plan.folder}: {folder}: not the recording its session's "
+                            "signed record names (a file added, changed or removed)")
+    if problems:
+        raise BadInput(f"--plan {plan.folder}: its built/ and requests/ refused, nothing "
+                       "written:\n  " + "\n  ".join(problems))
+    for rel, content in data.items():
+        dest = out / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(content)

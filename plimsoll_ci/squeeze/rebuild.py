@@ -7,9 +7,12 @@ The model gets the brief (`brief.py`: the task, and the recipe or none) and exac
 in a sandbox of its own, `sandboxed.py`) and `fly` (the workspace's `controller.py` on the
 session's smoke seeds, in a grading sandbox). Arguments that are not a JSON object, an unknown tool
 or a refused write get an error result and the session goes on. It ends when the model answers
-without a tool call, at `max_turns`, when the budget is spent or the endpoint keeps rate-limiting
-(`stopped`), or on an endpoint error. Every request goes through a recording proxy (`wall.py`);
-the recording, the workspace scan and the tripwire's verdict go into the session's record.
+without a tool call, at `max_turns`, at its wall clock (`time_limit`) or tool-call cap
+(`tool_calls`; both `ModelConfig` bounds, recorded in the session's `limits`), when the budget is
+spent or the endpoint keeps rate-limiting (`stopped`), or on an endpoint error. A reply's tool calls
+over the per-reply cap get an error result without running, and a `run_code` call never runs past
+the session's wall clock. Every request goes through a recording proxy (`wall.py`); the
+recording, the workspace scan and the tripwire's verdict go into the session's record.
 
 The parts that decide what crosses the wall (the brief, the files shipped into sandboxes, the smoke
 seeds) are a `Harness`; the canary run swaps one to plant a mistake and shows it is caught.
@@ -17,12 +20,12 @@ seeds) are a `Harness`; the canary run swaps one to plant a mistake and shows it
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import hashlib
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -157,13 +160,14 @@ def run_session(spec: Spec, setting: Setting) -> Done:
     space = Workspace(Path(tempfile.mkdtemp(prefix=f"{folder_name(spec)}-", dir=setting.work)))
     tools = _Tools(space, kit, smoke, setting)
     with wall.Recording(setting.config.base_url, folder) as recording:
-        config = dataclasses.replace(setting.config, base_url=recording.url)
-        client = ModelClient(config, environ=setting.environ, budget=setting.budget)
+        client = ModelClient(setting.config, environ=setting.environ, budget=setting.budget,
+                             via=recording.url,  # the proxy adds the path prefix (/v1)
+                             cancel=setting.stop)
         session = client.session(system=system, tools=TOOLS)
+        tools.until = time.monotonic() + setting.config.session_seconds
         session.user(user)
         ended, error, turns = _converse(session, tools, setting)
         transcript = session.transcript()
-        transcript["base_url"] = setting.config.base_url  # the endpoint, not the local proxy
         outcome = session.outcome()
     check = wall.check_session(folder, setting.secrets.sealed)
     files = space.files()
@@ -192,6 +196,7 @@ def run_session(spec: Spec, setting: Setting) -> Done:
         "requests": outcome.requests, "tokens": outcome.tokens,
         "estimated_tokens": outcome.estimated_tokens,
         "tools": tools.calls,
+        "limits": limits(setting.config), "dropped_calls": tools.dropped,
         "smoke": {"count": len(smoke), "sha256": _sha("\n".join(map(str, smoke)))},
         "workspace": {"files": {p: _sha(d) for p, d in files.items()},
                       "sha256": files_digest(files), "carries": carries},
@@ -212,6 +217,22 @@ def run_session(spec: Spec, setting: Setting) -> Done:
         "transcript": {"sha256": transcript_sha},
     }
     return Done(spec, doc, fields, started, dt.datetime.now(dt.UTC), space.root, files, check)
+
+
+def limits(config: ModelConfig) -> dict[str, Any]:
+    """The bounds a session ran under, as its signed record states them."""
+    from plimsoll_ci.model.transport import MAX_REPLY_BYTES
+
+    return {"session_seconds": json_seconds(config.session_seconds),
+            "calls_per_reply": config.calls_per_reply,
+            "calls_per_session": config.calls_per_session,
+            "request_timeout": json_seconds(config.timeout), "retries": config.retries,
+            "reply_bytes": MAX_REPLY_BYTES}
+
+
+def json_seconds(value: float) -> int | str:
+    """Seconds as RFC 8785 JSON carries them in a record: a whole number, or its decimal text."""
+    return int(value) if float(value).is_integer() else repr(float(value))
 
 
 def _converse(session: Any, tools: _Tools, setting: Setting) -> tuple[str, str, int]:
@@ -236,7 +257,8 @@ def _converse(session: Any, tools: _Tools, setting: Setting) -> tuple[str, str, 
             return "error", str(e)[:300], turns
         if reply is None:
             return str(session.stopped), "", turns
-        if not reply.tool_calls:
+        tools.dropped += reply.dropped
+        if not reply.tool_calls and not reply.dropped:
             return "answered", "", turns
         for call in reply.tool_calls:
             session.tool_result(call, tools.run(call, turns))
@@ -249,6 +271,8 @@ class _Tools:
                  setting: Setting) -> None:
         self.space, self.kit, self.smoke, self.setting = space, kit, smoke, setting
         self.calls: list[dict[str, Any]] = []
+        self.dropped = 0  # calls over a cap: answered with an error, never run
+        self.until = time.monotonic() + setting.config.session_seconds
 
     def run(self, call: Any, turn: int) -> str:
         result, ok = self._result(call)
@@ -257,6 +281,8 @@ class _Tools:
         return result
 
     def _result(self, call: Any) -> tuple[str, bool]:
+        if time.monotonic() >= self.until:
+            return "error: not run: the session's time is up", False
         if call.name not in TOOL_NAMES:
             return (f"error: unknown tool {call.name[:64]!r}; the tools are "
                     f"{', '.join(TOOL_NAMES)}"), False
@@ -278,7 +304,11 @@ class _Tools:
         if len(code.encode("utf-8", "replace")) > MAX_CODE_BYTES:
             raise Refused(f"code is over {MAX_CODE_BYTES} bytes")
         files = {**self.kit, **self.space.files()}
-        ran = sandboxed.run_code(files, code, self.setting.code, self.setting.provider)
+        bounds = self.setting.code
+        left = self.until - time.monotonic()
+        if left < bounds.wall_s:  # never past the session's wall clock
+            bounds = bounds._replace(wall_s=max(left, 0.1), cpu_s=min(bounds.cpu_s, max(left, 0.1)))
+        ran = sandboxed.run_code(files, code, bounds, self.setting.provider)
         return ran.text()
 
     def _fly(self) -> str:

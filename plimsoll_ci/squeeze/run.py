@@ -283,9 +283,9 @@ def run(job: Job, options: Options, progress: Progress,
         if options.shard is None:
             from plimsoll_ci.squeeze import planfile
 
-            planfile.copy_outputs(options.plan, Path(options.out))
+            planfile.copy_outputs(options.plan, Path(options.out), work.sessions)
     else:
-        settled = _settle(ctx)
+        settled = _settle_or_say_why(ctx)
         if isinstance(settled, Outcome):
             return settled
         work = settled
@@ -304,7 +304,7 @@ def make_plan(job: Job, options: Options, progress: Progress) -> Outcome:
     unseen = unseen_of(job, options)
     check = lint(job, unseen, options.allow_weak_seeds, progress)
     ctx = start(job, options, progress, unseen, prepared)
-    work = _settle(ctx)
+    work = _settle_or_say_why(ctx)
     if isinstance(work, Outcome):
         return work
     if work.sessions:
@@ -331,6 +331,22 @@ def make_plan(job: Job, options: Options, progress: Progress) -> Outcome:
                   "machines, then `plimsoll-ci bundle merge DIR... --plan "
                   f"{out} --out MERGED`")
     return Outcome("planned", 0, None, len(work.sessions), len(work.gradings))
+
+
+def _settle_or_say_why(ctx: _Running) -> Work | Outcome:
+    """`_settle`; when it raises (an endpoint refusing the key, a wall breach, no sandbox, a
+    bug), run.json says the run failed and why before the error goes on: never "running"."""
+    try:
+        return _settle(ctx)
+    except BaseException as e:
+        account = ctx.account
+        if account.get("status") == "running":
+            interrupted = isinstance(e, KeyboardInterrupt | pool.Interrupted)
+            account.update({"status": "interrupted" if interrupted else "failed",
+                            "finished": acct.now(),
+                            "why": [str(e)[:500] or e.__class__.__name__]})
+            acct.write(Path(ctx.options.out) / artifacts.RUN, acct.dumps(account))
+        raise
 
 
 def _settle(ctx: _Running) -> Work | Outcome:
@@ -390,10 +406,12 @@ def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any]) -> Outcome:
         progress.began(gradings[index].label())
 
     def on_done(d: pool.Done) -> None:
-        done[d.index] = d.graded
+        # its account first: a signal between the two lines leaves a grading unsigned, never a
+        # signed grading without its account (a KeyError that left run.json "running")
         text, info = _summary(d.graded, prepared.scan)
         per[d.index] = {"grading": list(gradings[d.index]), "wall_s": round(d.wall_s, 3),
                         **info}
+        done[d.index] = d.graded
         progress.finished(gradings[d.index].label(), f"{text} [{d.wall_s:.1f} s]")
 
     status, code_, error = "done", 0, None
@@ -479,7 +497,7 @@ def _build(ctx: _Running) -> list | Outcome:
                             held_out=unseen.seeds)
     planned = sessions.specs(job, prepared.counted)
     account["model"] = {"base_url": config.base_url, "model": config.model,
-                        "max_tokens": config.max_tokens}
+                        "max_tokens": config.max_tokens, "limits": rebuild.limits(config)}
     account["sessions"] = {"planned": len(planned)}
     acct.write(out / artifacts.RUN, acct.dumps(account))
     budget = Budget(config.max_tokens)

@@ -11,17 +11,19 @@ Checks, every problem at once, each naming the file and what disagrees:
 - `fresh.json` (or `held-out.json`), `result.json`, `evidence.json`, `report.md`, `report.html`:
   exactly the bytes the records give (`artifacts.derive`); a JSON file that differs is named down
   to the field;
-- a merged folder (`bundle merge`): every shard's original bundle under its own key, and the
-  merged records exactly theirs (`merge.check_provenance`);
+- a merged folder (`bundle merge`): every shard's original bundle under a key given with
+  `--shard-pub` (without one, under the key kept beside it: consistency only, and a note says
+  so), and the merged records exactly theirs (`merge.check_provenance`);
 - `run.json` (the unsigned account): what it states that the records also state (status, job,
   commitment, number of signed gradings) agrees. Its times and load are not signed.
 
-Starts no sandbox and imports no grader: it reads files and checks signatures.
+Starts no sandbox and imports no grader: it reads files and checks signatures. Every read is
+bounded (the bundle: `attest.bundle.MAX_BUNDLE_BYTES`, any other file: `MAX_FILE`) and never
+follows a link inside the folder; a device or FIFO is never read.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,7 +33,7 @@ from plimsoll_ci.errors import BadInput
 from plimsoll_ci.squeeze import artifacts
 from plimsoll_ci.squeeze.plan import unseen_section
 
-MAX_BUNDLE = 1 << 30
+MAX_FILE = 256 << 20  # result.json, evidence.json, the reports, run.json
 _SHOW = 60
 
 
@@ -50,20 +52,35 @@ class Verified(NamedTuple):
         return not self.problems
 
 
+def _read(path: Path, limit: int, problems: list[str]) -> bytes | None:
+    """A file of the folder, bounded, never through a link; None after noting why not."""
+    from plimsoll_ci.files import read_bounded
+
+    try:
+        return read_bounded(path, limit, path.name, follow=False)
+    except BadInput as e:
+        problems.append(str(e))
+        return None
+
+
 def _bundle_bytes(folder: Path, problems: list[str]) -> tuple[bytes | None, str]:
+    from plimsoll_ci.attest.bundle import MAX_BUNDLE_BYTES, unpack
+
     plain, packed = folder / artifacts.BUNDLE, folder / artifacts.BUNDLE_GZ
     data = gz = None
-    if plain.is_file():
-        data = plain.read_bytes()
-    if packed.is_file():
+    if plain.exists() or plain.is_symlink():
+        data = _read(plain, MAX_BUNDLE_BYTES, problems)
+        if data is None:
+            return None, artifacts.BUNDLE
+    if packed.exists() or packed.is_symlink():
+        raw = _read(packed, MAX_BUNDLE_BYTES, problems)
         try:
-            with gzip.open(packed, "rb") as fh:
-                gz = fh.read(MAX_BUNDLE + 1)
-            if len(gz) > MAX_BUNDLE:
-                problems.append(f"{artifacts.BUNDLE_GZ}: decompresses past {MAX_BUNDLE} bytes")
-                gz = None
-        except (OSError, EOFError, gzip.BadGzipFile) as e:
-            problems.append(f"{artifacts.BUNDLE_GZ}: not a whole gzip stream ({e})")
+            if raw is not None and raw[:2] != b"\x1f\x8b":
+                raise BadInput("not gzip")
+            gz = None if raw is None else unpack(raw, packed)
+        except BadInput as e:
+            problems.append(f"{artifacts.BUNDLE_GZ}: not a whole gzip stream within the bound "
+                            f"({e})")
             gz = b""
     if data is not None and gz:
         if gz != data:
@@ -74,7 +91,9 @@ def _bundle_bytes(folder: Path, problems: list[str]) -> tuple[bytes | None, str]
         return data, artifacts.BUNDLE
     if gz is not None:
         return gz or None, artifacts.BUNDLE_GZ
-    problems.append(f"{artifacts.BUNDLE}: missing (nor {artifacts.BUNDLE_GZ}); nothing to verify")
+    if not (packed.exists() or packed.is_symlink()):
+        problems.append(f"{artifacts.BUNDLE}: missing (nor {artifacts.BUNDLE_GZ}); nothing to "
+                        "verify")
     return None, artifacts.BUNDLE
 
 
@@ -148,11 +167,14 @@ def _compare(name: str, have: bytes, want: str) -> list[str]:
 
 def _check_run_json(folder: Path, read: Any, problems: list[str]) -> None:
     path = folder / artifacts.RUN
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         problems.append(f"{artifacts.RUN}: missing")
         return
+    raw = _read(path, MAX_FILE, problems)
+    if raw is None:
+        return
     try:
-        doc = json.loads(path.read_bytes())
+        doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         problems.append(f"{artifacts.RUN}: not valid JSON")
         return
@@ -177,25 +199,26 @@ def _check_run_json(folder: Path, read: Any, problems: list[str]) -> None:
                             f"say {_short(want)}")
 
 
-def verify(folder: str | Path, public: PublicKey) -> Verified:
-    """Verify a squeeze out folder under `public` (BadInput when the folder is not there)."""
+def verify(folder: str | Path, public: PublicKey, shard_keys: tuple | None = None) -> Verified:
+    """Verify a squeeze out folder under `public` (BadInput when the folder is not there); a
+    merged folder's kept shards under `shard_keys` (attest.pinned.Pinned) when given."""
     folder = Path(folder)
     if not folder.is_dir():
         raise BadInput(f"{folder}: no such folder; pass the --out folder of `squeeze run`")
     problems: list[str] = []
     pub = folder / artifacts.PUBLIC_KEY
-    if not pub.is_file():
+    if not (pub.exists() or pub.is_symlink()):
         problems.append(f"{artifacts.PUBLIC_KEY}: missing")
     else:
         from plimsoll_ci.attest.keys import load_public_key
 
         try:
-            here = load_public_key(pub)
+            here = load_public_key(pub, follow=False)
             if here.keyid != public.keyid:
                 problems.append(f"{artifacts.PUBLIC_KEY}: key {here.keyid[:16]}..., not the key "
                                 f"given with --pub ({public.keyid[:16]}...)")
-        except BadInput:
-            problems.append(f"{artifacts.PUBLIC_KEY}: not an Ed25519 public key (PEM)")
+        except BadInput as e:
+            problems.append(f"{artifacts.PUBLIC_KEY}: not an Ed25519 public key (PEM) ({e})")
     data, bundle_name = _bundle_bytes(folder, problems)
     if data is None:
         return Verified(problems, None, 0)
@@ -205,16 +228,21 @@ def verify(folder: str | Path, public: PublicKey) -> Verified:
         return Verified(problems, None, derived.read.count)
     for name, text in derived.files.items():
         path = folder / name
-        if not path.is_file():
+        if not (path.exists() or path.is_symlink()):
             problems.append(f"{name}: missing")
             continue
-        problems += _compare(name, path.read_bytes(), text)
+        have = _read(path, MAX_FILE, problems)
+        if have is not None:
+            problems += _compare(name, have, text)
     _check_run_json(folder, derived.read, problems)
     notes = _held_out_note(derived.read)
     from plimsoll_ci.squeeze import merge
 
-    if (folder / merge.SHARDS).is_dir():
-        found, said = merge.check_provenance(folder, data)
+    shards = folder / merge.SHARDS
+    if shards.is_symlink():
+        problems.append(f"{merge.SHARDS}: a symbolic link (never followed)")
+    elif shards.is_dir():
+        found, said = merge.check_provenance(folder, data, shard_keys)
         problems += found
         notes += said
     result = json.loads(derived.files["result.json"])

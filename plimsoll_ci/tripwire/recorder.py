@@ -13,6 +13,8 @@ It fails closed, and says so on standard error:
 - a request that cannot be recorded is answered 500 and not forwarded;
 - an answer that cannot be recorded is not passed on: a whole answer becomes a 500, and a stream
   is ended at the piece that could not be written, with an error event the SDKs raise.
+The request's credentials are scrubbed from everything recorded, bodies included, however the
+upstream reflects them (`recording.py`); what the client is answered is passed on as it came.
 The proxy's own replies are JSON in the API's error shape (`plimsoll_ci.tripwire.apis`), so an SDK
 shows their message. `Proxy-Authorization` and the other hop-by-hop headers are for the proxy, not
 the upstream: they are recorded (credentials redacted) and not forwarded.
@@ -228,7 +230,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if resp is None:
             return
         try:
-            writer = folder.response(seq)
+            writer = folder.response(seq, folder.scrubber(self.path, headers))
         except OSError as e:
             resp.close()
             self._unrecorded(seq, f"cannot write the response recording ({e.strerror})")

@@ -26,7 +26,11 @@ Credentials are written as "[redacted]" unless `keep_credentials` is set: every 
 query parameter, whose name says key, token, secret, auth, password, credential, cookie or
 signature (`Authorization`, `Proxy-Authorization`, `x-api-key`, `api-key`, `x-goog-api-key`,
 `Ocp-Apim-Subscription-Key`, `Cookie`, `?key=`, ...). A recording is meant to be shared with
-auditors; an API key is not. The body is never altered.
+auditors; an API key is not. The bodies are altered in one way only: the values of those
+credentials are scrubbed from the request body, the response body and the response headers
+wherever they are reflected (plain, JSON-escaped, base64: `plimsoll_ci.scrub`), as an endpoint
+or a gateway that echoes the `Authorization` header would otherwise write the key into them.
+`body_sha256` is of the bytes written.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ import time
 import urllib.parse
 
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.scrub import Scrubber, streaming
 from plimsoll_ci.tripwire.formats import CREDENTIAL_REDACTED, NUMBERED, RECORD_FORMAT, RECORDER_LOCK
 
 _CREDENTIAL_WORDS = ("key", "token", "secret", "auth", "password", "passwd", "credential",
@@ -114,23 +119,33 @@ class RecordingFolder:
         self._next = max(numbers, default=0) + 1
         self._numbers = threading.Lock()
         self._temporaries = itertools.count()
+        self._closed = False
 
     def close(self) -> None:
-        """Release the folder's lock (another recorder may then write to it)."""
+        """Release the folder's lock (another recorder may then write to it). Nothing more is
+        written: an answer still arriving (a trickling upstream) is not recorded after the
+        folder was closed, so a folder that was read, hashed or signed does not change."""
+        self._closed = True
         if self._lock_fd >= 0:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
             self._lock_fd = -1
 
+    def _refuse_closed(self) -> None:
+        if self._closed:
+            raise OSError(errno.EBADF, "the recording folder was closed")
+
     def _path(self, name: str) -> str:
         return os.path.join(self.out, name)
 
     def _temporary(self, name: str) -> tuple[str, int]:
+        self._refuse_closed()
         tmp = self._path(f".{name}.{os.getpid()}.{next(self._temporaries)}.tmp")
         return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
 
     def _link(self, tmp: str, name: str) -> None:
         """Give a flushed temporary its name, never replacing a file (FileExistsError)."""
+        self._refuse_closed()
         final = self._path(name)
         try:
             os.link(tmp, final)
@@ -156,14 +171,25 @@ class RecordingFolder:
         finally:
             _unlink(tmp)
 
-    def _headers(self, headers: list[tuple[str, str]]) -> tuple[list[list[str]], list[str]]:
+    def scrubber(self, target: str, headers: list[tuple[str, str]]) -> Scrubber:
+        """What scrubs the credentials a request carries (its credential headers' and query
+        parameters' values) from what is recorded; scrubs nothing with `keep_credentials`."""
+        if self.keep_credentials:
+            return Scrubber(())
+        values = [v for k, v in headers if is_credential(k)]
+        query = target.partition("?")[2]
+        values += [v for k, v in urllib.parse.parse_qsl(query) if is_credential(k)]
+        return Scrubber(values)
+
+    def _headers(self, headers: list[tuple[str, str]],
+                 scrub: Scrubber | None = None) -> tuple[list[list[str]], list[str]]:
         out, redacted = [], []
         for name, value in headers:
             if not self.keep_credentials and is_credential(name):
                 out.append([name, CREDENTIAL_REDACTED])
                 redacted.append(name)
             else:
-                out.append([name, value])
+                out.append([name, scrub.text(value) if scrub else value])
         return out, redacted
 
     def recorded_target(self, target: str) -> str:
@@ -176,6 +202,8 @@ class RecordingFolder:
 
         OSError when it cannot be written whole; then nothing of it is left in the folder.
         """
+        scrub = self.scrubber(target, headers)
+        body = scrub.bytes(body)
         while True:
             with self._numbers:
                 seq = self._next
@@ -185,7 +213,7 @@ class RecordingFolder:
                 break
             except FileExistsError:
                 continue  # written by someone else (an older recorder's leftover): next number
-        recorded_headers, redacted = self._headers(headers)
+        recorded_headers, redacted = self._headers(headers, scrub)
         if not self.keep_credentials:
             target, names = redact_target(target)
             redacted += names
@@ -210,9 +238,10 @@ class RecordingFolder:
             raise
         return seq
 
-    def response(self, seq: int) -> ResponseWriter:
-        """A writer for request `seq`'s response body (as it arrives) and its response.json."""
-        return ResponseWriter(self, seq)
+    def response(self, seq: int, scrub: Scrubber | None = None) -> ResponseWriter:
+        """A writer for request `seq`'s response body (as it arrives) and its response.json;
+        `scrub` (the request's `scrubber`) is applied to both."""
+        return ResponseWriter(self, seq, scrub)
 
 
 class ResponseWriter:
@@ -222,19 +251,24 @@ class ResponseWriter:
     that piece; `finish` and `discard` leave no temporary and no body without its response.json.
     """
 
-    def __init__(self, folder: RecordingFolder, seq: int) -> None:
+    def __init__(self, folder: RecordingFolder, seq: int, scrub: Scrubber | None = None) -> None:
         self.folder = folder
         self.seq = seq
         self.name = f"{seq:06d}.response.body"
         self.tmp, self.fd = folder._temporary(self.name)
         self.sha = hashlib.sha256()
         self.size = 0
+        self.scrub = scrub or Scrubber(())
+        self._feed = streaming(self.scrub, self._append)
 
-    def write(self, data: bytes) -> None:
-        """Append a piece of the body (OSError when it cannot be written)."""
+    def _append(self, data: bytes) -> None:
         _write_all(self.fd, data)
         self.sha.update(data)
         self.size += len(data)
+
+    def write(self, data: bytes) -> None:
+        """Append a piece of the body, scrubbed (OSError when it cannot be written)."""
+        self._feed(data)
 
     def finish(self, status: int, reason: str, headers: list[tuple[str, str]], *,
                streamed: bool, error: str = "", answered: bool = True) -> None:
@@ -242,13 +276,14 @@ class ResponseWriter:
         folder = self.folder
         try:
             try:
+                self._feed(None)  # what the scrubber held back
                 os.fsync(self.fd)
             finally:
                 self._close()
             folder._link(self.tmp, self.name)
         finally:
             _unlink(self.tmp)
-        recorded_headers, _ = folder._headers(headers)
+        recorded_headers, _ = folder._headers(headers, self.scrub)
         doc = {
             "format": RECORD_FORMAT,
             "seq": self.seq,

@@ -243,11 +243,17 @@ def test_the_squeeze_workflow_plans_shards_merges_and_verifies_with_act(
     workflow.parent.mkdir(parents=True)
     shutil.copy(REPO / "examples/workflows/squeeze.yml", workflow)
     cache = tmp_path / "plimsoll-cache"
-    env = {**os.environ, "PLIMSOLL_CACHE": str(cache)}
+    # the job key, held as a secret: it signs the plan and the shards, and the merge pins it
+    from plimsoll_ci.attest import keys
+
+    keys.write_keypair(tmp_path / "job")
+    secret = (tmp_path / "job.key").read_text()
+    env = {**os.environ, "PLIMSOLL_CACHE": str(cache), "PLIMSOLL_SQUEEZE_KEY": secret}
     env.pop("GITHUB_ACTIONS", None)
     try:
         proc = subprocess.run(
             [act, "workflow_dispatch", "-W", str(workflow), "-P", "ubuntu-latest=-self-hosted",
+             "-s", "PLIMSOLL_SQUEEZE_KEY",  # (its value from the environment, never argv)
              "--action-cache-path", str(tmp_path / "act"),
              "--local-repository", f"{ACTION_REF}={repo}",
              "--local-repository", f"actions/upload-artifact@v4={upload}",
@@ -264,11 +270,14 @@ def test_the_squeeze_workflow_plans_shards_merges_and_verifies_with_act(
     assert re.search(r"squeeze run 1/2: done", log) and re.search(r"squeeze run 2/2: done", log)
     assert "squeeze merge: done" in log
     assert "merged from 2 shards" in log
+    assert "consistency only" not in log  # every verification was under the pinned job key
+    assert secret.splitlines()[1] not in log
     assert sorted(p.name for p in export.iterdir()) == [
         "plimsoll-squeeze", "squeeze-plan", "squeeze-shard-1", "squeeze-shard-2"]
     merged = export / "plimsoll-squeeze"
     check = subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", "verify",
-                            str(merged), "--pub", str(merged / "harness.pub")],
+                            str(merged), "--pub", str(tmp_path / "job.pub"), "--shard-pub",
+                            str(tmp_path / "job.pub")],
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
     # One runner grading the same plan writes the same result.json.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ import attest_demo as demo
 import pytest
 from attest_forge import lines_of
 
-from plimsoll_ci.attest import keys
+from plimsoll_ci.attest import bundle, keys
 from plimsoll_ci.cli import main
 
 
@@ -82,8 +83,14 @@ def test_verify_refuses_the_wrong_public_key(signed, tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--pub", "{pub}", "{dir}/missing.intoto.jsonl"], "cannot read"),
-        (["--pub", "{dir}/missing.pub", "{bundle}"], "cannot read"),
+        (["--pub", "{pub}", "{dir}/missing.intoto.jsonl"], "cannot be read"),
+        (["--pub", "{dir}/missing.pub", "{bundle}"], "cannot be read"),
+        # threat row 5: a device or a FIFO is never read (no MemoryError, no hang)
+        (["--pub", "{pub}", "/dev/zero"], "/dev/zero: not a regular file"),
+        (["--pub", "/dev/zero", "{bundle}"], "/dev/zero: not a regular file"),
+        (["--pub", "{pub}", "{dir}/fifo"], "fifo: not a regular file"),
+        (["--pub", "{pub}", "{dir}/huge.intoto.jsonl"], "over the bound of 1024 MiB"),
+        (["--pub", "{dir}/huge.pub", "{bundle}"], "over the bound of 64 KiB"),
         (["--pub", "{bundle}", "{bundle}"], "not a PEM public key"),
         (["--pub", "{pub}", "{bundle}", "--expect-count", "0"], "at least one record"),
         (["--pub", "{pub}", "{bundle}", "--jobs", "0"], "1 or more"),
@@ -91,9 +98,32 @@ def test_verify_refuses_the_wrong_public_key(signed, tmp_path, capsys):
 )
 def test_verify_bad_input_exits_2_with_a_clear_message(signed, capsys, argv, message):
     path, pub, _ = signed
+    os.mkfifo(path.parent / "fifo")
+    for name, size in (("huge.intoto.jsonl", bundle.MAX_BUNDLE_BYTES + 1),
+                       ("huge.pub", keys.MAX_KEY_BYTES + 1)):
+        with open(path.parent / name, "wb") as fh:  # sparse: no disk used
+            fh.truncate(size)
     argv = [a.format(pub=pub, dir=path.parent, bundle=path) for a in argv]
     assert main(["verify", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_verify_names_the_key_it_trusted_and_what_a_key_beside_the_bundle_proves(signed,
+                                                                                 capsys):
+    path, pub, signer = signed
+    assert main(["verify", "--pub", str(pub), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"trusted:       key sha256:{signer.keyid} (from --pub {pub})" in out
+    assert "consistency only" in out  # ci.pub sits in the bundle's folder
+    kept = path.parent / "elsewhere"
+    kept.mkdir()
+    copied = kept / "ci.pub"
+    copied.write_bytes(pub.read_bytes())
+    moved = path.parent / "published"
+    moved.mkdir()
+    (moved / path.name).write_bytes(path.read_bytes())
+    assert main(["verify", "--pub", str(copied), str(moved / path.name)]) == 0
+    assert "consistency only" not in capsys.readouterr().out
 
 
 def test_the_installed_cli_verifies_end_to_end(signed):

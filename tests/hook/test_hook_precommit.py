@@ -13,7 +13,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness_repo import CHECKOUT, SEED, commit, fix, git, hook_env, leak, make_harness
+from harness_repo import (
+    CHECKOUT,
+    PRACTICE,
+    SEED,
+    commit,
+    fix,
+    git,
+    hook_env,
+    leak,
+    make_harness,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None and
                                 subprocess.run([sys.executable, "-m", "pre_commit", "--version"],
@@ -190,8 +200,6 @@ def test_try_repo_runs_this_checkouts_hook(tmp_path: Path, pc_home: Path) -> Non
 
 
 def test_committing_the_seeds_file_is_refused_by_the_guard(installed) -> None:
-    from harness_repo import PRACTICE
-
     repo, env = installed
     (repo / "data").mkdir()
     (repo / "data/seeds.txt").write_text("\n".join(PRACTICE) + "\n")
@@ -200,6 +208,33 @@ def test_committing_the_seeds_file_is_refused_by_the_guard(installed) -> None:
     out = r.stdout + r.stderr
     assert r.returncode != 0 and "plimsoll withheld guard" in out
     assert "data/seeds.txt: 16 of its 16 lines are values of the withheld set" in out
+    assert not any(v in out for v in PRACTICE)
+
+
+RAW_COPIES = {
+    "data/seeds.yaml": ("heldout:\n  seeds:\n" + "".join(f"  - {s}\n" for s in PRACTICE),
+                        "YAML"),
+    "data/seeds.json": ("[" + ", ".join(PRACTICE) + "]", "JSON"),  # one line
+    "data/seeds.toml": ("seeds = [" + ", ".join(PRACTICE) + "]\n", "TOML"),
+    "data/seeds.csv": ("flight,seed\n" + "".join(f"f{n},{s}\n" for n, s in enumerate(PRACTICE)),
+                       "CSV"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RAW_COPIES))
+def test_committing_a_structured_copy_of_the_seeds_is_refused_by_the_guard(installed,
+                                                                          name) -> None:
+    repo, env = installed
+    text, kind = RAW_COPIES[name]
+    (repo / "data").mkdir()
+    (repo / name).write_text(text)
+    git(repo, "add", name)
+    before = git(repo, "rev-parse", "HEAD")
+    r = git_commit(repo, "keep the seeds handy", env)
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "plimsoll withheld guard" in out, out
+    assert f"{name}: a {kind} file holding 16 of the 16 values of the withheld set" in out
+    assert git(repo, "rev-parse", "HEAD") == before
     assert not any(v in out for v in PRACTICE)
 
 

@@ -12,7 +12,9 @@
 It speaks `POST /v1/chat/completions` and `GET /v1/models` over a real socket. Each POST takes
 the next answer of the script: a reply (`text`, `tool_call`, `tool_calls`), an HTTP failure
 (`rate_limited`, `server_error`), bytes that are not a chat completion (`raw`), any of them late
-(`slow`), or a function of the request for replies that depend on what was sent. A POST after the
+(`slow`) or chunked a byte at a time (`trickled`), or a function of the request for replies that
+depend on what was sent (`reflect` gives the `Authorization` header it got, plain, JSON-escaped or
+base64, as an echoing gateway would). A POST after the
 script ran out gets a 500 saying so, so a test that sends one request too many fails loudly.
 Every request is kept in `requests`, in order, with its headers, bytes and arrival time.
 
@@ -27,6 +29,7 @@ From another test folder:
 
 from __future__ import annotations
 
+import base64
 import http.server
 import itertools
 import json
@@ -61,6 +64,7 @@ class Answer(NamedTuple):
     headers: tuple[tuple[str, str], ...] = (("Content-Type", "application/json"),)
     delay: float = 0.0  # seconds before the status line
     stall: float = 0.0  # seconds between the headers and the body
+    trickle: float = 0.0  # > 0: the body chunked, one byte every `trickle` seconds
 
 
 Scripted = Answer | Callable[[Received], Answer]
@@ -134,6 +138,40 @@ def slow(answer: Answer, delay: float = 0.0, stall: float = 0.0) -> Answer:
     return answer._replace(delay=delay, stall=stall)
 
 
+def trickled(answer: Answer, every: float = 1.0) -> Answer:
+    """`answer` with its body chunked (no Content-Length), one byte every `every` seconds."""
+    return answer._replace(trickle=every)
+
+
+def reflect(got: Received, form: str = "plain") -> str:
+    """The `Authorization` header of request `got` as an echoing endpoint writes it back:
+    "plain"; "json", every character a `\\u` escape (as the text of a JSON string, so it goes
+    into a reply's JSON undecoded); "base64", inside a longer encoded run."""
+    header = got.headers.get("authorization", "")
+    if form == "plain":
+        return header
+    if form == "json":
+        return "".join(f"\\u{ord(c):04x}" for c in header)
+    if form == "base64":
+        return base64.b64encode(f"you sent: {header}!".encode()).decode()
+    raise ValueError(form)
+
+
+def completion_bytes(content: str | None = None, calls: Sequence[tuple[str, str]] = (),
+                     usage: tuple[int, int] = (20, 10)) -> bytes:
+    """A chat completion's JSON with `content` and `calls` ((name, arguments text)) written in
+    as they are, unescaped: for text that already is JSON-escaped (`reflect(got, "json")`)."""
+    wire = ",".join(f'{{"id":"call_r{n}","type":"function","function":{{"name":"{name}",'
+                    f'"arguments":"{args}"}}}}' for n, (name, args) in enumerate(calls))
+    message = ('{"role":"assistant","content":' +
+               ("null" if content is None else f'"{content}"') +
+               (f',"tool_calls":[{wire}]' if calls else "") + "}")
+    return (f'{{"id":"chatcmpl-r","object":"chat.completion","created":0,"model":"scripted",'
+            f'"choices":[{{"index":0,"message":{message},"finish_reason":"stop"}}],'
+            f'"usage":{{"prompt_tokens":{usage[0]},"completion_tokens":{usage[1]},'
+            f'"total_tokens":{usage[0] + usage[1]}}}}}').encode()
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     owner: ChatServer
@@ -155,6 +193,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(answer.status)
         for name, value in answer.headers:
             self.send_header(name, value)
+        if answer.trickle:
+            self._trickle(answer)
+            return
         self.send_header("Content-Length", str(len(answer.body)))
         self.end_headers()
         self.wfile.flush()
@@ -162,6 +203,21 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         self.wfile.write(answer.body)
         self.wfile.flush()
+
+    def _trickle(self, answer: Answer) -> None:
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            self.wfile.flush()
+            for i in range(len(answer.body)):
+                if self.owner.closing.wait(answer.trickle):
+                    return
+                self.wfile.write(b"1\r\n" + answer.body[i:i + 1] + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            self.close_connection = True  # the client gave up: part of the script
 
     def do_GET(self) -> None:
         self._received()

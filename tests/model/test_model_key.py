@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from chat_server import ChatServer, text, tool_call
-from modelkit import KEY, config_for
+from modelkit import KEY, config_for, start_recorder
 
 from plimsoll_ci.commands._model import add_model_arguments, model_config_from, model_configs_from
 from plimsoll_ci.errors import BadInput
@@ -114,26 +110,10 @@ def test_the_key_never_appears_in_output_exceptions_or_transcripts(capfd):
         assert KEY not in text_seen
 
 
-def _start_recorder(upstream: str, out: Path) -> tuple[subprocess.Popen, str]:
-    """`plimsoll-ci record` as a user runs it, on a free port; (process, its base URL)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "plimsoll_ci", "record", "--upstream", upstream,
-         "--out", str(out), "--port", "0"],
-        stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    line = proc.stderr.readline()
-    found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
-    if not found:
-        proc.kill()
-        proc.wait()
-        pytest.fail(f"plimsoll-ci record did not start: {line!r}")
-    return proc, found.group(1)
-
-
 def test_a_session_through_the_recording_proxy_is_recorded_with_the_key_redacted(tmp_path):
     recorded = tmp_path / "recorded"
     with ChatServer([tool_call("fly", {}), text("landed")], key=KEY) as server:
-        proc, proxy = _start_recorder(server.origin, recorded)
+        proc, proxy = start_recorder(server.origin, recorded)
         try:
             client = ModelClient(config_for(proxy + "/v1"), environ={"OPENAI_API_KEY": KEY})
             session = client.session(system="build a controller")
@@ -194,3 +174,20 @@ def test_an_https_server_whose_certificate_does_not_verify_never_gets_the_key(tm
             session.ask()
         assert server.requests == []  # no request, so no header, ever reached it
     assert len(session.exchanges) == 1  # not retried
+
+
+def test_the_session_bounds_have_flags_with_defaults_and_refuse_nonsense():
+    config = model_config_from(_args(GOOD), environ={"OPENAI_API_KEY": KEY})
+    assert (config.session_seconds, config.calls_per_reply, config.calls_per_session) == (
+        1800.0, 8, 120)
+    config = model_config_from(_args(GOOD + ["--session-seconds", "60",
+                                             "--max-tool-calls-per-reply", "2",
+                                             "--max-tool-calls", "9"]),
+                               environ={"OPENAI_API_KEY": KEY})
+    assert (config.session_seconds, config.calls_per_reply, config.calls_per_session) == (
+        60.0, 2, 9)
+    for bad, says in ((["--session-seconds", "0"], "--session-seconds 0"),
+                      (["--max-tool-calls", "0"], "--max-tool-calls 0"),
+                      (["--max-tokens", str(2**53)], "at most 9007199254740991")):
+        with pytest.raises(BadInput, match=says):
+            model_config_from(_args(GOOD + bad), environ={"OPENAI_API_KEY": KEY})

@@ -1,4 +1,6 @@
-"""The bounds of a session: the token budget, retries of 429 / 5xx, Retry-After, timeouts."""
+"""The bounds of a session: the token budget, retries of 429 / 5xx, Retry-After, timeouts that
+bound a whole request however it trickles, the stop, the reply bound, the session's wall clock
+and tool-call caps, and absurd `usage` figures."""
 
 from __future__ import annotations
 
@@ -7,8 +9,17 @@ import socket
 import time
 
 import pytest
-from chat_server import rate_limited, raw, server_error, slow, text, tool_call
-from modelkit import KEY
+from chat_server import (
+    rate_limited,
+    raw,
+    server_error,
+    slow,
+    text,
+    tool_call,
+    tool_calls,
+    trickled,
+)
+from modelkit import KEY, config_for
 
 from plimsoll_ci.model import Budget, EndpointError
 
@@ -195,3 +206,111 @@ def test_a_refused_connection_is_retried_then_a_typed_failure(make_client):
     assert caught.value.status is None
     assert len(session.exchanges) == 2
     assert KEY not in str(caught.value)
+
+
+# --- whole-request deadlines, the stop, the reply bound ----------------------------------------
+
+def test_a_chunked_reply_trickling_a_byte_at_a_time_is_cut_at_the_request_timeout(
+        chat_server, make_client):
+    # 40 bytes at 4 a second: each byte came well within any per-read timeout, and the whole
+    # reply would take 10 s per attempt; the request timeout bounds the whole request
+    slow_reply = trickled(text("x" * 40), every=0.25)
+    chat_server.push(slow_reply, slow_reply)
+    session = make_client(timeout=1.0, retries=1).session()
+    start = time.monotonic()
+    with pytest.raises(EndpointError, match="no answer within 1 s") as caught:
+        _asked(session)
+    assert time.monotonic() - start < 4.0  # two attempts of 1 s, a short wait between
+    assert caught.value.status is None and len(chat_server.chat_requests) == 2
+
+
+def test_stopping_the_run_abandons_a_trickling_request_at_once(chat_server):
+    import threading
+
+    from plimsoll_ci.model import ModelClient
+
+    chat_server.push(trickled(text("x" * 400), every=0.25))
+    stop = threading.Event()
+    client = ModelClient(config_for(chat_server.url, timeout=60.0),
+                         environ={"OPENAI_API_KEY": KEY}, cancel=stop)
+    session = client.session()
+    threading.Timer(0.5, stop.set).start()
+    start = time.monotonic()
+    with pytest.raises(EndpointError, match="abandoned"):
+        _asked(session)
+    assert time.monotonic() - start < 1.5
+    assert len(chat_server.chat_requests) == 1  # not retried
+
+
+def test_a_reply_over_the_size_bound_is_an_error_and_is_not_retried(
+        chat_server, make_client, monkeypatch):
+    from plimsoll_ci.model import transport
+
+    monkeypatch.setattr(transport, "MAX_REPLY_BYTES", 4096)
+    chat_server.push(text("x" * 10_000), text("x" * 10_000))
+    with pytest.raises(EndpointError, match=r"over the bound of one reply \(4096 bytes\); not retried"):
+        _asked(make_client(retries=2).session())
+    assert len(chat_server.chat_requests) == 1
+
+
+# --- a session's wall clock and tool-call caps --------------------------------------------------
+
+def test_a_session_past_its_wall_clock_stops_and_a_request_in_flight_is_cut(
+        chat_server, make_client):
+    chat_server.push(text("first"), trickled(text("x" * 400), every=0.25))
+    session = make_client(session_seconds=1.5, timeout=30.0).session()
+    start = time.monotonic()
+    assert _asked(session).content == "first"
+    assert _asked(session) is None  # cut when the session's time ran out, mid-trickle
+    assert session.stopped == "time_limit" and session.outcome().stopped == "time_limit"
+    assert time.monotonic() - start < 2.5
+    assert session.ask() is None and len(chat_server.chat_requests) == 2
+
+
+def test_tool_calls_over_the_caps_are_answered_by_the_session_and_never_reach_the_caller(
+        chat_server, make_client):
+    chat_server.push(tool_calls([("fly", {})] * 5), tool_calls([("fly", {})] * 2),
+                     text("never sent"))
+    session = make_client(calls_per_reply=2, calls_per_session=3).session()
+    first = _asked(session)
+    assert (len(first.tool_calls), first.dropped) == (2, 3)
+    for call in first.tool_calls:
+        session.tool_result(call, "landed")
+    second = session.ask()
+    assert (len(second.tool_calls), second.dropped) == (1, 1)  # one call of the 3 left
+    sent = chat_server.chat_requests[1].json["messages"]
+    dropped = [m["content"] for m in sent if m["role"] == "tool"][2:]
+    assert dropped == ["error: not run: at most 2 tool calls of one reply are run (this was "
+                       f"call {n} of 5)" for n in (3, 4, 5)]
+    session.tool_result(second.tool_calls[0], "landed")
+    assert session.ask() is None and session.stopped == "tool_calls"
+    assert len(chat_server.chat_requests) == 2
+
+
+# --- absurd usage -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("total", [2**60, 10**40])
+def test_an_absurd_usage_is_recorded_as_given_spends_the_budget_and_still_signs(
+        chat_server, make_client, total):
+    from plimsoll_ci.attest.canonical import dumps
+
+    chat_server.push(text("huge", usage=(total, 0)), text("never sent"))
+    session = make_client().session()
+    reply = _asked(session)
+    assert reply.tokens == 2**53 - 1 and session.budget.exhausted
+    assert session.ask() is None and session.stopped == "budget"
+    doc = session.transcript()
+    assert doc["exchanges"][0]["reported_tokens"] == str(total)
+    assert doc["outcome"]["tokens"] == 2**53 - 1
+    dumps(doc)  # RFC 8785 carries it: no ValueError
+    assert len(session.digest()) == 64
+
+
+def test_a_usage_number_too_long_to_read_is_a_malformed_reply(chat_server, make_client):
+    from plimsoll_ci.model import MalformedReply
+
+    body = b'{"choices": [{"message": {"content": "hi"}}], "usage": {"total_tokens": ' + \
+        b"9" * 5000 + b"}}"
+    chat_server.push(raw(body))
+    with pytest.raises(MalformedReply, match="number too long"):
+        _asked(make_client().session())

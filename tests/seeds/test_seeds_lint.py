@@ -160,3 +160,33 @@ def test_withheld_build_runs_the_same_lint_over_its_values_and_warns(tmp_path):
     clean = write(tmp_path / "drawn.txt", fresh.draw(3).seeds)
     r = cli("withheld", "build", "--values", str(clean), "-o", str(tmp_path / "k.json"))
     assert "seed lint" not in r.stderr
+
+
+YAML_SEEDS = [800_000_000 + k for k in range(16)]  # below 900 million, in a row: the write-up's
+
+
+def test_lint_reads_a_yaml_seed_file_with_select_naming_each_place_never_the_seed(tmp_path):
+    path = tmp_path / "seeds.yaml"
+    path.write_text("heldout:\n  seeds:\n" + "".join(f"  - {s}\n" for s in YAML_SEEDS))
+    r = cli("seeds", "lint", f"held-out={path}", "--select", "heldout.seeds[*]")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"{path}:heldout.seeds[0]: hunt: " in r.stdout and " run: 16 consecutive" in r.stdout
+    LeakGuard([str(s) for s in YAML_SEEDS]).text(r.stdout + r.stderr)
+
+
+@pytest.mark.parametrize("name, text, args, words", [
+    ("seeds.yaml", "heldout:\n  seeds: [48213377123, 61877402391]\n", [],
+     "heldout.seeds[*] (2 numbers)"),
+    ("seeds.csv", "seed\n48213377123\n61877402391\n", [], "seed (2 numbers)"),
+    ("seeds.json", '{"seeds": [48213377123, "a label"]}', ["--select", "seeds[*]"],
+     "seeds[1] is not a seed"),
+    ("seeds.txt", "48213377123\n", ["--select", "[*]"], "--select given 1 time(s) for 0"),
+])
+def test_lint_refuses_a_structured_seed_file_without_a_good_select(tmp_path, name, text, args,
+                                                                   words):
+    path = tmp_path / name
+    path.write_text(text)
+    r = cli("seeds", "lint", str(path), *args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert words in r.stderr and r.stderr.count("error:") == 1
+    LeakGuard(["48213377123", "61877402391", "a label"]).text(r.stdout + r.stderr)

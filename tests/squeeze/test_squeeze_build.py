@@ -11,7 +11,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from chat_server import Answer, ChatServer, Received, rate_limited, text, tool_call
+from chat_server import (
+    Answer,
+    ChatServer,
+    Received,
+    rate_limited,
+    raw,
+    reflect,
+    text,
+    tool_call,
+    tool_calls,
+    trickled,
+)
 from squeezekit import HONEST, KEY, REPO, assistant_turns, builder, need_gvisor
 
 import sim
@@ -259,8 +270,8 @@ def _records(bundle_path: Path) -> tuple[list, list]:
     from plimsoll_ci.attest.record import SESSION_PREDICATE_TYPE
 
     made, graded = [], []
-    for raw in bundle_path.read_bytes().split(b"\n")[:-2]:
-        doc = canonical.loads(raw)
+    for line in bundle_path.read_bytes().split(b"\n")[:-2]:
+        doc = canonical.loads(line)
         statement = canonical.loads(canonical.b64decode(doc["envelope"]["payload"]))
         kind = made if statement["predicateType"] == SESSION_PREDICATE_TYPE else graded
         kind.append((doc["result"], statement["predicate"]))
@@ -393,3 +404,138 @@ def test_a_recipe_a_model_would_be_sent_that_carries_a_practice_seed_is_refused_
     assert e.value.exit_code == 2
     assert str(sim.PRACTICE_SEEDS[0]) not in str(e.value)
     assert server.chat_requests == [] and not (tmp_path / "out").exists()
+
+
+# --- an endpoint that reflects the key, absurd usage, a refusal, a trickle ----------------------
+
+ONE_REBUILD = """\
+course: hard
+fresh: {count: 4}
+loops:
+  honest:
+    controller: loop.py
+    recipe: honest.txt
+    build: 1
+sessions: {max_turns: 4, smoke: 1}
+"""
+JSON_ECHO = "JSON-ESCAPED-ECHO-HERE"
+
+
+def _echoing(got: Received) -> Answer:
+    """Writes controller.py with the header it got in a comment (plain, base64 and JSON-escaped
+    in the reply's bytes), calls a tool named after it, then answers with it."""
+    plain, b64 = reflect(got, "plain"), reflect(got, "base64")
+    if assistant_turns(got) == 0:
+        content = f"{HONEST}\n# {plain}\n# {b64}\n# {JSON_ECHO}\n"
+        body = tool_calls([("write_file", {"path": "controller.py", "content": content}),
+                           (plain, {})]).body
+    else:
+        body = text(f"done; you sent {plain} / {b64} / {JSON_ECHO}").body
+    return raw(body.replace(JSON_ECHO.encode(), reflect(got, "json").encode()))
+
+
+def _no_reflection_under(out: Path) -> None:
+    from modelkit import carries_key
+
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert files
+    for p in files:
+        assert carries_key(p.read_bytes()) == [], p
+
+
+def test_a_key_an_echoing_endpoint_reflects_is_nowhere_in_a_runs_folder(tmp_path, gvisor):
+    job = job_mod.load(job_folder(tmp_path / "job", ONE_REBUILD))
+    err = io.StringIO()
+    with ChatServer([_echoing] * 4) as server:
+        config = ModelConfig(base_url=server.url, model="scripted", max_tokens=10_000,
+                             timeout=10.0, retries=1)
+        outcome = run_mod.run(job, run_mod.Options(
+            tmp_path / "out", 1, Setup("gvisor"), model=run_mod.Model(config, {
+                "OPENAI_API_KEY": KEY})), progress.Plain(err))
+    assert (outcome.status, outcome.exit_code) == ("done", 0), err.getvalue()[-2000:]
+    out = tmp_path / "out"
+    built = (out / "built" / "honest" / "1" / "controller.py").read_text()
+    assert built.count("[redacted]") == 3  # plain, base64, JSON-escaped: each scrubbed
+    made, _graded = _records(out / "bundle.intoto.jsonl")
+    assert "[redacted]" in made[0][1]["tools"][1]["name"]
+    assert list((out / "requests" / "honest-1").glob("*.body"))
+    _no_reflection_under(out)
+    assert KEY not in err.getvalue()
+
+
+@pytest.mark.parametrize("form", ["plain", "json", "base64"])
+def test_a_401_naming_the_key_stops_the_run_and_run_json_says_why_without_it(tmp_path, form):
+    job = job_mod.load(job_folder(tmp_path / "job", ONE_REBUILD))
+
+    def refused(got: Received) -> Answer:
+        message = f"Incorrect API key provided: {reflect(got, form)}"
+        return raw(b'{"error": {"message": "' + message.encode() + b'"}}', 401)
+
+    with ChatServer([refused]) as server:
+        config = ModelConfig(base_url=server.url, model="scripted", max_tokens=10_000,
+                             timeout=10.0, retries=1)
+        with pytest.raises(BadInput, match="refused the request") as caught:
+            run_mod.run(job, run_mod.Options(
+                tmp_path / "out", 1, Setup("gvisor"), model=run_mod.Model(config, {
+                    "OPENAI_API_KEY": KEY})), progress.Plain(io.StringIO()))
+    account = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert account["status"] == "failed" and "HTTP 401" in account["why"][0]
+    assert f"{server.url}/chat/completions" in account["why"][0]  # --base-url, not the proxy
+    from modelkit import carries_key
+
+    assert carries_key(str(caught.value)) == []
+    _no_reflection_under(tmp_path / "out")
+
+
+def test_an_absurd_usage_stops_the_sessions_by_the_budget_and_the_run_says_so(tmp_path):
+    from plimsoll_ci.attest import canonical
+
+    job = job_mod.load(job_folder(tmp_path / "job", ONE_REBUILD))
+    err = io.StringIO()
+    with ChatServer([tool_call("write_file", {"path": "a.py", "content": "x = 1"},
+                               usage=(2**60, 0))] * 3) as server:
+        config = ModelConfig(base_url=server.url, model="scripted", max_tokens=10_000,
+                             timeout=10.0, retries=1)
+        outcome = run_mod.run(job, run_mod.Options(
+            tmp_path / "out", 1, Setup("gvisor"), model=run_mod.Model(config, {
+                "OPENAI_API_KEY": KEY})), progress.Plain(err))
+    assert (outcome.status, outcome.exit_code) == ("no_rebuilds", 1)
+    assert len(server.chat_requests) == 1  # the budget was spent by the first answer
+    account = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert account["status"] == "no_rebuilds" and account["sessions"]["tokens"] == 2**53 - 1
+    assert "budget 1" in " ".join(account["why"])
+    report = verify_bundle(tmp_path / "out" / "bundle.intoto.jsonl",
+                           keys.load_public_key(tmp_path / "out" / "harness.pub"))
+    assert report.ok
+    [(doc, predicate)] = _records(tmp_path / "out" / "bundle.intoto.jsonl")[0]
+    assert (doc["ended"], doc["tokens"], predicate["tokens"]) == ("budget", 2**53 - 1,
+                                                                  2**53 - 1)
+    canonical.dumps(doc)
+
+
+def test_sigterm_during_a_trickling_request_ends_the_run_within_seconds(tmp_path):
+    import signal
+    import time
+
+    job = job_folder(tmp_path / "job", ONE_REBUILD)
+    env = {**os.environ, "SCRIPTED_KEY": KEY}
+    with ChatServer([trickled(text("x" * 2000), every=0.5)] * 2) as server:
+        proc = subprocess.Popen([sys.executable, "-m", "plimsoll_ci", "squeeze", "run", str(job),
+                                 "--out", str(tmp_path / "out"), "--base-url", server.url,
+                                 "--model", "scripted", "--api-key-env", "SCRIPTED_KEY",
+                                 "--max-tokens", "100000", "--request-timeout", "10",
+                                 "--max-retries", "1"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        deadline = time.monotonic() + 60
+        while not server.chat_requests and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.5)  # the reply is trickling now
+        proc.send_signal(signal.SIGTERM)
+        start = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - start
+    assert proc.returncode == 143, err[-2000:]
+    assert took < 5, took
+    account = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert account["status"] == "interrupted"

@@ -142,7 +142,10 @@ def test_a_plan_on_a_held_out_set_keeps_only_its_commitment_and_shards_need_the_
                 str(c), "--reveal", str(s))
         assert r.returncode == 0, r.stderr
     merged = tmp_path / "merged"
-    m = cli("bundle", "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(merged))
+    # the shards ran here, each under a key made for it: this test holds their public halves
+    pins = [a for i in (1, 2) for a in ("--pub", str(tmp_path / f"s{i}" / "harness.pub"))]
+    m = cli("bundle", "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), *pins, "--out",
+            str(merged))
     assert m.returncode == 0, m.stderr
     assert json.loads((merged / "result.json").read_text())["held_out"]["committed"] == day
     v = cli("squeeze", "verify", str(merged), "--pub", str(merged / "harness.pub"))

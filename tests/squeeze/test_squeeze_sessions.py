@@ -9,7 +9,19 @@ import threading
 from pathlib import Path
 
 import pytest
-from chat_server import ChatServer, rate_limited, text, tool_call, tool_calls
+from chat_server import (
+    Answer,
+    ChatServer,
+    Received,
+    completion_bytes,
+    rate_limited,
+    raw,
+    reflect,
+    text,
+    tool_call,
+    tool_calls,
+)
+from modelkit import carries_key
 from squeezekit import KEY
 
 import sim
@@ -17,15 +29,16 @@ from plimsoll_ci.grading import fresh
 from plimsoll_ci.model import ModelConfig
 from plimsoll_ci.model.session import Budget
 from plimsoll_ci.squeeze import brief as brief_mod
-from plimsoll_ci.squeeze import rebuild, wall
+from plimsoll_ci.squeeze import rebuild, sandboxed, wall
 from plimsoll_ci.squeeze.workspace import Refused, Workspace
 
 PRACTICE = tuple(sim.PRACTICE_SEEDS)
 
 
-def setting(tmp_path: Path, url: str, max_tokens: int = 100_000, **changes) -> rebuild.Setting:
-    config = ModelConfig(base_url=url, model="scripted", max_tokens=max_tokens, timeout=5.0,
-                         retries=1, backoff=0.01, max_wait=2.0)
+def setting(tmp_path: Path, url: str, max_tokens: int = 100_000, model: dict | None = None,
+            **changes) -> rebuild.Setting:
+    given = {"timeout": 5.0, "retries": 1, "backoff": 0.01, "max_wait": 2.0, **(model or {})}
+    config = ModelConfig(base_url=url, model="scripted", max_tokens=max_tokens, **given)
     (tmp_path / "work").mkdir(parents=True, exist_ok=True)
     secrets = wall.seal(PRACTICE, fresh.draw(8))
     base = rebuild.Setting(config, {"OPENAI_API_KEY": KEY}, Budget(max_tokens), secrets, "hard",
@@ -183,3 +196,89 @@ def test_parallel_sessions_share_the_budget_and_come_back_in_plan_order(tmp_path
         found = sessions.run_all(specs, base, 2, lambda s: gate.set(), lambda d: None)
     assert [d.spec.index for d in found] == [1, 2, 3]  # plan order, whatever finished first
     assert sum(d.doc["tokens"] for d in found) == base.budget.spent == 90
+
+
+# --- the session's bounds: its wall clock, tool calls per reply and per session ----------------
+
+def test_sleeping_run_code_calls_in_one_reply_cannot_hold_a_session_past_its_wall_clock(tmp_path):
+    import time
+
+    sleeper = ("run_code", {"code": "import time\ntime.sleep(30)"})
+    with ChatServer([tool_calls([sleeper] * 3), text("never asked")]) as server:
+        start = time.monotonic()
+        done = rebuild.run_session(SPEC, setting(
+            tmp_path, server.url, model={"session_seconds": 2.0},
+            code=sandboxed.Bounds(cpu_s=5.0, wall_s=5.0)))
+        took = time.monotonic() - start
+    assert took < 4.5, took  # not 3 x 5 s of sleeping sandboxes
+    assert done.doc["ended"] == "time_limit" and len(server.chat_requests) == 1
+    assert [c["name"] for c in done.doc["tools"]] == ["run_code"] * 3
+    assert [c["ok"] for c in done.doc["tools"]][1:] == [False, False]  # the time was up
+    assert done.doc["limits"]["session_seconds"] == 2
+
+
+def test_a_reply_with_more_tool_calls_than_the_cap_runs_only_the_cap_and_says_so(tmp_path):
+    writes = [("write_file", {"path": f"f{n}.py", "content": "x = 1"}) for n in range(5)]
+    with ChatServer([tool_calls(writes), text("done")]) as server:
+        done = rebuild.run_session(SPEC, setting(
+            tmp_path, server.url, model={"calls_per_reply": 2, "calls_per_session": 10}))
+    assert sorted(done.files) == ["f0.py", "f1.py"]
+    assert done.doc["dropped_calls"] == 3 and len(done.doc["tools"]) == 2
+    results = tool_results(server, 1)
+    assert results[2:] == ["error: not run: at most 2 tool calls of one reply are run (this "
+                           f"was call {n} of 5)" for n in (3, 4, 5)]
+    assert done.doc["ended"] == "answered"
+    assert done.doc["limits"] == {"session_seconds": 1800, "calls_per_reply": 2,
+                                  "calls_per_session": 10, "request_timeout": 5,
+                                  "retries": 1, "reply_bytes": 64 * 1024 * 1024}
+
+
+def test_a_session_whose_tool_calls_are_used_up_ends_and_its_controller_is_graded(tmp_path):
+    write = ("write_file", {"path": "controller.py", "content": "x = 1"})
+    with ChatServer([tool_calls([write] * 2), tool_calls([write] * 2), text("never")]) as server:
+        done = rebuild.run_session(SPEC, setting(
+            tmp_path, server.url, model={"calls_per_reply": 8, "calls_per_session": 3}))
+    assert (done.doc["ended"], done.doc["verdict"]) == ("tool_calls", "graded")
+    assert len(done.doc["tools"]) == 3 and done.doc["dropped_calls"] == 1
+    assert len(server.chat_requests) == 2
+
+
+# --- an endpoint that echoes the key ------------------------------------------------------------
+
+@pytest.mark.parametrize("form", ["plain", "json", "base64"])
+def test_a_key_the_endpoint_echoes_is_in_no_tool_name_file_record_or_recording(tmp_path, form):
+    def echoing(got: Received) -> Answer:
+        echo = reflect(got, form)
+        write = ('{\\"path\\":\\"controller.py\\",\\"content\\":\\"# ' + echo
+                 + '\\"}')
+        return raw(completion_bytes(f"sent {echo}", [("write_file", write), (echo, "{}")]))
+
+    with ChatServer([echoing, text("done")]) as server:
+        done = rebuild.run_session(SPEC, setting(tmp_path, server.url))
+    assert done.doc["verdict"] == "graded"
+    assert b"[redacted]" in done.files["controller.py"]
+    assert "[redacted]" in done.doc["tools"][1]["name"]
+    assert carries_key(json.dumps(done.doc)) == []
+    assert carries_key(json.dumps(done.predicate_fields)) == []
+    for path in (tmp_path / "requests").rglob("*"):
+        if path.is_file():
+            assert carries_key(path.read_bytes()) == [], path
+    for data in done.files.values():
+        assert carries_key(data) == []
+
+
+def test_an_answer_arriving_after_the_session_ended_never_changes_its_recording(tmp_path):
+    import time
+
+    from chat_server import slow
+
+    with ChatServer([slow(text("late"), delay=2.0)]) as server:
+        done = rebuild.run_session(SPEC, setting(tmp_path, server.url,
+                                                 model={"timeout": 0.5, "retries": 0}))
+        assert done.doc["ended"] == "error" and "no answer within 0.5 s" in done.doc["error"]
+        folder = tmp_path / "requests" / rebuild.folder_name(SPEC)
+        before = sorted(p.name for p in folder.iterdir())
+        time.sleep(2.5)  # the proxy got its answer from the upstream meanwhile
+    assert sorted(p.name for p in folder.iterdir()) == before
+    assert wall.manifest(folder) == (done.doc["recording"]["requests"],
+                                     done.doc["recording"]["sha256"])

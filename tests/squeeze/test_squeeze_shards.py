@@ -53,19 +53,26 @@ def shard(job: Path, plan_dir: Path, out: Path, which: str | None, *extra: str) 
     assert r.returncode == 0, r.stderr
 
 
-def merge(out: Path, *shards: Path) -> subprocess.CompletedProcess:
-    return cli("bundle", "merge", *map(str, shards), "--out", str(out))
+def merge(out: Path, *shards: Path, pub: Path | None = None) -> subprocess.CompletedProcess:
+    """`bundle merge` pinning the job key the fixture's shards were signed by (`pub`)."""
+    pub = pub or Path(shards[0]).parent / "keys" / "job.pub"
+    return cli("bundle", "merge", *map(str, shards), "--pub", str(pub), "--out", str(out))
 
 
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory) -> Path:
-    """A plan, its two shards, and the whole plan graded by one runner."""
+    """A plan, its two shards, and the whole plan graded by one runner; all signed by one job
+    key (`keys/job.key`), whose public half the merges pin (as a CI job holding it as a secret
+    would)."""
     base = tmp_path_factory.mktemp("sharded")
+    (base / "keys").mkdir()
+    assert cli("keygen", "--out", str(base / "keys" / "job")).returncode == 0
+    key = ("--signing-key-file", str(base / "keys" / "job.key"))
     job = tiny_job(base / "job")
-    plan(job, base / "plan")
-    shard(job, base / "plan", base / "s1", "1/2")
-    shard(job, base / "plan", base / "s2", "2/2")
-    shard(job, base / "plan", base / "whole", None)
+    plan(job, base / "plan", *key)
+    shard(job, base / "plan", base / "s1", "1/2", *key)
+    shard(job, base / "plan", base / "s2", "2/2", *key)
+    shard(job, base / "plan", base / "whole", None, *key)
     return base
 
 
@@ -81,6 +88,7 @@ def test_merged_shards_give_the_single_runners_result_json_byte_for_byte(sharded
     v = cli("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"))
     assert v.returncode == 0, v.stdout + v.stderr
     assert "merged from 2 shards" in v.stdout
+    assert "consistency only" in v.stdout  # its own harness.pub, and the shards' kept keys
     assert sorted(p.name for p in (out / "shards").iterdir()) == ["1", "2"]
 
 
@@ -112,24 +120,29 @@ def test_an_overlapping_slice_is_refused(sharded, tmp_path):
     again = tmp_path / "s1-again"
     shutil.copytree(sharded / "s1", again)
     out = tmp_path / "merged"
-    _refused(out, merge(out, sharded / "s1", again, sharded / "s2"), "slices overlap")
+    _refused(out, merge(out, sharded / "s1", again, sharded / "s2",
+                        pub=sharded / "keys" / "job.pub"), "slices overlap")
 
 
 def test_shards_of_two_plans_are_refused_for_their_commitments(sharded, tmp_path):
     job = sharded / "job" / "squeeze.yaml"
-    plan(job, tmp_path / "plan2")
-    shard(job, tmp_path / "plan2", tmp_path / "other2", "2/2")
+    key = ("--signing-key-file", str(sharded / "keys" / "job.key"))  # the same pinned key
+    plan(job, tmp_path / "plan2", *key)
+    shard(job, tmp_path / "plan2", tmp_path / "other2", "2/2", *key)
     out = tmp_path / "merged"
-    _refused(out, merge(out, sharded / "s1", tmp_path / "other2"),
+    _refused(out, merge(out, sharded / "s1", tmp_path / "other2", pub=sharded / "keys" / "job.pub"),
              "unseen set's commitment differs")
 
 
-def test_a_shard_whose_bundle_does_not_verify_under_its_key_is_refused(sharded, tmp_path):
+def test_a_shard_whose_bundle_does_not_verify_under_the_pinned_key_is_refused(sharded, tmp_path):
     bad = tmp_path / "s2"
     shutil.copytree(sharded / "s2", bad)
-    shutil.copy(sharded / "s1" / "harness.pub", bad / "harness.pub")  # another shard's key
+    lines = (bad / "bundle.intoto.jsonl").read_bytes().split(b"\n")
+    lines[0] = lines[0].replace(b'"landed":false', b'"landed":true ', 1)  # same length, unsigned
+    (bad / "bundle.intoto.jsonl").write_bytes(b"\n".join(lines))
     out = tmp_path / "merged"
-    _refused(out, merge(out, sharded / "s1", bad), f"shard {bad}", "does not verify")
+    _refused(out, merge(out, sharded / "s1", bad, pub=sharded / "keys" / "job.pub"),
+             f"shard {bad}", "does not verify under the pinned key sha256:")
 
 
 def test_an_interrupted_shard_is_refused(sharded, tmp_path):
@@ -138,7 +151,7 @@ def test_an_interrupted_shard_is_refused(sharded, tmp_path):
     doc = json.loads((bad / "run.json").read_text())
     (bad / "run.json").write_text(json.dumps(doc | {"status": "interrupted"}))
     out = tmp_path / "merged"
-    _refused(out, merge(out, sharded / "s1", bad), "not done")
+    _refused(out, merge(out, sharded / "s1", bad, pub=sharded / "keys" / "job.pub"), "not done")
 
 
 def test_a_merge_whose_kept_shard_was_swapped_fails_verify(sharded, tmp_path):
