@@ -19,12 +19,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from plimsoll_ci import git, withheld
-from plimsoll_ci.errors import ConfigError, WithheldSetError
+from plimsoll_ci import git, withheld, yamlsafe
+from plimsoll_ci.errors import BadInput, ConfigError, WithheldSetError
+from plimsoll_ci.files import MiB, read_bounded
 from plimsoll_ci.globs import Globs
 
 CONFIG_NAME = "plimsoll.yaml"
 DEFAULT_TIMEOUT = 600.0
+MAX_CONFIG_BYTES = 1 * MiB  # a config is a page; /dev/zero or a huge file is refused
 _SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _TOP_KEYS = ("withheld", "key", "ship", "mode", "limits")
 _SET_KEYS = ("include", "exclude", "command", "inputs", "root", "timeout", "description",
@@ -81,7 +83,7 @@ class _Seq(list):
 def _yaml_load(text: str, origin: str) -> Any:
     import yaml
 
-    class Loader(yaml.SafeLoader):
+    class Loader(yamlsafe.bounded_loader()):  # nesting and aliases bounded, with a line
         pass
 
     def construct_map(loader: yaml.SafeLoader, node: yaml.MappingNode) -> _Map:
@@ -110,15 +112,7 @@ def _yaml_load(text: str, origin: str) -> Any:
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_map)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_seq)
-    try:
-        return yaml.load(text, Loader=Loader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = mark.line + 1 if mark else 0
-        problem = e.problem or e.context or "malformed YAML"
-        raise ConfigError(f"{origin} line {line}: {problem}; fix the YAML syntax") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{origin}: malformed YAML ({e.__class__.__name__})") from None
+    return yamlsafe.load(text, origin, Loader)
 
 
 def _line_of(m: Any, key: Any) -> int:
@@ -343,13 +337,14 @@ def load_config(path: str | os.PathLike[str]) -> Config:
 
 
 def config_bytes(p: Path) -> bytes:
-    """A config file's bytes; `ConfigError` when it is missing or cannot be read."""
+    """A config file's bytes (at most `MAX_CONFIG_BYTES`, a regular file); `ConfigError` when it
+    is missing, cannot be read or is over the bound."""
+    if not os.path.lexists(p):
+        raise ConfigError(f"{p}: no such config file; create it or pass --config")
     try:
-        return p.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: no such config file; create it or pass --config") from None
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read the config ({e.__class__.__name__})") from None
+        return read_bounded(p, MAX_CONFIG_BYTES, f"{p}")
+    except BadInput as e:
+        raise ConfigError(f"{e} (the config)") from None
 
 
 def find_config(start: Path) -> Path | None:

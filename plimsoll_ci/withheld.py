@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput, WithheldSetError
+from plimsoll_ci.files import MiB, read_bounded
 from plimsoll_ci.match.canonical import classify, digest, file_digest, key_id
 from plimsoll_ci.match.fingerprint import fingerprints
 from plimsoll_ci.match.index import number_shape, text_shape_dict
@@ -34,6 +35,7 @@ FORMAT = "plimsoll-withheld/1"
 SEALED_FORMAT = "plimsoll-sealed/1"
 FORMATS = (FORMAT, SEALED_FORMAT)
 DEFAULT_SOURCE_THRESHOLD = 0.3
+MAX_SET_BYTES = 64 * MiB  # far past any set built from a harness; /dev/zero is refused
 HASH_RATE = 1e10  # SHA-256 per second on one GPU, the attacker we warn about
 
 
@@ -359,12 +361,12 @@ def load(path: str | os.PathLike[str], key: bytes | None = None,
          need_key: bool = True) -> WithheldSet:
     """Read and validate a withheld (or sealed) set file (`parse`)."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise WithheldSetError(f"withheld set {p}: no such file") from None
-    except OSError as e:
-        raise WithheldSetError(f"withheld set {p}: cannot read ({e.strerror})") from None
+    if not os.path.lexists(p):
+        raise WithheldSetError(f"withheld set {p}: no such file")
+    try:  # a device or a FIFO given as --withheld is never read; a huge file is refused
+        raw = read_bounded(p, MAX_SET_BYTES, f"withheld set {p}")
+    except BadInput as e:
+        raise WithheldSetError(str(e)) from None
     return parse(parse_json(raw, str(p)), key=key, origin=str(p), raw=raw,
                  need_key=need_key)
 

@@ -1,13 +1,16 @@
-"""Arguments and output shared by the commands that read withheld sets and write reports."""
+"""Arguments and output shared by the commands that read withheld sets and write reports, and
+the argparse types of numbers with a range (`whole`, `seconds`, `byte_count`)."""
 
 from __future__ import annotations
 
 import argparse
 import errno
+import math
 import os
 import stat
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -51,6 +54,45 @@ def byte_count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a count of bytes (e.g. 1000000, "
                                          "64M, 1G)")
     return int(number) * _UNITS[unit]
+
+
+def whole(low: int, high: int) -> Callable[[str], int]:
+    """An argparse `type` for a whole number from `low` to `high`: anything else (a word, a
+    number out of range, thousands of digits) is refused, exit 2, naming the range."""
+
+    def parse(text: str) -> int:
+        t = text.strip()
+        digits = t[1:] if t[:1] in ("-", "+") else t
+        # a long digit string is refused before int() reads it (no seconds spent on 10^5 digits)
+        if not (digits.isdigit() and digits.isascii() and len(digits) <= len(str(high)) + 1):
+            raise argparse.ArgumentTypeError(f"{text[:40]!r}: give a whole number between "
+                                             f"{low} and {high}")
+        value = int(t)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range: give a whole number "
+                                             f"between {low} and {high}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def seconds(high: float) -> Callable[[str], float]:
+    """An argparse `type` for a positive number of seconds up to `high` (not 0, not inf, not
+    nan), refused otherwise (exit 2, naming the range)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text) if len(text) <= 40 else math.nan
+        except ValueError:
+            value = math.nan
+        if not 0 < value <= high:  # nan fails every comparison
+            raise argparse.ArgumentTypeError(f"{text[:40]!r}: give a number of seconds above 0 "
+                                             f"and at most {high:g}")
+        return value
+
+    parse.__name__ = "seconds"
+    return parse
 
 
 def add_limit_arguments(parser: argparse.ArgumentParser) -> None:

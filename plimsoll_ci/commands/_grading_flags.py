@@ -74,18 +74,22 @@ def add_withheld_arguments(parser: argparse.ArgumentParser | Any) -> None:
 
 
 def add_limit_arguments(parser: argparse.ArgumentParser | Any) -> None:
-    """The CPU budget (a group of its own) and `--memory-mb`."""
+    """The CPU budget (a group of its own) and `--memory-mb`, each refused out of its range."""
+    from plimsoll_ci.commands._common import seconds, whole
+
     group = parser.add_argument_group("CPU budget (CPU seconds; wall clock only as outer bound)")
-    group.add_argument("--cpu-per-tick", type=float, metavar="S",
-                       help="CPU per flight per 10 ms tick (default 0.05)")
-    group.add_argument("--cpu-per-flight", type=float, metavar="S",
-                       help="CPU per flight in total (default 30)")
-    group.add_argument("--cpu-startup", type=float, metavar="S",
-                       help="CPU for start-up: sandbox, import, constructors (default 20)")
-    group.add_argument("--wall-per-tick", type=float, metavar="S",
-                       help="outer wall-clock bound per tick, for a hang (default 10)")
-    parser.add_argument("--memory-mb", type=int, metavar="MB",
-                        help="sandbox memory limit (default 1024)")
+    group.add_argument("--cpu-per-tick", type=seconds(60), metavar="S",
+                       help="CPU per flight per 10 ms tick (default 0.05; at most 60)")
+    group.add_argument("--cpu-per-flight", type=seconds(3600), metavar="S",
+                       help="CPU per flight in total (default 30; at most 3600)")
+    group.add_argument("--cpu-startup", type=seconds(3600), metavar="S",
+                       help="CPU for start-up: sandbox, import, constructors (default 20; at "
+                            "most 3600)")
+    group.add_argument("--wall-per-tick", type=seconds(3600), metavar="S",
+                       help="outer wall-clock bound per tick, for a hang (default 10; at most "
+                            "3600)")
+    parser.add_argument("--memory-mb", type=whole(64, 65536), metavar="MB",
+                        help="sandbox memory limit (default 1024; 64 to 65536)")
 
 
 def add_signing_key_arguments(group: Any) -> None:

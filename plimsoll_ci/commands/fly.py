@@ -21,17 +21,20 @@ NOTICE = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
+    from plimsoll_ci.commands._common import whole
+
     parser.add_argument("--controller", required=True, metavar="PATH",
                         help="a .py file defining class Controller, or a folder with controller.py")
     parser.add_argument("--course", required=True, choices=["easy", "hard"])
     seeds = parser.add_mutually_exclusive_group()
     seeds.add_argument("--seeds", metavar="LIST", help="seeds and ranges, e.g. 1,2,5-9")
     seeds.add_argument("--seed-file", metavar="F", help="one seed per line (# starts a comment)")
-    seeds.add_argument("--smoke", type=int, metavar="N",
-                       help="fly N smoke seeds drawn fresh for this call (the default, N=4)")
+    seeds.add_argument("--smoke", type=whole(1, 64), metavar="N",
+                       help="fly N smoke seeds drawn fresh for this call (the default, N=4; at "
+                            "most 64)")
     parser.add_argument("--format", choices=["text", "json"], default="text")
     parser.add_argument("--plot", metavar="OUT", help="write a plot of one flight (.png or .svg)")
-    parser.add_argument("--plot-seed", type=int, metavar="SEED",
+    parser.add_argument("--plot-seed", type=whole(0, 2**64 - 1), metavar="SEED",
                         help="which flight to plot (default: the first seed)")
 
 
@@ -41,10 +44,12 @@ def load_controller(path: str):
     import uuid
 
     from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.files import inside
 
     p = Path(path)
-    if p.is_dir():
-        p = p / "controller.py"
+    if p.is_dir():  # the folder is the controller's root: its controller.py must not leave it
+        p = inside(p, "controller.py", f"controller {path}") if (p / "controller.py").exists() \
+            else p / "controller.py"
     if not p.is_file():
         raise BadInput(f"controller {path}: no such file; pass a .py file that defines class"
                        " Controller (or a folder with controller.py)")

@@ -14,6 +14,7 @@ import sys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The command's flags."""
+    from plimsoll_ci.commands._common import whole
     from plimsoll_ci.commands._grading_flags import (
         add_limit_arguments,
         add_sandbox_arguments,
@@ -32,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     seeds.add_argument("--seed-file", metavar="F",
                        help="held-out seeds, one per line: results name them by line, never by "
                             "value")
-    seeds.add_argument("--fresh", type=int, metavar="N",
+    seeds.add_argument("--fresh", type=whole(1, 10_000), metavar="N",
                        help="draw N fresh 64-bit seeds; their commitment is printed before "
                             "any flight and the reveal after")
     seeds.add_argument("--sealed", metavar="SET.commit",

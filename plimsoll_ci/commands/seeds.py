@@ -22,15 +22,17 @@ ROLE_HELP = "held-out (default), fresh, practice, smoke"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The five actions and their flags."""
+    from plimsoll_ci.commands._common import whole
+
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     d = sub.add_parser("draw", help="draw a held-out set (64-bit CSPRNG seeds, salted, 0600)",
                        description="Draw N seeds with the operating system's CSPRNG over the "
                        "simulator's range, with a salt for the commitment; written mode 0600, "
                        "never over an existing file, never printed.")
-    d.add_argument("count", type=int, metavar="N", help="how many seeds (1..10000)")
+    d.add_argument("count", type=whole(1, 10_000), metavar="N", help="how many seeds (1..10000)")
     d.add_argument("-o", "--output", required=True, metavar="SET.json",
                    help="the private set file to create (must not exist)")
-    d.add_argument("--bits", type=int, default=64, metavar="B",
+    d.add_argument("--bits", type=whole(40, 64), default=64, metavar="B",
                    help="draw below 2**B (40..64, default 64): the whole range the simulator "
                         "takes")
     c = sub.add_parser("commit", help="the commitment to publish before grading",
@@ -60,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "finding names the line and why; no seed is printed. Exit 1 on any "
                           "finding.")
     lint.add_argument("files", nargs="+", metavar="[ROLE=]FILE")
-    lint.add_argument("--horizon", default="2**32", metavar="N",
+    lint.add_argument("--horizon", type=horizon, default=2**32, metavar="N",
                       help="flag seeds below N (or within N of 2**64-1): how far a hunt "
                            "counting from 0 gets (default 2**32; 2**K or a number)")
     lint.add_argument("--select", action="append", default=[], metavar="PATH",
@@ -138,17 +140,23 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def horizon(text: str) -> int:
-    """`2**32`, `2^32` or a decimal number; BadInput otherwise."""
-    from plimsoll_ci.errors import BadInput
-
+    """`--horizon`: `2**32`, `2^32` or a decimal number from 2 to 2**63 (argparse refuses
+    anything else, exit 2). The base and power are bounded before the power is taken:
+    `9**999999999` is refused at once, never computed."""
     t = text.strip().replace("_", "")
     base, sep, power = t.replace("^", "**").partition("**")
-    try:
-        value = int(base) ** int(power) if sep else int(t)
-    except ValueError:
-        value = -1
+    value = -1
+    base, power = base.strip(), power.strip()
+    parts = (base, power) if sep else (t,)
+    # 2**63 has 19 digits: a longer number is out of range however it is written
+    if all(p.isdigit() and p.isascii() and len(p) <= 20 for p in parts):
+        if not sep:
+            value = int(t)
+        elif int(base) <= 2**63 and int(power) <= 64:  # at most 4,032 bits: computed at once
+            value = int(base) ** int(power)
     if not 2 <= value <= 2**63:
-        raise BadInput(f"--horizon {text}: give 2**K or a number between 2 and 2**63")
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give 2**K or a number between 2 and "
+                                         "2**63")
     return value
 
 
@@ -214,7 +222,7 @@ def _lint(args: argparse.Namespace) -> int:
     from plimsoll_ci.errors import BadInput
     from plimsoll_ci.grading import seedlint
 
-    limit = horizon(args.horizon)
+    limit = args.horizon  # parsed and bounded by `horizon`, argparse's type
     left = list(args.select)
     sets = []
     for a in args.files:

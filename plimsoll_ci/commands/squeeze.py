@@ -20,6 +20,8 @@ import argparse
 import sys
 from typing import Any
 
+MAX_JOBS = 256  # sandboxes at once on one machine: far past any machine's cores
+
 
 def _add_run_and_plan(parser: argparse.ArgumentParser, add_model_arguments: Any):
     """The `run` and `plan` subcommands (they take the same flags); the subparsers."""
@@ -46,6 +48,7 @@ def _add_run_and_plan(parser: argparse.ArgumentParser, add_model_arguments: Any)
 
 def _run_arguments(run: argparse.ArgumentParser, add_model: Any) -> None:
     """The flags `run` and `plan` share."""
+    from plimsoll_ci.commands._common import whole
     from plimsoll_ci.commands._grading_flags import (
         add_limit_arguments,
         add_sandbox_arguments,
@@ -56,8 +59,9 @@ def _run_arguments(run: argparse.ArgumentParser, add_model: Any) -> None:
     run.add_argument("job", metavar="JOB", help="the job file (squeeze.yaml)")
     run.add_argument("--out", required=True, metavar="DIR",
                      help="a new or empty folder for the artifacts")
-    run.add_argument("--jobs", type=int, default=0, metavar="N",
-                     help="gradings at once (default: the cores this process may use)")
+    run.add_argument("--jobs", type=whole(0, MAX_JOBS), default=0, metavar="N",
+                     help=f"gradings at once (default: the cores this process may use; at most "
+                          f"{MAX_JOBS})")
     add_sandbox_arguments(run)
     add_withheld_arguments(run)
     add_limit_arguments(run)
@@ -79,6 +83,7 @@ def _run_arguments(run: argparse.ArgumentParser, add_model: Any) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`run`, `plan`, `k8s`, `verify`, `recipe` and `canary`."""
+    from plimsoll_ci.commands._common import whole
     from plimsoll_ci.commands._grading_flags import PROVIDER_CHOICES
     from plimsoll_ci.commands._model import add_model_arguments
 
@@ -131,10 +136,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     recipe.add_argument("--record", required=True, metavar="DIR", help="the loop's record")
     recipe.add_argument("--out", required=True, metavar="DIR",
                         help="a new or empty folder: recipe.txt, recipe.json, requests/")
-    recipe.add_argument("--tokens", type=int, default=32, metavar="N",
-                        help="the recipe's budget in cl100k_base tokens (default 32)")
-    recipe.add_argument("--drafts", type=int, default=4, metavar="N",
-                        help="drafts asked for at most (default 4)")
+    recipe.add_argument("--tokens", type=whole(1, 100_000), default=32, metavar="N",
+                        help="the recipe's budget in cl100k_base tokens (default 32; at most "
+                             "100000, as a job's recipe_tokens)")
+    recipe.add_argument("--drafts", type=whole(1, 32), default=4, metavar="N",
+                        help="drafts asked for at most (default 4; at most 32)")
     recipe.add_argument("--practice", metavar="FILE",
                         help="the loop's practice seeds, one per line (default: the simulator's "
                              "16); the recipe must not carry them")
@@ -160,8 +166,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     canary.add_argument("--provider", choices=PROVIDER_CHOICES,
                         default="gvisor", metavar="PROVIDER",
                         help="sandbox provider for run_code and fly (default gvisor)")
-    canary.add_argument("--jobs", type=int, default=1, metavar="N",
-                        help="sessions at once (default 1)")
+    canary.add_argument("--jobs", type=whole(1, MAX_JOBS), default=1, metavar="N",
+                        help=f"sessions at once (default 1; at most {MAX_JOBS})")
     add_model_arguments(canary)
 
 

@@ -20,7 +20,9 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
+from plimsoll_ci import yamlsafe
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import read_bounded
 
 KEYS = {"test", "touch", "allow", "probe"}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -63,27 +65,16 @@ def _strings(doc: dict, key: str, where: str, problems: list[str]) -> tuple[str,
 
 def parse_task(path: Path) -> Task:
     """Read one task file; BadInput naming the file and every problem found."""
-    import yaml
-
     where = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise BadInput(f"{where}: cannot read ({e.strerror})") from None
-    if len(data) > MAX_TASK_BYTES:
-        raise BadInput(f"{where}: {len(data)} bytes; a task is at most {MAX_TASK_BYTES} bytes")
+    data = read_bounded(path, MAX_TASK_BYTES, f"{where} (a task file)")
     try:
         raw = data.decode("utf-8")
     except UnicodeDecodeError:
         raise BadInput(f"{where}: not UTF-8 text") from None
     head, body = _split(raw, where)
-    try:
-        doc = yaml.safe_load(head) or {}
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" line {mark.line + 2}" if mark is not None else ""
-        raise BadInput(f"{where}:{at}: the front matter is not YAML "
-                       f"({getattr(e, 'problem', None) or 'syntax'})") from None
+    # The one bounded YAML loader (nesting, aliases); the leading newline stands for the
+    # opening `---`, so a line named is the file's.
+    doc = yamlsafe.load("\n" + head, where) or {}
     if not isinstance(doc, dict):
         raise BadInput(f"{where}: the front matter must be keys and values (test, touch, ...)")
     problems = [f"{where}: unknown key {k!r}; the keys are {', '.join(sorted(KEYS))}"

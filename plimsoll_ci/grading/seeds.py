@@ -12,12 +12,14 @@ A result names a flight by its seed's id; a sealed seed's value never appears in
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import MiB, read_bounded
 
 MAX_SEEDS = 10_000
+# A seed file holds at most MAX_SEEDS seeds of 20 digits, with room for comments: 1 MiB.
+SEED_FILE_BYTES = 1 * MiB
 
 
 class Seed(NamedTuple):
@@ -52,13 +54,14 @@ def parse_seeds(text: str, where: str = "--seeds") -> list[int]:
 
 
 def read_seed_lines(path: str) -> list[tuple[int, int]]:
-    """(line number, seed) for every seed of a seed file, one per line (a line may also hold a
-    list like `1,2,5-9`); blank lines and `#` comments are skipped."""
+    """(line number, seed) for every seed of a seed file (at most `SEED_FILE_BYTES`), one per
+    line (a line may also hold a list like `1,2,5-9`); blank lines and `#` comments are
+    skipped."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInput(f"seed file {path}: cannot read it ({e.__class__.__name__}); "
-                       "pass a text file with one seed per line") from None
+        text = read_bounded(path, SEED_FILE_BYTES, f"seed file {path}").decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"seed file {path}: not UTF-8 text; pass a text file with one seed per "
+                       "line") from None
     seeds: list[tuple[int, int]] = []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()

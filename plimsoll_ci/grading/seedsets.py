@@ -29,13 +29,15 @@ from typing import Any, NamedTuple
 
 from plimsoll_ci.attest.record import TIME_FORMAT, is_sha256_hex, is_utc_time
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import MiB, read_bounded
 from plimsoll_ci.grading import fresh as fresh_mod
 from plimsoll_ci.grading.fresh import FreshSet
+from plimsoll_ci.grading.seeds import MAX_SEEDS  # a held-out set, drawn or hand-made: 10,000
 
 SET_FORMAT = "plimsoll-seed-set/1"
 COMMIT_FORMAT = "plimsoll-seed-commitment/1"
 REVEAL_FORMAT = "plimsoll-seed-reveal/1"
-MAX_FILE_BYTES = 64 << 20
+MAX_FILE_BYTES = 1 * MiB  # 10,000 seeds take ~270 KB in a set file
 SMOKE_COUNT = 4
 
 
@@ -91,8 +93,8 @@ def dumps(doc: dict[str, Any]) -> str:
 def draw(count: int, bits: int = fresh_mod.BITS) -> FreshSet:
     """`count` seeds of `bits` bits drawn with the CSPRNG (see `fresh.draw`); BadInput for a count
     or bits out of range."""
-    if not 1 <= count <= 10_000:
-        raise BadInput(f"seeds draw {count}: draw between 1 and 10000 seeds")
+    if not 1 <= count <= MAX_SEEDS:
+        raise BadInput(f"seeds draw {count}: draw between 1 and {MAX_SEEDS} seeds")
     try:
         return fresh_mod.draw(count, bits)
     except ValueError as e:
@@ -153,13 +155,7 @@ def write_public(path: str | os.PathLike[str], doc: dict[str, Any], what: str) -
 
 def _read(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
     p = Path(path)
-    try:
-        with open(p, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as e:
-        raise BadInput(f"{what} {p}: cannot read it ({e.strerror})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise BadInput(f"{what} {p}: larger than {MAX_FILE_BYTES} bytes; not a seed-set file")
+    data = read_bounded(p, MAX_FILE_BYTES, f"{what} {p}")
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
@@ -190,6 +186,9 @@ def read_revealed(path: str | os.PathLike[str]) -> Revealed:
     if fmt == SET_FORMAT and not is_utc_time(doc["drawn"]):
         raise BadInput(f"seed set {path}: drawn must be a UTC time like 2026-01-31T12:00:00Z")
     bits = _bits(doc["bits"], f"seed set {path}")
+    if isinstance(doc["seeds"], list) and len(doc["seeds"]) > MAX_SEEDS:
+        raise BadInput(f"seed set {path}: {len(doc['seeds'])} seeds, over the bound of "
+                       f"{MAX_SEEDS} (a held-out set is as large as a drawn one at most)")
     try:
         fs = fresh_mod.from_reveal({"salt": doc["salt"], "seeds": doc["seeds"]})
     except ValueError as e:
@@ -211,8 +210,8 @@ def read_commitment(path: str | os.PathLike[str]) -> Commitment:
         raise BadInput(f"commitment {path}: must have exactly the fields {', '.join(sorted(keys))}")
     if not is_sha256_hex(doc["commitment"]):
         raise BadInput(f"commitment {path}: commitment must be 64 lowercase hex digits")
-    if type(doc["count"]) is not int or doc["count"] < 1:
-        raise BadInput(f"commitment {path}: count must be a positive integer")
+    if type(doc["count"]) is not int or not 1 <= doc["count"] <= MAX_SEEDS:
+        raise BadInput(f"commitment {path}: count must be an integer from 1 to {MAX_SEEDS}")
     if not is_utc_time(doc["committed"]):
         raise BadInput(f"commitment {path}: committed must be a UTC time like "
                        "2026-01-31T12:00:00Z")

@@ -2,9 +2,10 @@
 
 The controller is copied once into a private folder; the ship scan reads that copy, the run record
 digests that copy, and the sandbox mounts that copy read-only, so what was checked is exactly what
-runs (no swap between the scan and the start). Only regular files are copied; symbolic links,
-devices and oversized trees are refused with a message naming the path. The folder is named by
-its owner (`owner.tempdir`): if this process is killed, the next run reaps it (`leftovers`).
+runs (no swap between the scan and the start). Only regular files are copied; symbolic links (the
+controller's own path among them), devices and oversized trees are refused with a message naming
+the path. The folder is named by its owner (`owner.tempdir`): if this process is killed, the next
+run reaps it (`leftovers`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import read_bounded
 from plimsoll_ci.sandbox import leftovers, owner
 
 MAX_FILES = 2000
@@ -48,6 +50,11 @@ def _module_name(name: str, where: str) -> str:
 def stage(controller: str, entry: str = "controller") -> Stage:
     """Copy a controller (one .py file, or a folder with ENTRY.py) into a fresh private folder."""
     src = Path(controller)
+    if src.is_symlink():
+        # The path given is the controller's root: a link would stage (and sign) whatever it
+        # points to, a folder outside the one named included.
+        raise BadInput(f"controller {controller}: is a symbolic link; give the file or folder "
+                       "itself (links are never followed into a sandbox)")
     if not src.exists():
         raise BadInput(f"controller {controller}: no such file or folder")
     if src.is_file():
@@ -77,7 +84,9 @@ def stage(controller: str, entry: str = "controller") -> Stage:
         total = 0
         files: dict[str, str] = {}
         for rel, path in items:
-            data = path.read_bytes()
+            # bounded by what is left of the tree's bound: a huge file is refused, not read
+            data = read_bounded(path, max(MAX_BYTES - total, 0),
+                                f"controller {controller}: {rel} (the files together)")
             total += len(data)
             if total > MAX_BYTES:
                 raise BadInput(f"controller {controller}: more than {MAX_BYTES} bytes of files")

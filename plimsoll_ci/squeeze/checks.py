@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import read_bounded
 
 MAGIC_ID = "generator-magic"
 SOURCE_ID = "sim/generator.py"
@@ -46,7 +47,7 @@ def scanner(practice: tuple[int, ...]):  # -> plimsoll_ci.scan.Scanner
 def controller_files(path: Path) -> dict[str, bytes]:
     """The files a grading stages for `path` (a .py file, or a folder), by their staged names."""
     if path.is_file():
-        return {path.name: path.read_bytes()}
+        return {path.name: read_bounded(path, MAX_BYTES, f"controller {path}")}
     out: dict[str, bytes] = {}
     total = 0
     for dirpath, dirnames, filenames in os.walk(path):
@@ -56,7 +57,9 @@ def controller_files(path: Path) -> dict[str, bytes]:
             if full.is_symlink() or not full.is_file():
                 raise BadInput(f"controller {path}: {full.relative_to(path)} is not a regular "
                                "file; only regular files enter a sandbox")
-            data = full.read_bytes()
+            # bounded by what is left of the tree's bound: a huge file is refused, not read
+            data = read_bounded(full, max(MAX_BYTES - total, 0), f"controller {path}: "
+                                f"{full.relative_to(path)} (the files together)")
             total += len(data)
             if len(out) >= MAX_FILES or total > MAX_BYTES:
                 raise BadInput(f"controller {path}: more than {MAX_FILES} files or "

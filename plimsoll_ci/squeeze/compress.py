@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import read_bounded
 from plimsoll_ci.squeeze import recipes, wall
 
 RECIPE_FORMAT = "plimsoll-recipe/1"
@@ -65,8 +66,8 @@ def read_record(folder: Path) -> str:
         raise BadInput(f"--record {folder}: {len(files)} files, more than {MAX_RECORD_FILES}")
     for p in files:
         rel = p.relative_to(folder).as_posix()
-        try:
-            text = p.read_bytes().decode("utf-8")
+        try:  # one file over the whole record's bound is refused before it is read
+            text = read_bounded(p, MAX_RECORD_BYTES, f"--record {folder}: {rel}").decode("utf-8")
         except UnicodeDecodeError:
             skipped.append(rel)
             continue

@@ -12,8 +12,10 @@
         rebuilds: [rebuilds/honest/*.py]    # globs of imported rebuild controllers
     control: [control/*.py]                 # rebuilds made with no recipe
 
-Paths and globs are relative to the job file's folder and stay inside it. A glob may match `.py`
-files or folders holding a `controller.py` (a rebuild's workspace). A loop (with its recipe) or
+Paths and globs are relative to the job file's folder and stay inside it: a path that leaves it,
+by `..` or through a link (its own, or a folder's on the way), is refused. The job file and the
+practice seed file are read within 1 MiB, the YAML within `yamlsafe`'s bounds. A glob may match
+`.py` files or folders holding a `controller.py` (a rebuild's workspace). A loop (with its recipe) or
 the control group may instead, or as well, have `build: N`: N rebuilds made through a model during
 the run (`rebuild.py`), with `sessions: {max_turns: 40, smoke: 4}` bounding each session's replies
 and its throwaway flights. Every error names the file and line (exit 2).
@@ -27,7 +29,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from plimsoll_ci.errors import ConfigError
+from plimsoll_ci import yamlsafe
+from plimsoll_ci.errors import BadInput, ConfigError
+from plimsoll_ci.files import MiB, inside, read_bounded
+from plimsoll_ci.grading.seeds import SEED_FILE_BYTES
 from plimsoll_ci.squeeze.verdicts import Lines, exact
 
 TOP_KEYS = ("course", "practice", "fresh", "lines", "recipe_tokens", "loops", "control",
@@ -38,6 +43,7 @@ COURSES = ("easy", "hard")
 MAX_FRESH = 10_000
 MAX_CONTROLLERS = 1000
 MAX_BUILD = 100
+MAX_JOB_BYTES = 1 * MiB  # a job file is a page; the bound keeps /dev/zero and a huge file out
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
@@ -92,15 +98,7 @@ class _Node(NamedTuple):
 def _compose(text: str, origin: str) -> _Node | None:
     import yaml
 
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = mark.line + 1 if mark else 1
-        problem = e.problem or e.context or "malformed YAML"
-        raise ConfigError(f"{origin} line {line}: {problem}; fix the YAML syntax") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{origin}: malformed YAML ({e.__class__.__name__})") from None
+    root = yamlsafe.compose(text, origin)  # nesting, aliases: bounded, with a line (yamlsafe)
     if root is None:
         return None
     return _convert(root, origin, yaml.SafeLoader(""))
@@ -173,12 +171,21 @@ class _Reader:
                             f"{self.base} (no absolute paths, no ..)")
         return p.as_posix()
 
+    def kept_inside(self, line: int, rel: str, what: str) -> Path:
+        """`rel` resolved under the job's folder; refused when it, or a folder on the way, is
+        a link that leaves the folder (its text would be read, copied and signed)."""
+        try:
+            return inside(self.base, rel, what)
+        except BadInput as e:
+            raise self.fail(line, str(e)) from None
+
     def controller(self, node: _Node, what: str) -> str:
         rel = self.relative(node, what)
         target = self.base / rel
         if not _is_controller(target):
             raise self.fail(node.line, f"{what} {rel}: no such controller (a .py file, or a "
                             "folder holding controller.py)")
+        self.kept_inside(node.line, rel, what)
         return rel
 
     def globs(self, node: _Node, what: str) -> tuple[str, ...]:
@@ -198,6 +205,7 @@ class _Reader:
                 if ".." in Path(rel).parts:
                     raise self.fail(item.line, f"{what}: {pattern!r} reaches outside the job's "
                                     "folder")
+                self.kept_inside(item.line, rel, what)
                 found.add(rel)
         return tuple(sorted(found))
 
@@ -274,14 +282,16 @@ def _practice(r: _Reader, node: _Node | None) -> tuple[tuple[int, ...], str]:
         return tuple(sim.PRACTICE_SEEDS), "practice"
     rel = r.relative(node, "practice")
     path = r.base / rel
-    if not path.is_file():
+    if not path.exists():  # a FIFO or a device is refused by read_bounded, below
         raise r.fail(node.line, f"practice {rel!r}: not 'practice' (the simulator's 16 seeds) "
                      "and no such seed file")
+    path = r.kept_inside(node.line, rel, "practice")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise r.fail(node.line, f"practice {rel}: cannot read it ({e.__class__.__name__})") \
-            from None
+        text = read_bounded(path, SEED_FILE_BYTES, f"practice {rel}").decode("utf-8")
+    except BadInput as e:
+        raise r.fail(node.line, str(e)) from None
+    except UnicodeDecodeError:
+        raise r.fail(node.line, f"practice {rel}: not UTF-8 text") from None
     seeds: list[int] = []
     for number, raw in enumerate(text.splitlines(), 1):
         item = raw.split("#", 1)[0].strip()
@@ -314,8 +324,9 @@ def _loop(r: _Reader, name: str, node: _Node) -> Group:
     recipe = None
     if "recipe" in body:
         recipe = r.relative(body["recipe"], f"loops.{name}.recipe")
-        if not (r.base / recipe).is_file():
+        if not (r.base / recipe).exists():  # not a regular file: refused where it is read
             raise r.fail(body["recipe"].line, f"loops.{name}.recipe {recipe}: no such file")
+        r.kept_inside(body["recipe"].line, recipe, f"loops.{name}.recipe")
     rebuilds = r.globs(body["rebuilds"], f"loops.{name}.rebuilds") if "rebuilds" in body else ()
     return Group(name, controller, recipe, rebuilds, build, node.at)
 
@@ -350,13 +361,13 @@ def _no_controller_twice(r: _Reader, job: Job) -> None:
 
 
 def load(path: str | Path) -> Job:
-    """Read and check a job file; ConfigError (exit 2) names the file and line."""
+    """Read and check a job file (at most `MAX_JOB_BYTES`); ConfigError (exit 2) names the file
+    and line."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise ConfigError(f"job file {p}: cannot read ({e.strerror}); pass the squeeze.yaml "
-                          "path") from None
+        raw = read_bounded(p, MAX_JOB_BYTES, f"job file {p}")
+    except BadInput as e:
+        raise ConfigError(f"{e}; pass the squeeze.yaml path") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 from plimsoll_ci.attest import canonical
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import read_bounded
 from plimsoll_ci.grading.fresh import FreshSet
 from plimsoll_ci.squeeze import artifacts, checks, recipes
 from plimsoll_ci.squeeze import plan as plan_mod
@@ -98,12 +99,10 @@ def load(folder: str | Path) -> Plan:
     folder = Path(folder)
     path = folder / PLAN_FILE
     where = f"--plan {folder}"
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_PLAN_BYTES + 1)
-    except OSError as e:
-        raise BadInput(f"{where}: cannot read {PLAN_FILE} ({e.strerror}); give the --out folder "
-                       "of `squeeze plan`") from None
+    try:  # a FIFO or a device in its place is never read; a plan over the bound is refused
+        data = read_bounded(path, MAX_PLAN_BYTES, f"{where}: {PLAN_FILE}")
+    except BadInput as e:
+        raise BadInput(f"{e}; give the --out folder of `squeeze plan`") from None
     try:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError):

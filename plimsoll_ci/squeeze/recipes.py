@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import inside, read_bounded
 
 ENCODING = "cl100k_base"
 DATA_PACKAGE = "tiktoken_ext"
@@ -82,14 +83,12 @@ def seed_list_tokens(seeds: tuple[int, ...]) -> int:
 
 
 def load(base: Path, rel: str, budget: int, origin: str) -> Recipe:
-    """Read and count a recipe; BadInput (exit 2) when it is over `budget` tokens."""
-    path = base / rel
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise BadInput(f"{origin}: recipe {rel}: cannot read ({e.strerror})") from None
-    if len(raw) > MAX_RECIPE_BYTES:
-        raise BadInput(f"{origin}: recipe {rel}: {len(raw)} bytes; a recipe is a few tokens")
+    """Read and count the recipe at `rel` under the job's folder `base`; BadInput (exit 2) when
+    it leaves the folder (a link out: its text would be reported, signed and sent to a model),
+    is over `MAX_RECIPE_BYTES` or over `budget` tokens."""
+    path = inside(base, rel, f"{origin}: recipe")
+    raw = read_bounded(path, MAX_RECIPE_BYTES, f"{origin}: recipe {rel} (a recipe is a few "
+                       "tokens)")
     try:
         text = raw.decode("utf-8").strip()
     except UnicodeDecodeError:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import inside
 from plimsoll_ci.grading import fresh as fresh_mod
 from plimsoll_ci.squeeze import account as acct
 from plimsoll_ci.squeeze import artifacts, checks, pool, recipes, sessions
@@ -147,8 +148,10 @@ def prepare(job: Job, options: Options | None = None) -> Prepared:
                          "carries": carried, "text": None if carried else recipe.text}
         counted[g.name] = recipe
     gradings = plan_mod.gradings(job)
-    code = [checks.check(checks.controller_files(job.base / g.controller), scan)
-            for g in gradings]
+    # Checked again as they are read: a folder swapped for a link since the job was parsed is
+    # refused, not read.
+    code = [checks.check(checks.controller_files(
+        inside(job.base, g.controller, f"{job.path}: controller")), scan) for g in gradings]
     return Prepared(scan, gradings, code, found, recipes.seed_list_tokens(job.practice), counted)
 
 

@@ -75,7 +75,9 @@ def test_a_task_file_gives_its_name_text_and_front_matter(tmp_path):
 @pytest.mark.parametrize("text, problems", [
     ("# no front matter\n", ["no front matter"]),
     ("---\ntest: [pytest]\n", ["the front matter never ends"]),
-    ("---\ntest: [pytest\n---\nText\n", ["not YAML"]),
+    ("---\ntest: [pytest\n---\nText\n", ["line 3: ", "fix the YAML syntax"]),
+    ("---\ntest: " + "[" * 5000 + "]" * 5000 + "\n---\nText\n",
+     ["line 2: nested more than 64 levels deep"]),
     ("---\ntouch: [a.py]\ntset: [pytest]\n---\nText\n",
      ["unknown key 'tset'", "test: missing"]),
     ("---\ntest: pytest -q\ntouch: [a.py]\nprobe: yes please\n---\nText\n",

@@ -103,9 +103,10 @@ def test_min_tier_kernel_refuses_the_process_provider_before_anything_runs(quick
     (["--controller", "/nonexistent/c.py", "--seeds", "1"], "no such file"),
     (["--controller", "{tmp}", "--seeds", "1"], "no controller.py"),
     (["--controller", "{tmp}/notes.txt", "--seeds", "1"], "expected a .py file"),
-    (["--controller", "{quick}", "--fresh", "0"], "--fresh 0"),
+    (["--controller", "{quick}", "--fresh", "0"], "argument --fresh: 0 is out of range"),
     (["--controller", "{quick}", "--seeds", "1-x"], "--seeds"),
-    (["--controller", "{quick}", "--seeds", "1", "--cpu-per-tick", "0"], "must be positive"),
+    (["--controller", "{quick}", "--seeds", "1", "--cpu-per-tick", "0"],
+     "argument --cpu-per-tick: '0': give a number of seconds above 0"),
     (["--controller", "{quick}", "--seeds", "1", "--min-tier", "kernel"], ""),
 ])
 def test_bad_input_exits_2_with_a_clear_message(tmp_path, quick, args, message):

@@ -135,8 +135,8 @@ def test_lint_reads_a_seed_file_with_lists_and_comments_as_grade_does(tmp_path):
     (["{tmp}/missing.txt"], "missing.txt: cannot be read"),
     (["{tmp}/bad.txt"], "line 2"),
     (["{tmp}/set.commit"], "that is a commitment"),
-    (["--horizon", "lots", "{tmp}/good.txt"], "--horizon lots"),
-    (["--horizon", "1", "{tmp}/good.txt"], "--horizon 1"),
+    (["--horizon", "lots", "{tmp}/good.txt"], "argument --horizon: 'lots': give 2**K"),
+    (["--horizon", "1", "{tmp}/good.txt"], "argument --horizon: '1': give 2**K"),
 ])
 def test_bad_input_exits_2_naming_the_file_and_what_to_do(tmp_path, args, message):
     write(tmp_path / "good.txt", fresh.draw(16).seeds)

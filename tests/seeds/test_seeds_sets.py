@@ -73,10 +73,10 @@ def test_draw_refuses_to_overwrite_and_leaves_the_set_as_it_was(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["draw", "0", "-o", "{tmp}/a.json"], "between 1 and 10000"),
     (["draw", "10001", "-o", "{tmp}/a.json"], "between 1 and 10000"),
-    (["draw", "4", "-o", "{tmp}/a.json", "--bits", "32"], "--bits 32"),
-    (["draw", "4", "-o", "{tmp}/a.json", "--bits", "65"], "--bits 65"),
+    (["draw", "4", "-o", "{tmp}/a.json", "--bits", "32"], "--bits: 32 is out of range"),
+    (["draw", "4", "-o", "{tmp}/a.json", "--bits", "65"], "--bits: 65 is out of range"),
     (["draw", "4", "-o", "{tmp}/no/such/folder/a.json"], "cannot create it"),
-    (["commit", "{tmp}/missing.json"], "cannot read it"),
+    (["commit", "{tmp}/missing.json"], "missing.json: cannot be read"),
     (["commit", "{tmp}/notjson.json"], "not JSON"),
     (["reveal", "{tmp}/held.commit"], "that is a commitment"),
     (["check", "{tmp}/held.json", "{tmp}/held.json"], "format is not plimsoll-seed-commitment/1"),
