@@ -33,6 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--out", required=True, metavar="DIR",
                    help="new or empty folder for results.json, report.md, diffs/, transcripts/, "
                         "requests/")
+    r.add_argument("--venv", metavar="PATH",
+                   help="the repository's environment: a virtual environment (or interpreter "
+                        "prefix) with its dependencies and test runner, mounted read-only in "
+                        "every sandbox with its bin/ first on PATH")
     r.add_argument("--runs", type=int, default=3, metavar="N",
                    help="attempts per model and task, each in a fresh copy (default 3)")
     r.add_argument("--turns", type=int, default=1, metavar="N",
@@ -98,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         turns=args.turns, allow=tuple(dict.fromkeys((*DEFAULT_ALLOW, *args.allow))),
         provider=args.provider, min_tier=args.min_tier,
         limits=CommandLimits(timeout_s=args.timeout, memory_bytes=args.memory_mb * 1024 * 1024),
-        withheld=withheld, sealed=sealed)
+        withheld=withheld, sealed=sealed, venv=args.venv)
     try:
         with signals_interrupt():
             result = run_eval(request, signer, args.bundle if signer else None,

@@ -26,10 +26,12 @@ from plimsoll_ci.errors import BadInput
 from plimsoll_ci.evalharness import report, wall
 from plimsoll_ci.evalharness.attempt import DEFAULT_ALLOW, Attempt, Setup, run_attempt
 from plimsoll_ci.evalharness.contract import printable
+from plimsoll_ci.evalharness.probe import preflight
 from plimsoll_ci.evalharness.snapshot import Snapshot, take
 from plimsoll_ci.evalharness.tasks import Task, load_tasks
+from plimsoll_ci.evalharness.venv import task_view, venv_view
 from plimsoll_ci.model import ModelClient, ModelConfig, read_key
-from plimsoll_ci.sandbox.command import CommandLimits
+from plimsoll_ci.sandbox.command import CommandLimits, View
 
 FORMAT = "plimsoll-eval-results/1"
 ProgressFn = Callable[[str], None]
@@ -52,6 +54,7 @@ class EvalRequest:
     limits: CommandLimits = CommandLimits()
     withheld: tuple[Any, ...] = ()  # WithheldSet: a finding in the copy refuses the run
     sealed: Any = None  # a sealed set the recorded requests are checked against
+    venv: str | None = None  # the repository's environment, mounted read-only (venv.py)
 
 
 class EvalResult(NamedTuple):
@@ -162,6 +165,30 @@ def _predicate(a: Attempt, doc: dict[str, Any], context: dict[str, Any],
         started=a.started.replace(microsecond=0), finished=a.finished.replace(microsecond=0))
 
 
+def _scrubber(keys: list[Any], request: EvalRequest) -> Callable[[str], str]:
+    """What every kept output passes through: the keys redacted, and an output holding a
+    withheld or sealed entry held back whole (its entry named, never its value)."""
+    from plimsoll_ci.scan import Item, scan_items
+    from plimsoll_ci.scrub import Scrubber
+
+    scrubber = Scrubber([k for k in keys if isinstance(k, str)])
+    sets = [*request.withheld, *([request.sealed] if request.sealed is not None else [])]
+
+    def scrub(text: str) -> str:
+        text = scrubber.text(text) if scrubber else text
+        for s in sets:
+            try:
+                found = scan_items([Item("output", text.encode("utf-8", "replace"))], s)
+            except Exception:  # noqa: BLE001 - a set this scan cannot read: hold it all back
+                return "[output held back: it could not be checked against the withheld sets]"
+            if found.findings:
+                return (f"[output held back: it holds withheld entry "
+                        f"{found.findings[0].entry}]")
+        return text
+
+    return scrub
+
+
 def _line(a: Attempt) -> str:
     test = "passed" if a.test_passed else f"failed (exit {a.test.exit_code})"
     scope = "in scope" if a.in_scope else \
@@ -213,8 +240,7 @@ def run_eval(request: EvalRequest, signer: Any = None, bundle: str | None = None
         _write(out / "report.md", "# plimsoll-ci eval\n\nRefused before any model was called: "
                "the copy holds withheld entries.\n\n" + "\n".join(f"- {n}" for n in notes) + "\n")
         return EvalResult([], [], [], scan, None, out, 0)
-    for config in request.models:  # the key is checked before anything starts
-        read_key(config.api_key_env, environ)
+    keys = [read_key(config.api_key_env, environ) for config in request.models]  # checked first
     if signer is not None:
         from plimsoll_ci.grading.sign import check_bundle
 
@@ -223,11 +249,30 @@ def run_eval(request: EvalRequest, signer: Any = None, bundle: str | None = None
     notes += list(evidence.get("tier_notes", []))
     say(f"eval: {len(tasks)} task(s) x {len(request.models)} model(s) x {request.runs} run(s) in "
         f"{request.provider} (tier {tier}); copy of {len(snapshot.files)} tracked files")
-    setup = Setup(snapshot, request.provider, request.limits, tuple(request.allow), request.turns)
-    attempts = _attempts(request, setup, tasks, out, (environ, say))
+    base = venv_view(request.venv) if request.venv else View()
+    views = {t.name: task_view(base, t, snapshot) for t in tasks}
+    setup = Setup(snapshot, request.provider, request.limits, tuple(request.allow), request.turns,
+                  views)
+    try:
+        pre = preflight(setup, tasks, views)
+    except BadInput:
+        try:
+            out.rmdir()  # nothing half written: the folder this run made, still empty
+        except OSError:
+            pass
+        raise
+    for name, p in pre.items():
+        if p.invalid:
+            notes.append(f"task {name} is invalid and not scored: {p.invalid}")
+            say(f"eval: task {name} is invalid and not scored: {p.invalid}")
+    setup = setup._replace(pre=pre)
+    scored = [t for t in tasks if not pre[t.name].invalid]
+    attempts = _attempts(request, setup, scored, out, (environ, say))
     context = {"snapshot": snapshot, "allow": request.allow, "turns": request.turns,
                "base_url": request.models[0].base_url, "evidence": evidence,
-               "provider": request.provider, "tier": tier, "names": names, "notes": notes}
+               "provider": request.provider, "tier": tier, "names": names, "notes": notes,
+               "pre": pre, "venv": base, "tasks": {t.name: t for t in tasks},
+               "scrub": _scrubber(keys, request)}
     return _finish(request, attempts, context, out, (signer, bundle))
 
 
@@ -256,6 +301,7 @@ def _finish(request: EvalRequest, attempts: list[Attempt], context: dict[str, An
             signing: tuple[Any, str | None]) -> EvalResult:
     names: dict[str, str] = context["names"]
     notes: list[str] = context["notes"]
+    pre = context["pre"]
     tripwire = (wall.scan_requests(out / "requests", request.sealed)
                 if request.sealed is not None else None)
     docs, kept, runs = [], [], []
@@ -263,7 +309,7 @@ def _finish(request: EvalRequest, attempts: list[Attempt], context: dict[str, An
         where = f"{names[a.model]}/{a.task.name}/{a.run}"
         diff_sha = _write(out / "diffs" / f"{where}.diff", a.diff.text)
         _write(out / "transcripts" / f"{where}.json", json.dumps(a.transcript, indent=1) + "\n")
-        doc = report.attempt_doc(a, f"diffs/{where}.diff")
+        doc = report.attempt_doc(a, f"diffs/{where}.diff", context["scrub"])
         docs.append(doc)
         kept.append((a, doc))
         output_sha = hashlib.sha256(a.test.output.encode("utf-8", "replace")).hexdigest()
@@ -283,7 +329,10 @@ def _finish(request: EvalRequest, attempts: list[Attempt], context: dict[str, An
     results = {"format": FORMAT, "attempts": docs,
                "models": {t["model"]: {k: v for k, v in t.items() if k != "model"}
                           for t in tables},
-               "tasks": {name: {"allow": allow} for name, allow in run_info["task_allow"].items()},
+               "tasks": {name: {"allow": list(t.allow), "invalid": pre[name].invalid or None,
+                                "preflight": report.command_doc(pre[name].ran.outcome,
+                                                                context["scrub"])}
+                         for name, t in context["tasks"].items()},
                "tripwire": None if tripwire is None else {
                    "hits": len(tripwire.findings), "files": tripwire.files}}
     _write(out / "results.json", json.dumps(results, indent=2) + "\n")
