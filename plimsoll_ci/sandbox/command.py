@@ -71,13 +71,15 @@ class View(NamedTuple):
     read-only at their own paths, folders put first on PATH, and extra environment variables."""
 
     ro: tuple[str, ...] = ()  # absolute host folders, each mounted read-only at the same path
-    path: tuple[str, ...] = ()  # folders searched before the runtime's bin (inside `ro`)
+    path: tuple[str, ...] = ()  # when given, the PATH instead of the runtime's bin (inside `ro`)
     env: tuple[tuple[str, str], ...] = ()
 
     def environment(self) -> dict[str, str]:
         """The command's environment: the sandbox's own, then these variables and PATH."""
         env = {**ENV, **dict(self.env)}
-        env["PATH"] = ":".join((*self.path, ENV["PATH"]))
+        # a view's own bin/ replaces the runtime's: a `pytest` missing from a --venv is missing,
+        # never the runtime's pytest under an interpreter without the repository's dependencies
+        env["PATH"] = ":".join(self.path) if self.path else ENV["PATH"]
         return env
 
 
@@ -170,9 +172,11 @@ def program_inside(argv0: str, runtime: Path, view: View | None = None) -> str |
     if "/" in argv0:
         target = runtime / argv0.lstrip("/") if argv0.startswith("/") else None
         return argv0 if target is None or os.path.lexists(target) else None
-    for folder in (view.path if view else ()):
-        if os.path.lexists(os.path.join(folder, argv0)):
-            return f"{folder}/{argv0}"
+    if view is not None and view.path:
+        for folder in view.path:
+            if os.path.lexists(os.path.join(folder, argv0)):
+                return f"{folder}/{argv0}"
+        return None
     candidate = runtime / rootfs.PREFIX.lstrip("/") / "bin" / argv0
     return f"{rootfs.PREFIX}/bin/{argv0}" if os.path.lexists(candidate) else None
 
