@@ -312,7 +312,8 @@ def _finish(request: EvalRequest, attempts: list[Attempt], context: dict[str, An
         doc = report.attempt_doc(a, f"diffs/{where}.diff", context["scrub"])
         docs.append(doc)
         kept.append((a, doc))
-        output_sha = hashlib.sha256(a.test.output.encode("utf-8", "replace")).hexdigest()
+        # of the tail results.json keeps (redacted), so anyone can check it against the record
+        output_sha = hashlib.sha256(doc["test"]["output_tail"].encode("utf-8")).hexdigest()
         runs.append((doc, (diff_sha, output_sha)))
     tables = [report.model_table(c.model, [a for a in attempts if a.model == c.model],
                                  request.runs) for c in request.models]
