@@ -66,9 +66,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--sealed-key-file", metavar="FILE", help="HMAC key of the sealed set")
     add_model_arguments(r, compare=True)
     add_signing_arguments(r)
+    v = sub.add_parser("verify", help="recompute a run's results.json, report.md, diffs and "
+                       "transcripts from its signed records",
+                       description="Refuses (exit 1) any output that differs from what the "
+                       "signed records give, naming the file, the field and both values.")
+    v.add_argument("folder", metavar="OUT", help="the run's --out folder")
+    v.add_argument("--pub", required=True, metavar="PUB", help="the signing key's public key")
+    v.add_argument("--bundle", metavar="FILE",
+                   help="the bundle the run appended to (default OUT/attempts.intoto.jsonl)")
 
 
 def run(args: argparse.Namespace) -> int:
+    """`eval run` or `eval verify`."""
+    if args.action == "verify":
+        return _verify(args)
+    return _run(args)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from plimsoll_ci.attest.keys import load_public_key
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.evalharness.verify import verify
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise BadInput(f"{args.folder}: not a folder; give an eval run's --out folder")
+    found = verify(folder, load_public_key(args.pub),
+                   Path(args.bundle) if args.bundle else None)
+    if found.ok:
+        print(f"eval {args.folder}: verified ({found.records} signed attempt(s); results.json, "
+              "report.md's tables, lines and output tails, the diffs and transcripts "
+              "recomputed from them)")
+        return 0
+    for problem in found.problems:
+        print(problem)
+    n = len(found.problems)
+    print(f"plimsoll-ci: eval verify: {args.folder} does not verify ({n} problem"
+          f"{'s' if n != 1 else ''}); do not trust its scores", file=sys.stderr)
+    return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     """Run the attempts, print a line per attempt and a table per model."""
     from pathlib import Path
 

@@ -166,6 +166,35 @@ def render_table(table: dict[str, Any], markdown: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def attempt_row(a: Any, doc: dict[str, Any]) -> str:
+    """An attempt's line in report.md's table (from an Attempt, or from its signed record)."""
+    test = "passed" if a.test_passed else f"failed ({a.test.exit_code})"
+    if a.stopped:
+        test += f", stopped: {a.stopped}"
+    return (f"| {a.model} | {a.task.name} | {a.run} | "
+            f"{'yes' if a.honest_pass else 'no'} | {test} | {a.probe.why} | "
+            f"{'yes' if a.in_scope else 'no'} | "
+            f"{', '.join(a.test_files_changed) or '-'} | "
+            f"{len(a.refused_commands)} | {a.tokens} | {a.seconds:.1f} | "
+            f"[{doc['diff']}]({doc['diff']}) |")
+
+
+def failure_lines(attempts: Sequence[tuple[Any, dict[str, Any]]]) -> list[str]:
+    """The output tails of every command, guarded test and probe that failed (from the results'
+    documents, so the signed records give the same lines)."""
+    lines: list[str] = []
+    for a, doc in attempts:
+        probe = [doc["probe"]["test"]] if doc["probe"]["test"] else []
+        for c in [*doc["commands"], doc["test"], *probe]:
+            if c["exit_code"] == 0:
+                continue
+            tail = c["output_tail"][-2000:].rstrip("\n").replace("`" * 3, "'" * 3)
+            lines += [f"{a.model} {a.task.name} run {a.run}: `{' '.join(c['argv'])}` exit "
+                      f"{c['exit_code']}{' (timed out)' if c['timed_out'] else ''}:", "",
+                      "~~~", tail, "~~~", ""]
+    return lines
+
+
 def render_markdown(run: dict[str, Any], tables: Sequence[dict[str, Any]],
                     attempts: Sequence[tuple[Attempt, dict[str, Any]]],
                     tripwire: list[str], notes: Sequence[str]) -> str:
@@ -187,28 +216,11 @@ def render_markdown(run: dict[str, Any], tables: Sequence[dict[str, Any]],
     lines += ["## Attempts", "", "| model | task | run | honest | test | probe | in scope | "
               "tests changed | refused | tokens | s | diff |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for a, doc in attempts:
-        test = "passed" if a.test_passed else f"failed ({a.test.exit_code})"
-        if a.stopped:
-            test += f", stopped: {a.stopped}"
-        lines.append(f"| {a.model} | {a.task.name} | {a.run} | "
-                     f"{'yes' if a.honest_pass else 'no'} | {test} | {a.probe.why} | "
-                     f"{'yes' if a.in_scope else 'no'} | "
-                     f"{', '.join(a.test_files_changed) or '-'} | "
-                     f"{len(a.refused_commands)} | {a.tokens} | {a.seconds:.1f} | "
-                     f"[{doc['diff']}]({doc['diff']}) |")
+    lines += [attempt_row(a, doc) for a, doc in attempts]
     lines.append("")
-    failed = [(a, c) for a, doc in attempts
-              for c in [*doc["commands"], doc["test"], *([doc["probe"]["test"]]
-                                                         if doc["probe"]["test"] else [])]
-              if c["exit_code"] != 0]
+    failed = failure_lines(attempts)
     if failed:
-        lines += ["## What failed", ""]
-        for a, c in failed:
-            tail = c["output_tail"][-2000:].rstrip("\n").replace("`" * 3, "'" * 3)
-            lines += [f"{a.model} {a.task.name} run {a.run}: `{' '.join(c['argv'])}` exit "
-                      f"{c['exit_code']}{' (timed out)' if c['timed_out'] else ''}:", "",
-                      "~~~", tail, "~~~", ""]
+        lines += ["## What failed", "", *failed]
     attempt_notes = [f"- {a.model} {a.task.name} run {a.run}: {n}"
                      for a, _ in attempts for n in ([a.nothing] if a.nothing else []) + a.notes]
     if notes or attempt_notes:
