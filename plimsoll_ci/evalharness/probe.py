@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
@@ -32,7 +33,7 @@ from plimsoll_ci.evalharness.diff import TreeDiff, read_tree
 from plimsoll_ci.evalharness.edits import put
 from plimsoll_ci.evalharness.snapshot import Snapshot, materialize
 from plimsoll_ci.evalharness.tasks import Task
-from plimsoll_ci.sandbox.command import WORKDIR, CommandLimits, View, run_in_sandbox
+from plimsoll_ci.sandbox.command import WORKDIR, CommandLimits, View, open_up, run_in_sandbox
 
 MAX_REPORT = 16 * 1024 * 1024
 TAIL = 8 * 1024
@@ -151,8 +152,41 @@ def preflight(setup, tasks: Sequence[Task], views: Mapping[str, View]) -> dict[s
             invalid = "its guarded test already passes on the unmodified copy"
         elif pytest and not ran.cases:
             invalid = "its guarded test ran no test case on the unmodified copy"
+        if task.fix and not invalid:
+            _check_fix(setup, task, views[task.name])
         out[task.name] = Pre(ran, invalid)
     return out
+
+
+def _check_fix(setup, task: Task, view: View) -> None:
+    """The task's known-good fix, applied to a fresh copy, makes its guarded test pass (and pass
+    the way the probe asks); BadInput otherwise."""
+    from plimsoll_ci.files import read_bounded
+
+    patch = read_bounded(Path(task.fix), 4 * 1024 * 1024, f"{task.path}: fix")
+    work = Path(tempfile.mkdtemp(prefix="plimsoll-eval-fix-"))
+    try:
+        copy = work / "repo"
+        materialize(setup.snapshot, copy)
+        # git apply outside any repository: no hook or config of a repository runs
+        done = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], input=patch,
+                              cwd=copy, capture_output=True, timeout=60,
+                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                                   "HOME": str(work), "GIT_CONFIG_NOSYSTEM": "1",
+                                   "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CEILING_DIRECTORIES":
+                                   str(work)})
+        if done.returncode != 0:
+            raise BadInput(f"{task.path}: fix: {task.fix} does not apply to the copy ("
+                           f"{done.stderr.decode('utf-8', 'replace').strip()[-500:]})")
+        open_up(copy)
+        ran = run_reported(setup.provider, copy, task.test, setup.limits, view)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if ran.outcome.exit_code != 0 or (is_pytest(task.test) and not ran.cases):
+        raise BadInput(f"{task.path}: fix: with {task.fix} applied the guarded test still "
+                       f"fails (exit {ran.outcome.exit_code}); a task whose known-good fix does "
+                       "not pass cannot score a model. The test's output ends:\n"
+                       + ran.outcome.output[-TAIL:].rstrip("\n"))
 
 
 def _probe_copy(snapshot: Snapshot, copy: Path, diff: TreeDiff, task: Task, dest: Path) -> None:

@@ -115,3 +115,37 @@ def test_a_task_whose_test_already_passes_is_invalid_and_not_scored(gvisor, chat
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["tasks"]["case-insensitive"]["invalid"] == (
         "its guarded test already passes on the unmodified copy")
+
+
+def _patch(repo: Path, new_text: str) -> str:
+    import difflib
+
+    old = (repo / realrepo.MODULE).read_text()
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True),
+                                        new_text.splitlines(keepends=True),
+                                        f"a/{realrepo.MODULE}", f"b/{realrepo.MODULE}"))
+
+
+def test_the_pre_flight_checks_the_known_good_fix_makes_the_test_pass(gvisor, chat_server,
+                                                                      requests_env, tmp_path):
+    sdist, venv = requests_env
+    repo = realrepo.checkout(sdist, tmp_path / "requests")
+    buggy = (repo / realrepo.MODULE).read_text()
+    fixes = tmp_path / "fixes"
+    fixes.mkdir()
+    (fixes / "good.patch").write_text(_patch(repo, buggy.replace(realrepo.BUGGY, realrepo.FIXED)))
+    (fixes / "wrong.patch").write_text(_patch(repo, buggy.replace(
+        realrepo.BUGGY, "        return self._store[key.upper()][1]\n")))
+    (tmp_path / "good").mkdir()
+    (tmp_path / "wrong").mkdir()
+    good = tasks(tmp_path / "good", extra={
+        "case-insensitive": realrepo.TASK.replace("---\n#", "fix: ../../fixes/good.patch\n---\n#")})
+    chat_server.push(reply([(realrepo.MODULE, buggy.replace(realrepo.BUGGY, realrepo.FIXED))]))
+    result = evaluate(chat_server.url, repo, good, tmp_path / "out", runs=1, venv=str(venv))
+    assert [a.honest_pass for a in result.attempts] == [True]
+    wrong = tasks(tmp_path / "wrong", extra={
+        "case-insensitive": realrepo.TASK.replace("---\n#", "fix: ../../fixes/wrong.patch\n---\n#")})
+    with pytest.raises(BadInput) as e:
+        evaluate(chat_server.url, repo, wrong, tmp_path / "out2", runs=1, venv=str(venv))
+    assert "fix: with" in str(e.value) and "the guarded test still fails (exit 1)" in str(e.value)
+    assert len(chat_server.chat_requests) == 1  # the first run's only
