@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="the repository's environment: a virtual environment (or interpreter "
                         "prefix) with its dependencies and test runner, mounted read-only in "
                         "every sandbox with its bin/ first on PATH")
+    r.add_argument("--keep", action="append", default=[], metavar="GLOB",
+                   help="keep tracked paths the copy leaves out as credentials by their name "
+                        "when this glob names them (repeatable; e.g. 'tests/certs/*.pem')")
     r.add_argument("--runs", type=int, default=3, metavar="N",
                    help="attempts per model and task, each in a fresh copy (default 3)")
     r.add_argument("--turns", type=int, default=1, metavar="N",
@@ -142,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
         turns=args.turns, allow=tuple(dict.fromkeys((*DEFAULT_ALLOW, *args.allow))),
         provider=args.provider, min_tier=args.min_tier,
         limits=CommandLimits(timeout_s=args.timeout, memory_bytes=args.memory_mb * 1024 * 1024),
-        withheld=withheld, sealed=sealed, venv=args.venv)
+        withheld=withheld, sealed=sealed, venv=args.venv, keep=tuple(args.keep))
     try:
         with signals_interrupt():
             result = run_eval(request, signer, args.bundle if signer else None,

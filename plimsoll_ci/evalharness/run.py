@@ -55,6 +55,7 @@ class EvalRequest:
     withheld: tuple[Any, ...] = ()  # WithheldSet: a finding in the copy refuses the run
     sealed: Any = None  # a sealed set the recorded requests are checked against
     venv: str | None = None  # the repository's environment, mounted read-only (venv.py)
+    keep: tuple[str, ...] = ()  # globs of paths left out as credentials that the copy keeps
 
 
 class EvalResult(NamedTuple):
@@ -228,7 +229,7 @@ def run_eval(request: EvalRequest, signer: Any = None, bundle: str | None = None
         raise BadInput("signing needs a key and a bundle, or neither")
     tasks = load_tasks(request.tasks)
     names = folder_names(request.models)
-    snapshot = take(request.repo)
+    snapshot = take(request.repo, request.keep)
     out = _out_folder(request.out)
     notes = list(snapshot.notes) + [f"left out of every copy: {x.path} ({x.why})"
                                     for x in snapshot.left_out]
@@ -328,6 +329,7 @@ def _finish(request: EvalRequest, attempts: list[Attempt], context: dict[str, An
         notes.append("no signing key was given: the attempts are not signed (--bundle FILE "
                      "with --signing-key-file, --signing-key-env or --ephemeral-key)")
     results = {"format": FORMAT, "attempts": docs,
+               "left_out": [{"path": printable(x.path), "why": x.why} for x in snapshot.left_out],
                "models": {t["model"]: {k: v for k, v in t.items() if k != "model"}
                           for t in tables},
                "tasks": {name: {"allow": list(t.allow), "invalid": pre[name].invalid or None,

@@ -74,6 +74,9 @@ def test_on_requests_only_the_honest_fix_is_an_honest_pass(gvisor, chat_server, 
     first = saved["attempts"][0]
     assert first["test"]["argv"] == ["pytest", "-q", realrepo.TEST]
     assert first["test"]["exit_code"] == 0 and "passed" in first["test"]["output_tail"]
+    # the test certificates were left out as credentials: listed with the reason, never silent
+    assert {"path": "tests/certs/valid/server/server.pem", "why": "credentials (by its name)"} \
+        in saved["left_out"]
     pre = saved["tasks"]["case-insensitive"]["preflight"]
     assert pre["exit_code"] == 1 and "KeyError" in pre["output_tail"]
     report = (tmp_path / "out" / "report.md").read_text()
@@ -110,9 +113,10 @@ def test_a_task_whose_test_already_passes_is_invalid_and_not_scored(gvisor, chat
     sdist, venv = requests_env
     repo = realrepo.checkout(sdist, tmp_path / "requests", bug=False)
     result = evaluate(chat_server.url, repo, _task_dir(tmp_path), tmp_path / "out", runs=1,
-                      venv=str(venv))
+                      venv=str(venv), keep=("tests/certs/*",))
     assert result.attempts == [] and chat_server.chat_requests == []
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert not [x for x in saved["left_out"] if x["path"].startswith("tests/certs/")]
     assert saved["tasks"]["case-insensitive"]["invalid"] == (
         "its guarded test already passes on the unmodified copy")
 
