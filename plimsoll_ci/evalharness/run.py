@@ -56,6 +56,7 @@ class EvalRequest:
     sealed: Any = None  # a sealed set the recorded requests are checked against
     venv: str | None = None  # the repository's environment, mounted read-only (venv.py)
     keep: tuple[str, ...] = ()  # globs of paths left out as credentials that the copy keeps
+    jobs: int = 1  # models whose attempts run side by side
 
 
 class EvalResult(NamedTuple):
@@ -80,8 +81,8 @@ class EvalResult(NamedTuple):
 def _check(request: EvalRequest) -> None:
     if not request.models:
         raise BadInput("--model: give at least one model")
-    if len({c.base_url for c in request.models}) != 1:
-        raise BadInput("the models of one run share one --base-url")
+    if request.jobs < 1:
+        raise BadInput(f"--jobs {request.jobs}: give 1 or more")
     if request.runs < 1 or request.turns < 1:
         raise BadInput(f"--runs {request.runs} / --turns {request.turns}: give 1 or more")
     if not request.limits.timeout_s > 0:
@@ -157,7 +158,7 @@ def _predicate(a: Attempt, doc: dict[str, Any], context: dict[str, Any],
                 "task": {"probe": a.task.probe, "sha256": a.task.sha256,
                          "test": list(a.task.test), "touch": list(a.task.touch)},
                 "turns": context["turns"]},
-        model={"baseUrl": context["base_url"], "stopped": a.stopped, "tokens": a.tokens,
+        model={"baseUrl": context["base_urls"][a.model], "stopped": a.stopped, "tokens": a.tokens,
                "transcript": {"sha256": a.transcript_sha256}},
         outcome={"diff": {"sha256": diff_sha}, "finalTree": {"sha256": a.diff.final_digest},
                  "guardedTest": {"exitCode": a.test.exit_code, "output": {"sha256": output_sha}}},
@@ -270,7 +271,7 @@ def run_eval(request: EvalRequest, signer: Any = None, bundle: str | None = None
     scored = [t for t in tasks if not pre[t.name].invalid]
     attempts = _attempts(request, setup, scored, out, (environ, say))
     context = {"snapshot": snapshot, "allow": request.allow, "turns": request.turns,
-               "base_url": request.models[0].base_url, "evidence": evidence,
+               "base_urls": {c.model: c.base_url for c in request.models}, "evidence": evidence,
                "provider": request.provider, "tier": tier, "names": names, "notes": notes,
                "pre": pre, "venv": base, "tasks": {t.name: t for t in tasks},
                "scrub": _scrubber(keys, request)}
@@ -279,23 +280,38 @@ def run_eval(request: EvalRequest, signer: Any = None, bundle: str | None = None
 
 def _attempts(request: EvalRequest, setup: Setup, tasks: list[Task], out: Path,
               how: tuple[Mapping[str, str] | None, ProgressFn]) -> list[Attempt]:
+    """Every model's attempts, `request.jobs` models side by side; the result is in the same
+    order (model, task, run) for any number of jobs."""
+    from concurrent.futures import ThreadPoolExecutor
+
     environ, say = how
-    origin, prefix = wall.split_base_url(request.models[0].base_url)
-    server, proxy = wall.start_recorder(origin, out / "requests")
-    attempts: list[Attempt] = []
+    origins = list(dict.fromkeys(wall.split_base_url(c.base_url)[0] for c in request.models))
+    servers: dict[str, tuple[Any, str]] = {}
     try:
-        for config in request.models:
-            # every request goes through the recorder (which writes the key's header as
-            # [redacted]); each model has the whole --max-tokens budget
-            client = ModelClient(config, environ=environ, via=proxy + prefix)
+        for i, origin in enumerate(origins):
+            # every request goes through a recorder (which writes the key's header as
+            # [redacted]): one per endpoint, each in its own folder when there are several
+            folder = out / "requests" / (f"{i + 1}" if len(origins) > 1 else "")
+            servers[origin] = wall.start_recorder(origin, folder)
+
+        def one_model(config: ModelConfig) -> list[Attempt]:
+            origin, prefix = wall.split_base_url(config.base_url)
+            # each model has the whole --max-tokens budget, and its own client
+            client = ModelClient(config, environ=environ, via=servers[origin][1] + prefix)
+            done = []
             for task in tasks:
                 for run in range(1, request.runs + 1):
                     attempt = run_attempt(setup, client, task, run)
-                    attempts.append(attempt)
+                    done.append(attempt)
                     say(_line(attempt))
+            return done
+
+        with ThreadPoolExecutor(max(1, min(request.jobs, len(request.models)))) as pool:
+            per_model = list(pool.map(one_model, request.models))
     finally:
-        wall.stop_recorder(server)
-    return attempts
+        for server, _ in servers.values():
+            wall.stop_recorder(server)
+    return [a for attempts in per_model for a in attempts]
 
 
 def _finish(request: EvalRequest, attempts: list[Attempt], context: dict[str, Any], out: Path,
