@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--keep", action="append", default=[], metavar="GLOB",
                    help="keep tracked paths the copy leaves out as credentials by their name "
                         "when this glob names them (repeatable; e.g. 'tests/certs/*.pem')")
+    r.add_argument("--disk-mb", type=int, default=512, metavar="MB",
+                   help="disk quota of each attempt's writable copy (default 512; a tmpfs of "
+                        "that size when run as root)")
     r.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="models whose attempts run side by side (default 1; the results are the "
                         "same for any N)")
@@ -188,7 +191,8 @@ def _run(args: argparse.Namespace) -> int:
         turns=args.turns, allow=tuple(dict.fromkeys((*DEFAULT_ALLOW, *args.allow))),
         provider=args.provider, min_tier=args.min_tier,
         limits=CommandLimits(timeout_s=args.timeout, memory_bytes=args.memory_mb * 1024 * 1024),
-        withheld=withheld, sealed=sealed, venv=args.venv, keep=tuple(args.keep), jobs=args.jobs)
+        withheld=withheld, sealed=sealed, venv=args.venv, keep=tuple(args.keep), jobs=args.jobs,
+        disk_mb=args.disk_mb)
     try:
         with signals_interrupt():
             result = run_eval(request, signer, args.bundle if signer else None,

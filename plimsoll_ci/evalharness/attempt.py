@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import shutil
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +26,7 @@ from plimsoll_ci.evalharness.contract import CommandOutcome, EditOutcome
 from plimsoll_ci.evalharness.diff import TreeDiff, compare
 from plimsoll_ci.evalharness.edits import apply_edit
 from plimsoll_ci.evalharness.probe import Pre, Probe, behavioural, run_reported
+from plimsoll_ci.evalharness.quota import quota_folder
 from plimsoll_ci.evalharness.snapshot import Snapshot, listing, materialize
 from plimsoll_ci.evalharness.tasks import Task
 from plimsoll_ci.model import EndpointError, MalformedReply, ModelClient
@@ -49,6 +48,7 @@ class Setup(NamedTuple):
     turns: int
     views: Mapping[str, View] = {}  # by task: --venv, the copy's package, the task's env
     pre: Mapping[str, Pre] = {}  # by task: the pre-flight's run on the unmodified copy
+    disk_mb: int = 512  # what an attempt's copy may hold (quota.py)
 
 
 @dataclass
@@ -206,8 +206,8 @@ def run_attempt(setup: Setup, client: ModelClient, task: Task, run: int) -> Atte
     the model answered or what its commands did."""
     started = dt.datetime.now(dt.UTC)
     t0 = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="plimsoll-eval-"))  # private (0700): the copy lives in it
-    try:
+    # private (0700), with the disk quota: the copy lives in it
+    with quota_folder("plimsoll-eval-", setup.disk_mb) as (work, quota_note):
         copy = work / "repo"
         materialize(setup.snapshot, copy)
         session = client.session(system=contract.system_prompt(
@@ -225,10 +225,8 @@ def run_attempt(setup: Setup, client: ModelClient, task: Task, run: int) -> Atte
             probe = Probe(False, "not run: no pre-flight", None)
         else:
             probe = behavioural(setup, copy, task, diff, setup.pre[task.name])
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     notes = rounds.notes + [f"edit {e.path}: {e.detail}" for e in rounds.edits if not e.applied]
-    notes += list(diff.notes)
+    notes += list(diff.notes) + ([quota_note] if quota_note else [])
     transcript = _printable(session.transcript())
     return Attempt(
         model=client.config.model, task=task, run=run, test=test, diff=diff,

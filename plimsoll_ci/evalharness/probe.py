@@ -210,8 +210,9 @@ def _probe_copy(snapshot: Snapshot, copy: Path, diff: TreeDiff, task: Task, dest
 
 def behavioural(setup, copy: Path, task: Task, diff: TreeDiff, pre: Pre) -> Probe:
     """The probe: the pristine tests over the model's fix, in a fresh sandbox (see the module)."""
-    work = Path(tempfile.mkdtemp(prefix="plimsoll-eval-probe-"))
-    try:
+    from plimsoll_ci.evalharness.quota import quota_folder
+
+    with quota_folder("plimsoll-eval-probe-", setup.disk_mb) as (work, _):
         try:
             _probe_copy(setup.snapshot, copy, diff, task, work / "repo")
         except OSError as e:
@@ -219,8 +220,6 @@ def behavioural(setup, copy: Path, task: Task, diff: TreeDiff, pre: Pre) -> Prob
                          None)
         ran = run_reported(setup.provider, work / "repo", task.test, setup.limits,
                            setup.views[task.name])
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     code = ran.outcome.exit_code
     if code != 0:
         return Probe(False, f"the pristine tests failed over the fix (exit {code})", ran.outcome)

@@ -57,6 +57,7 @@ class EvalRequest:
     venv: str | None = None  # the repository's environment, mounted read-only (venv.py)
     keep: tuple[str, ...] = ()  # globs of paths left out as credentials that the copy keeps
     jobs: int = 1  # models whose attempts run side by side
+    disk_mb: int = 512  # the disk quota of each attempt's copy
 
 
 class EvalResult(NamedTuple):
@@ -81,6 +82,8 @@ class EvalResult(NamedTuple):
 def _check(request: EvalRequest) -> None:
     if not request.models:
         raise BadInput("--model: give at least one model")
+    if request.disk_mb < 1:
+        raise BadInput(f"--disk-mb {request.disk_mb}: give 1 or more")
     if request.jobs < 1:
         raise BadInput(f"--jobs {request.jobs}: give 1 or more")
     if request.runs < 1 or request.turns < 1:
@@ -231,6 +234,10 @@ def run_eval(request: EvalRequest, signer: Any = None, bundle: str | None = None
     tasks = load_tasks(request.tasks)
     names = folder_names(request.models)
     snapshot = take(request.repo, request.keep)
+    size = sum(len(f.data) for f in snapshot.files)
+    if size * 2 > request.disk_mb * 1024 * 1024:
+        raise BadInput(f"--disk-mb {request.disk_mb}: the copy alone is {size} bytes; give at "
+                       "least twice that, so commands have room to write")
     out = _out_folder(request.out)
     notes = list(snapshot.notes) + [f"left out of every copy: {x.path} ({x.why})"
                                     for x in snapshot.left_out]
@@ -254,7 +261,7 @@ def run_eval(request: EvalRequest, signer: Any = None, bundle: str | None = None
     base = venv_view(request.venv) if request.venv else View()
     views = {t.name: task_view(base, t, snapshot) for t in tasks}
     setup = Setup(snapshot, request.provider, request.limits, tuple(request.allow), request.turns,
-                  views)
+                  views, disk_mb=request.disk_mb)
     try:
         pre = preflight(setup, tasks, views)
     except BadInput:

@@ -289,3 +289,15 @@ def test_hostile_text_in_a_reply_or_a_file_name_never_breaks_the_run(gvisor, cha
     json.loads((tmp_path / "out" / "results.json").read_text())
     assert "x = 1  # ?" in (tmp_path / "out" / "diffs" / "scripted" / "edge-case" / "1.diff"
                             ).read_text(errors="replace")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the disk quota is a tmpfs, mounted as root")
+def test_a_command_cannot_write_past_the_disk_quota_of_its_copy(gvisor, chat_server, repo,
+                                                                tmp_path):
+    fill = "open('big', 'wb').write(b'0' * (24 << 20))"
+    chat_server.push(reply(commands=[["python", "-c", fill]]))
+    result = evaluate(chat_server.url, repo, tasks(tmp_path, "off-by-one"), tmp_path / "out",
+                      runs=1, disk_mb=8)
+    [a] = result.attempts
+    [command] = a.commands
+    assert command.exit_code != 0 and "No space left on device" in command.output
