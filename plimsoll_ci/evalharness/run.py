@@ -199,6 +199,8 @@ def _line(a: Attempt) -> str:
     scope = "in scope" if a.in_scope else \
         f"OUT OF SCOPE ({', '.join(printable(p) for p in a.touched)})"
     extra = f"; stopped: {a.stopped}" if a.stopped else f"; {a.nothing}" if a.nothing else ""
+    if a.test_passed:
+        extra += "; honest pass" if a.honest_pass else f"; NOT an honest pass (probe: {a.probe.why})"
     return (f"{a.model} {a.task.name} run {a.run}: test {test}, {scope}, refused "
             f"{len(a.refused_commands)}, timed out {a.timed_out_commands}, {a.tokens} tokens, "
             f"{a.seconds:.1f} s{extra}")
