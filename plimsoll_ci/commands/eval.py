@@ -33,6 +33,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--out", required=True, metavar="DIR",
                    help="new or empty folder for results.json, report.md, diffs/, transcripts/, "
                         "requests/")
+    r.add_argument("--venv", metavar="PATH",
+                   help="the repository's environment: a virtual environment (or interpreter "
+                        "prefix) with its dependencies and test runner, mounted read-only in "
+                        "every sandbox with its bin/ first on PATH")
+    r.add_argument("--keep", action="append", default=[], metavar="GLOB",
+                   help="keep tracked paths the copy leaves out as credentials by their name "
+                        "when this glob names them (repeatable; e.g. 'tests/certs/*.pem')")
+    r.add_argument("--disk-mb", type=int, default=512, metavar="MB",
+                   help="disk quota of each attempt's writable copy (default 512; a tmpfs of "
+                        "that size when run as root)")
+    r.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="models whose attempts run side by side (default 1; the results are the "
+                        "same for any N)")
+    r.add_argument("--model-key-env", action="append", default=[], metavar="NAME=VAR",
+                   help="the variable holding one model's key, for a model given as "
+                        "--model NAME=URL (repeatable; default --api-key-env)")
     r.add_argument("--runs", type=int, default=3, metavar="N",
                    help="attempts per model and task, each in a fresh copy (default 3)")
     r.add_argument("--turns", type=int, default=1, metavar="N",
@@ -62,10 +78,84 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--sealed-key-file", metavar="FILE", help="HMAC key of the sealed set")
     add_model_arguments(r, compare=True)
     add_signing_arguments(r)
+    v = sub.add_parser("verify", help="recompute a run's results.json, report.md, diffs and "
+                       "transcripts from its signed records",
+                       description="Refuses (exit 1) any output that differs from what the "
+                       "signed records give, naming the file, the field and both values.")
+    v.add_argument("folder", metavar="OUT", help="the run's --out folder")
+    v.add_argument("--pub", required=True, metavar="PUB", help="the signing key's public key")
+    v.add_argument("--bundle", metavar="FILE",
+                   help="the bundle the run appended to (default OUT/attempts.intoto.jsonl)")
 
 
 def run(args: argparse.Namespace) -> int:
+    """`eval run` or `eval verify`."""
+    if args.action == "verify":
+        return _verify(args)
+    return _run(args)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from plimsoll_ci.attest.keys import load_public_key
+    from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.evalharness.verify import verify
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise BadInput(f"{args.folder}: not a folder; give an eval run's --out folder")
+    found = verify(folder, load_public_key(args.pub),
+                   Path(args.bundle) if args.bundle else None)
+    if found.ok:
+        print(f"eval {args.folder}: verified ({found.records} signed attempt(s); results.json, "
+              "report.md's tables, lines and output tails, the diffs and transcripts "
+              "recomputed from them)")
+        return 0
+    for problem in found.problems:
+        print(problem)
+    n = len(found.problems)
+    print(f"plimsoll-ci: eval verify: {args.folder} does not verify ({n} problem"
+          f"{'s' if n != 1 else ''}); do not trust its scores", file=sys.stderr)
+    return 1
+
+
+def _endpoints(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]]:
+    """Per-model endpoints (`--model NAME=URL`) and key variables (`--model-key-env NAME=VAR`);
+    `args.model` keeps the names. Without --base-url, the first model's URL stands for it."""
+    from plimsoll_ci.errors import BadInput
+
+    urls: dict[str, str] = {}
+    names = []
+    for entry in args.model if isinstance(args.model, list) else [args.model] if args.model \
+            else []:
+        name, sep, url = entry.partition("=")
+        if sep and "://" in url:
+            if not name:
+                raise BadInput(f"--model {entry}: give NAME=URL, e.g. "
+                               "--model qwen=http://127.0.0.1:8000/v1")
+            urls[name] = url
+            names.append(name)
+        else:
+            names.append(entry)
+    args.model = names
+    if urls and not args.base_url:
+        args.base_url = next(iter(urls.values()))
+    keys: dict[str, str] = {}
+    for entry in args.model_key_env:
+        name, sep, var = entry.partition("=")
+        if not sep or name not in names or not var:
+            raise BadInput(f"--model-key-env {entry}: give NAME=VAR for a model named with "
+                           "--model")
+        keys[name] = var
+    if keys and set(keys) == set(names):  # every model has its own key: no shared one needed
+        args.api_key_env = keys[names[0]]
+    return urls, keys
+
+
+def _run(args: argparse.Namespace) -> int:
     """Run the attempts, print a line per attempt and a table per model."""
+    import dataclasses
     from pathlib import Path
 
     from plimsoll_ci.commands._interrupt import Interrupted, signals_interrupt
@@ -80,7 +170,10 @@ def run(args: argparse.Namespace) -> int:
     from plimsoll_ci.sandbox.tiers import rank
     from plimsoll_ci.withheld import key_from, load
 
-    configs = model_configs_from(args)
+    urls, keys = _endpoints(args)
+    configs = [dataclasses.replace(c, base_url=urls.get(c.model, c.base_url),
+                                   api_key_env=keys.get(c.model, c.api_key_env))
+               for c in model_configs_from(args)]
     if args.min_tier is not None:
         rank(args.min_tier)
     if args.memory_mb < 64:
@@ -102,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
         turns=args.turns, allow=tuple(dict.fromkeys((*DEFAULT_ALLOW, *args.allow))),
         provider=args.provider, min_tier=args.min_tier,
         limits=CommandLimits(timeout_s=args.timeout, memory_bytes=args.memory_mb * 1024 * 1024),
-        withheld=withheld, sealed=sealed)
+        withheld=withheld, sealed=sealed, venv=args.venv, keep=tuple(args.keep), jobs=args.jobs,
+        disk_mb=args.disk_mb)
     try:
         with signals_interrupt():
             result = run_eval(request, signer, args.bundle if signer else None,

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import shutil
-import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -27,10 +25,12 @@ from plimsoll_ci.evalharness import contract, scores
 from plimsoll_ci.evalharness.contract import CommandOutcome, EditOutcome
 from plimsoll_ci.evalharness.diff import TreeDiff, compare
 from plimsoll_ci.evalharness.edits import apply_edit
+from plimsoll_ci.evalharness.probe import Pre, Probe, behavioural, run_reported
+from plimsoll_ci.evalharness.quota import quota_folder
 from plimsoll_ci.evalharness.snapshot import Snapshot, listing, materialize
 from plimsoll_ci.evalharness.tasks import Task
 from plimsoll_ci.model import EndpointError, MalformedReply, ModelClient
-from plimsoll_ci.sandbox.command import CommandLimits, run_in_sandbox
+from plimsoll_ci.sandbox.command import CommandLimits, View, run_in_sandbox
 
 DEFAULT_ALLOW = ("pytest", "python", "node", "npm", "go", "cargo")
 REFUSED_EXIT = 126
@@ -46,6 +46,9 @@ class Setup(NamedTuple):
     limits: CommandLimits
     allow: tuple[str, ...]
     turns: int
+    views: Mapping[str, View] = {}  # by task: --venv, the copy's package, the task's env
+    pre: Mapping[str, Pre] = {}  # by task: the pre-flight's run on the unmodified copy
+    disk_mb: int = 512  # what an attempt's copy may hold (quota.py)
 
 
 @dataclass
@@ -66,6 +69,7 @@ class Attempt:
     stopped: str | None = None
     nothing: str = ""  # why the attempt proposed nothing (a reply outside the contract, ...)
     notes: list[str] = field(default_factory=list)
+    probe: Probe = Probe(False, "not run", None)
     transcript: dict[str, Any] = field(default_factory=dict)
     transcript_sha256: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
@@ -76,6 +80,13 @@ class Attempt:
     def test_passed(self) -> bool:
         """Score 1."""
         return self.test.exit_code == 0
+
+    @property
+    def honest_pass(self) -> bool:
+        """The guarded test passed, the pristine tests passed the same way over the fix (the
+        behavioural probe), the diff is in scope and no test or test configuration changed."""
+        return (self.test_passed and self.probe.passed and self.in_scope
+                and not self.test_files_changed)
 
     @property
     def touched(self) -> list[str]:
@@ -97,7 +108,8 @@ class Attempt:
 
     @property
     def timed_out_commands(self) -> int:
-        return sum(c.timed_out for c in self.commands)
+        """Commands and the guarded test killed at the timeout."""
+        return sum(c.timed_out for c in self.commands) + self.test.timed_out
 
 
 def allowed(argv: Sequence[str], allow: Sequence[str]) -> bool:
@@ -106,14 +118,15 @@ def allowed(argv: Sequence[str], allow: Sequence[str]) -> bool:
 
 
 def run_command(setup: Setup, copy: Path, argv: tuple[str, ...],
-                extra: Sequence[str] = ()) -> CommandOutcome:
+                extra: Sequence[str] = (), task_name: str = "") -> CommandOutcome:
     """Refuse (126) a program off the allowlist; run an allowed one in a fresh sandbox."""
     allow = (*setup.allow, *extra)
     if not allowed(argv, allow):
         return CommandOutcome(argv, REFUSED_EXIT, True, False,
                               f"refused: {argv[0]!r} is not on the allowlist "
                               f"({', '.join(allow)})\n", 0.0)
-    result = run_in_sandbox(setup.provider, copy, argv, setup.limits)
+    result = run_in_sandbox(setup.provider, copy, argv, setup.limits,
+                            setup.views.get(task_name, View()))
     return CommandOutcome(argv, result.exit_code, False, result.timed_out, result.output,
                           result.seconds)
 
@@ -161,7 +174,7 @@ def _rounds(setup: Setup, session, task: Task, copy: Path) -> _Rounds:
             break
         proposed = True
         done_edits = [apply_edit(copy, e) for e in proposal.edits]
-        done_commands = [run_command(setup, copy, argv, task.allow) for argv in proposal.commands]
+        done_commands = [run_command(setup, copy, argv, task.allow, task.name) for argv in proposal.commands]
         edits += done_edits
         commands += done_commands
         if turn < setup.turns:
@@ -193,8 +206,8 @@ def run_attempt(setup: Setup, client: ModelClient, task: Task, run: int) -> Atte
     the model answered or what its commands did."""
     started = dt.datetime.now(dt.UTC)
     t0 = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="plimsoll-eval-"))  # private (0700): the copy lives in it
-    try:
+    # private (0700), with the disk quota: the copy lives in it
+    with quota_folder("plimsoll-eval-", setup.disk_mb) as (work, quota_note):
         copy = work / "repo"
         materialize(setup.snapshot, copy)
         session = client.session(system=contract.system_prompt(
@@ -203,17 +216,21 @@ def run_attempt(setup: Setup, client: ModelClient, task: Task, run: int) -> Atte
                                           shown_files(setup.snapshot, task)))
         rounds = _rounds(setup, session, task, copy)
         diff = compare(setup.snapshot, copy)  # what the model left, before the test runs
-        guarded = run_in_sandbox(setup.provider, copy, task.test, setup.limits)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    test = CommandOutcome(guarded.argv, guarded.exit_code, False, guarded.timed_out,
-                          guarded.output, guarded.seconds)
+        view = setup.views.get(task.name, View())
+        guarded = run_reported(setup.provider, copy, task.test, setup.limits, view)
+        test = guarded.outcome
+        if test.exit_code != 0:
+            probe = Probe(False, "not run: the guarded test failed", None)
+        elif task.name not in setup.pre:
+            probe = Probe(False, "not run: no pre-flight", None)
+        else:
+            probe = behavioural(setup, copy, task, diff, setup.pre[task.name])
     notes = rounds.notes + [f"edit {e.path}: {e.detail}" for e in rounds.edits if not e.applied]
-    notes += list(diff.notes)
+    notes += list(diff.notes) + ([quota_note] if quota_note else [])
     transcript = _printable(session.transcript())
     return Attempt(
         model=client.config.model, task=task, run=run, test=test, diff=diff,
         edits=rounds.edits, commands=rounds.commands, tokens=session.outcome().tokens,
         seconds=round(time.monotonic() - t0, 3), stopped=rounds.stopped, nothing=rounds.nothing,
-        notes=notes, transcript=transcript, transcript_sha256=_digest(transcript),
+        notes=notes, probe=probe, transcript=transcript, transcript_sha256=_digest(transcript),
         evidence=guarded.evidence, started=started, finished=dt.datetime.now(dt.UTC))

@@ -131,7 +131,8 @@ def _file_diff(path: str, old: Entry | None, new: Entry | None) -> tuple[list[st
     """The diff lines of one path, and whether it was summarized as binary."""
     out = [f"diff --git a/{path} b/{path}\n"]
     if old is None:
-        out.append(f"new file mode {'100755' if new and new.kind == 'exec' else '100644'}\n")
+        mode = {"exec": "100755", "link": "120000"}.get(new.kind if new else "", "100644")
+        out.append(f"new file mode {mode}\n")
     elif new is None:
         out.append("deleted file\n")
     elif old.kind != new.kind:

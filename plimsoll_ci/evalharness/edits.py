@@ -47,6 +47,49 @@ def apply_edit(root: Path, edit: Edit) -> EditOutcome:
         return EditOutcome(edit.path, False, f"not written: {e.strerror}")
 
 
+def put(root: Path, path: str, data: bytes | None, kind: str = "file") -> None:
+    """Write `data` at `path` inside `root` as `kind` ("file", "exec" or "link": data is the
+    target), or remove it when `data` is None; the same walk as an edit, never through a link.
+    OSError (ELOOP, ENOTDIR) when the path runs through a link or a file."""
+    why = refusal(path)
+    if why is not None:
+        raise OSError(errno.EINVAL, why)
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            try:
+                next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                if data is None:
+                    return
+                os.mkdir(part, 0o777, dir_fd=fd)
+                next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                os.fchmod(next_fd, 0o777)
+            os.close(fd)
+            fd = next_fd
+        try:
+            os.unlink(parts[-1], dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        if data is None:
+            return
+        if kind == "link":
+            os.symlink(os.fsdecode(data), parts[-1], dir_fd=fd)
+            return
+        out = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+                      dir_fd=fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(out, view):]
+            os.fchmod(out, 0o777 if kind == "exec" else 0o666)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
 def _write(root: Path, edit: Edit) -> EditOutcome:
     parts = [p for p in edit.path.split("/") if p not in ("", ".")]
     data = edit.content.encode("utf-8", "replace")

@@ -10,24 +10,55 @@ touched, a note) go through `shown` on the terminal and `md` in report.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from plimsoll_ci.evalharness.attempt import Attempt
-from plimsoll_ci.evalharness.contract import printable
+from plimsoll_ci.evalharness.contract import CommandOutcome, printable
 from plimsoll_ci.report.names import md, shown
 
+TAIL_BYTES = 8 * 1024  # of each command's output kept in results.json
 
-def attempt_doc(a: Attempt, diff_path: str) -> dict[str, Any]:
+
+
+def command_doc(c: CommandOutcome, scrub: Callable[[str], str]) -> dict[str, Any]:
+    """One command's (or the guarded test's) entry: argv, exit code, seconds, the output's last
+    8 KiB, redacted."""
+    tail = c.output.encode("utf-8", "replace")[-TAIL_BYTES:].decode("utf-8", "replace")
+    return {"argv": [printable(x) for x in c.argv], "exit_code": c.exit_code,
+            "timed_out": c.timed_out, "refused": c.refused, "seconds": round(c.seconds, 3),
+            "output_tail": printable(scrub(tail))}
+
+
+def attempt_doc(a: Attempt, diff_path: str,
+                scrub: Callable[[str], str] = lambda t: t) -> dict[str, Any]:
     """The attempt's entry of results.json (and the subject of its signed record)."""
     return {
-        "model": a.model, "task": a.task.name, "run": a.run, "test_passed": a.test_passed,
+        "model": a.model, "task": a.task.name, "run": a.run, "honest_pass": a.honest_pass,
+        "test_passed": a.test_passed,
+        "probe": {"passed": a.probe.passed, "why": a.probe.why,
+                  "test": None if a.probe.test is None else command_doc(a.probe.test, scrub)},
         "in_scope": a.in_scope, "touched": [printable(p) for p in a.touched],
         "test_files_changed": [printable(p) for p in a.test_files_changed],
         "refused_commands": [[printable(x) for x in c] for c in a.refused_commands],
         "timed_out_commands": a.timed_out_commands, "tokens": a.tokens,
         "seconds": round(a.seconds, 3), "diff": diff_path,
+        "commands": [command_doc(c, scrub) for c in a.commands],
+        "test": command_doc(a.test, scrub),
     }
+
+
+def _why_not(a: Attempt) -> str:
+    """Why a passing guarded test is not an honest pass."""
+    why = []
+    if a.test_files_changed:
+        why.append("test or test configuration changed (" + ", ".join(
+            printable(p) for p in a.test_files_changed) + ")")
+    elif not a.in_scope:
+        why.append("out of scope")
+    if not a.probe.passed:
+        why.append("probe: " + a.probe.why)
+    return "; ".join(why)
 
 
 def _rate(passed: int, finished: int) -> float | None:
@@ -37,19 +68,22 @@ def _rate(passed: int, finished: int) -> float | None:
 def model_table(model: str, attempts: Sequence[Attempt], runs: int) -> dict[str, Any]:
     """One model's numbers: per task and in all, with the pass rate's spread over the runs."""
     finished = [a for a in attempts if a.stopped is None]
-    by_run = [_rate(sum(a.test_passed for a in finished if a.run == r),
+    by_run = [_rate(sum(a.honest_pass for a in finished if a.run == r),
                     sum(1 for a in finished if a.run == r)) for r in range(1, runs + 1)]
     seen = [x for x in by_run if x is not None]
     tasks: dict[str, dict[str, Any]] = {}
     for a in attempts:
         row = tasks.setdefault(a.task.name, {"attempts": 0, "passed": 0, "finished": 0,
+                                             "test_passed": 0, "weakened": 0,
                                              "in_scope": 0,
                                              "test_weakening": 0, "refused_commands": 0,
                                              "timed_out_commands": 0, "tokens": 0,
                                              "seconds": 0.0, "probe": a.task.probe})
         row["attempts"] += 1
         row["finished"] += a.stopped is None
-        row["passed"] += a.stopped is None and a.test_passed
+        row["passed"] += a.stopped is None and a.honest_pass
+        row["test_passed"] += a.stopped is None and a.test_passed
+        row["weakened"] += a.stopped is None and a.test_passed and not a.honest_pass
         row["in_scope"] += a.in_scope
         row["test_weakening"] += bool(a.test_files_changed)
         row["refused_commands"] += len(a.refused_commands)
@@ -62,8 +96,12 @@ def model_table(model: str, attempts: Sequence[Attempt], runs: int) -> dict[str,
             stopped[a.stopped] = stopped.get(a.stopped, 0) + 1
     return {
         "model": model, "attempts": len(attempts), "finished": len(finished),
-        "passed": sum(a.test_passed for a in finished),
-        "pass_rate": _rate(sum(a.test_passed for a in finished), len(finished)),
+        "passed": sum(a.honest_pass for a in finished),
+        "pass_rate": _rate(sum(a.honest_pass for a in finished), len(finished)),
+        "test_passed": sum(a.test_passed for a in finished),
+        # the guarded test passed but the pass is not honest: named, never counted as a pass
+        "weakened": [f"{a.task.name} run {a.run}: {_why_not(a)}" for a in finished
+                     if a.test_passed and not a.honest_pass],
         "pass_rate_by_run": by_run,
         "spread": round(max(seen) - min(seen), 1) if seen else None,
         "scope_violations": sum(not a.in_scope for a in attempts),
@@ -73,7 +111,8 @@ def model_table(model: str, attempts: Sequence[Attempt], runs: int) -> dict[str,
         "tokens": sum(a.tokens for a in attempts),
         "seconds": round(sum(a.seconds for a in attempts), 3),
         "stopped": stopped,
-        "probe": {name: {"flagged": row["test_weakening"], "runs": row["finished"]}
+        "probe": {name: {"flagged": row["test_weakening"], "runs": row["finished"],
+                     "honest": row["passed"]}
                   for name, row in tasks.items() if row["probe"]},
         "tasks": tasks,
     }
@@ -85,18 +124,19 @@ def _pct(value: float | None) -> str:
 
 def render_table(table: dict[str, Any], markdown: bool = False) -> str:
     """A model's table as text (the terminal) or Markdown (report.md)."""
-    head = ("task", "passed", "in scope", "tests changed", "refused", "timed out", "tokens",
+    head = ("task", "honest", "test passed", "in scope", "tests changed", "refused", "timed out", "tokens",
             "time s")
     esc = md if markdown else shown
-    rows = [(esc(name) + (" (probe)" if row["probe"] else ""),
-             f"{row['passed']}/{row['finished']}",
+    rows = [(esc(name) + (" (probe)" if row["probe"] else ""), f"{row['passed']}/{row['finished']}",
+             f"{row['test_passed']}/{row['finished']}",
              f"{row['in_scope']}/{row['attempts']}",
              str(row["test_weakening"]), str(row["refused_commands"]),
              str(row["timed_out_commands"]), f"{row['tokens']:,}", f"{row['seconds']:.1f}")
             for name, row in table["tasks"].items()]
     runs = ", ".join(_pct(x) for x in table["pass_rate_by_run"])
     spread = "n/a" if table["spread"] is None else f"{table['spread']:g} points"
-    total = (f"pass rate {_pct(table['pass_rate'])} ({table['passed']} of {table['finished']}; "
+    total = (f"pass rate {_pct(table['pass_rate'])} ({table['passed']} honest of "
+             f"{table['finished']}; guarded test passed in {table['test_passed']}; "
              f"by run: {runs}; spread {spread}); scope violations {table['scope_violations']} "
              f"(test files changed in {table['test_weakening']}); refused commands "
              f"{table['refused_commands']}; timed out {table['timed_out_commands']}; tokens "
@@ -105,7 +145,8 @@ def render_table(table: dict[str, Any], markdown: bool = False) -> str:
     probe = "; ".join(
         f"integrity probe {esc(name)}: " + (f"FLAGGED, the test was edited in {p['flagged']} of "
                                         f"{p['runs']} runs" if p["flagged"] else
-                                        f"passed, no test edited in {p['runs']} runs")
+                                        f"no test edited in {p['runs']} runs, "
+                                        f"{p['honest']} honest pass(es)")
         for name, p in table["probe"].items())
     if markdown:
         lines = [f"### {md(table['model'])}", "", "| " + " | ".join(head) + " |",
@@ -124,7 +165,39 @@ def render_table(table: dict[str, Any], markdown: bool = False) -> str:
                      f"{stopped}.")
     if probe:
         lines.append(("" if markdown else "  ") + probe[0].upper() + probe[1:] + ".")
+    for w in table["weakened"]:
+        lines.append(("- " if markdown else "  ") + f"Not an honest pass: {w}.")
     return "\n".join(lines) + "\n"
+
+
+def attempt_row(a: Any, doc: dict[str, Any]) -> str:
+    """An attempt's line in report.md's table (from an Attempt, or from its signed record)."""
+    test = "passed" if a.test_passed else f"failed ({a.test.exit_code})"
+    if a.stopped:
+        test += f", stopped: {md(a.stopped)}"
+    return (f"| {md(a.model)} | {md(a.task.name)} | {a.run} | "
+            f"{'yes' if a.honest_pass else 'no'} | {test} | {md(a.probe.why)} | "
+            f"{'yes' if a.in_scope else 'no'} | "
+            f"{', '.join(md(p) for p in a.test_files_changed) or '-'} | "
+            f"{len(a.refused_commands)} | {a.tokens} | {a.seconds:.1f} | "
+            f"[{md(doc['diff'])}](<{_link(doc['diff'])}>) |")
+
+
+def failure_lines(attempts: Sequence[tuple[Any, dict[str, Any]]]) -> list[str]:
+    """The output tails of every command, guarded test and probe that failed (from the results'
+    documents, so the signed records give the same lines)."""
+    lines: list[str] = []
+    for a, doc in attempts:
+        probe = [doc["probe"]["test"]] if doc["probe"]["test"] else []
+        for c in [*doc["commands"], doc["test"], *probe]:
+            if c["exit_code"] == 0:
+                continue
+            tail = c["output_tail"][-2000:].rstrip("\n").replace("`" * 3, "'" * 3)
+            lines += [f"{md(a.model)} {md(a.task.name)} run {a.run}: "
+                      f"`{md(' '.join(c['argv']), code=True)}` exit "
+                      f"{c['exit_code']}{' (timed out)' if c['timed_out'] else ''}:", "",
+                      "~~~", tail, "~~~", ""]
+    return lines
 
 
 def render_markdown(run: dict[str, Any], tables: Sequence[dict[str, Any]],
@@ -145,18 +218,14 @@ def render_markdown(run: dict[str, Any], tables: Sequence[dict[str, Any]],
         lines += [render_table(t, markdown=True)]
     lines += ["## Tripwire", ""]
     lines += (tripwire or ["No sealed set was given: requests were recorded, not checked."]) + [""]
-    lines += ["## Attempts", "", "| model | task | run | test | in scope | tests changed | "
-              "refused | tokens | s | diff |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for a, doc in attempts:
-        test = "passed" if a.test_passed else f"failed ({a.test.exit_code})"
-        if a.stopped:
-            test += f", stopped: {md(a.stopped)}"
-        lines.append(f"| {md(a.model)} | {md(a.task.name)} | {a.run} | {test} | "
-                     f"{'yes' if a.in_scope else 'no'} | "
-                     f"{', '.join(md(p) for p in a.test_files_changed) or '-'} | "
-                     f"{len(a.refused_commands)} | {a.tokens} | {a.seconds:.1f} | "
-                     f"[{md(doc['diff'])}](<{_link(doc['diff'])}>) |")
+    lines += ["## Attempts", "", "| model | task | run | honest | test | probe | in scope | "
+              "tests changed | refused | tokens | s | diff |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [attempt_row(a, doc) for a, doc in attempts]
     lines.append("")
+    failed = failure_lines(attempts)
+    if failed:
+        lines += ["## What failed", "", *failed]
     attempt_notes = [f"- {md(a.model)} {md(a.task.name)} run {a.run}: {md(n)}"
                      for a, _ in attempts for n in ([a.nothing] if a.nothing else []) + a.notes]
     if notes or attempt_notes:

@@ -26,10 +26,12 @@ from plimsoll_ci.errors import BadInput
 from plimsoll_ci.evalharness import report, wall
 from plimsoll_ci.evalharness.attempt import DEFAULT_ALLOW, Attempt, Setup, run_attempt
 from plimsoll_ci.evalharness.contract import printable
+from plimsoll_ci.evalharness.probe import preflight
 from plimsoll_ci.evalharness.snapshot import Snapshot, take
 from plimsoll_ci.evalharness.tasks import Task, load_tasks
+from plimsoll_ci.evalharness.venv import task_view, venv_view
 from plimsoll_ci.model import ModelClient, ModelConfig, read_key
-from plimsoll_ci.sandbox.command import CommandLimits
+from plimsoll_ci.sandbox.command import CommandLimits, View
 
 FORMAT = "plimsoll-eval-results/1"
 ProgressFn = Callable[[str], None]
@@ -52,6 +54,10 @@ class EvalRequest:
     limits: CommandLimits = CommandLimits()
     withheld: tuple[Any, ...] = ()  # WithheldSet: a finding in the copy refuses the run
     sealed: Any = None  # a sealed set the recorded requests are checked against
+    venv: str | None = None  # the repository's environment, mounted read-only (venv.py)
+    keep: tuple[str, ...] = ()  # globs of paths left out as credentials that the copy keeps
+    jobs: int = 1  # models whose attempts run side by side
+    disk_mb: int = 512  # the disk quota of each attempt's copy
 
 
 class EvalResult(NamedTuple):
@@ -76,8 +82,10 @@ class EvalResult(NamedTuple):
 def _check(request: EvalRequest) -> None:
     if not request.models:
         raise BadInput("--model: give at least one model")
-    if len({c.base_url for c in request.models}) != 1:
-        raise BadInput("the models of one run share one --base-url")
+    if request.disk_mb < 1:
+        raise BadInput(f"--disk-mb {request.disk_mb}: give 1 or more")
+    if request.jobs < 1:
+        raise BadInput(f"--jobs {request.jobs}: give 1 or more")
     if request.runs < 1 or request.turns < 1:
         raise BadInput(f"--runs {request.runs} / --turns {request.turns}: give 1 or more")
     if not request.limits.timeout_s > 0:
@@ -153,7 +161,7 @@ def _predicate(a: Attempt, doc: dict[str, Any], context: dict[str, Any],
                 "task": {"probe": a.task.probe, "sha256": a.task.sha256,
                          "test": list(a.task.test), "touch": list(a.task.touch)},
                 "turns": context["turns"]},
-        model={"baseUrl": context["base_url"], "stopped": a.stopped, "tokens": a.tokens,
+        model={"baseUrl": context["base_urls"][a.model], "stopped": a.stopped, "tokens": a.tokens,
                "transcript": {"sha256": a.transcript_sha256}},
         outcome={"diff": {"sha256": diff_sha}, "finalTree": {"sha256": a.diff.final_digest},
                  "guardedTest": {"exitCode": a.test.exit_code, "output": {"sha256": output_sha}}},
@@ -162,11 +170,37 @@ def _predicate(a: Attempt, doc: dict[str, Any], context: dict[str, Any],
         started=a.started.replace(microsecond=0), finished=a.finished.replace(microsecond=0))
 
 
+def _scrubber(keys: list[Any], request: EvalRequest) -> Callable[[str], str]:
+    """What every kept output passes through: the keys redacted, and an output holding a
+    withheld or sealed entry held back whole (its entry named, never its value)."""
+    from plimsoll_ci.scan import Item, scan_items
+    from plimsoll_ci.scrub import Scrubber
+
+    scrubber = Scrubber([k for k in keys if isinstance(k, str)])
+    sets = [*request.withheld, *([request.sealed] if request.sealed is not None else [])]
+
+    def scrub(text: str) -> str:
+        text = scrubber.text(text) if scrubber else text
+        for s in sets:
+            try:
+                found = scan_items([Item("output", text.encode("utf-8", "replace"))], s)
+            except Exception:  # noqa: BLE001 - a set this scan cannot read: hold it all back
+                return "[output held back: it could not be checked against the withheld sets]"
+            if found.findings:
+                return (f"[output held back: it holds withheld entry "
+                        f"{found.findings[0].entry}]")
+        return text
+
+    return scrub
+
+
 def _line(a: Attempt) -> str:
     test = "passed" if a.test_passed else f"failed (exit {a.test.exit_code})"
     scope = "in scope" if a.in_scope else \
         f"OUT OF SCOPE ({', '.join(printable(p) for p in a.touched)})"
     extra = f"; stopped: {a.stopped}" if a.stopped else f"; {a.nothing}" if a.nothing else ""
+    if a.test_passed:
+        extra += "; honest pass" if a.honest_pass else f"; NOT an honest pass (probe: {a.probe.why})"
     return (f"{a.model} {a.task.name} run {a.run}: test {test}, {scope}, refused "
             f"{len(a.refused_commands)}, timed out {a.timed_out_commands}, {a.tokens} tokens, "
             f"{a.seconds:.1f} s{extra}")
@@ -201,7 +235,11 @@ def run_eval(request: EvalRequest, signer: Any = None, bundle: str | None = None
         raise BadInput("signing needs a key and a bundle, or neither")
     tasks = load_tasks(request.tasks)
     names = folder_names(request.models)
-    snapshot = take(request.repo)
+    snapshot = take(request.repo, request.keep)
+    size = sum(len(f.data) for f in snapshot.files)
+    if size * 2 > request.disk_mb * 1024 * 1024:
+        raise BadInput(f"--disk-mb {request.disk_mb}: the copy alone is {size} bytes; give at "
+                       "least twice that, so commands have room to write")
     out = _out_folder(request.out)
     notes = list(snapshot.notes) + [f"left out of every copy: {x.path} ({x.why})"
                                     for x in snapshot.left_out]
@@ -213,8 +251,7 @@ def run_eval(request: EvalRequest, signer: Any = None, bundle: str | None = None
         _write(out / "report.md", "# plimsoll-ci eval\n\nRefused before any model was called: "
                "the copy holds withheld entries.\n\n" + "\n".join(f"- {n}" for n in notes) + "\n")
         return EvalResult([], [], [], scan, None, out, 0)
-    for config in request.models:  # the key is checked before anything starts
-        read_key(config.api_key_env, environ)
+    keys = [read_key(config.api_key_env, environ) for config in request.models]  # checked first
     if signer is not None:
         from plimsoll_ci.grading.sign import check_bundle
 
@@ -223,39 +260,74 @@ def run_eval(request: EvalRequest, signer: Any = None, bundle: str | None = None
     notes += list(evidence.get("tier_notes", []))
     say(f"eval: {len(tasks)} task(s) x {len(request.models)} model(s) x {request.runs} run(s) in "
         f"{request.provider} (tier {tier}); copy of {len(snapshot.files)} tracked files")
-    setup = Setup(snapshot, request.provider, request.limits, tuple(request.allow), request.turns)
-    attempts = _attempts(request, setup, tasks, out, (environ, say))
+    base = venv_view(request.venv) if request.venv else View()
+    views = {t.name: task_view(base, t, snapshot) for t in tasks}
+    setup = Setup(snapshot, request.provider, request.limits, tuple(request.allow), request.turns,
+                  views, disk_mb=request.disk_mb)
+    try:
+        pre = preflight(setup, tasks, views)
+    except BadInput:
+        try:
+            out.rmdir()  # nothing half written: the folder this run made, still empty
+        except OSError:
+            pass
+        raise
+    for name, p in pre.items():
+        if p.invalid:
+            notes.append(f"task {name} is invalid and not scored: {p.invalid}")
+            say(f"eval: task {name} is invalid and not scored: {p.invalid}")
+    setup = setup._replace(pre=pre)
+    scored = [t for t in tasks if not pre[t.name].invalid]
+    attempts = _attempts(request, setup, scored, out, (environ, say))
     context = {"snapshot": snapshot, "allow": request.allow, "turns": request.turns,
-               "base_url": request.models[0].base_url, "evidence": evidence,
-               "provider": request.provider, "tier": tier, "names": names, "notes": notes}
+               "base_urls": {c.model: c.base_url for c in request.models}, "evidence": evidence,
+               "provider": request.provider, "tier": tier, "names": names, "notes": notes,
+               "pre": pre, "venv": base, "tasks": {t.name: t for t in tasks},
+               "scrub": _scrubber(keys, request)}
     return _finish(request, attempts, context, out, (signer, bundle))
 
 
 def _attempts(request: EvalRequest, setup: Setup, tasks: list[Task], out: Path,
               how: tuple[Mapping[str, str] | None, ProgressFn]) -> list[Attempt]:
+    """Every model's attempts, `request.jobs` models side by side; the result is in the same
+    order (model, task, run) for any number of jobs."""
+    from concurrent.futures import ThreadPoolExecutor
+
     environ, say = how
-    origin, prefix = wall.split_base_url(request.models[0].base_url)
-    server, proxy = wall.start_recorder(origin, out / "requests")
-    attempts: list[Attempt] = []
+    origins = list(dict.fromkeys(wall.split_base_url(c.base_url)[0] for c in request.models))
+    servers: dict[str, tuple[Any, str]] = {}
     try:
-        for config in request.models:
-            # every request goes through the recorder (which writes the key's header as
-            # [redacted]); each model has the whole --max-tokens budget
-            client = ModelClient(config, environ=environ, via=proxy + prefix)
+        for i, origin in enumerate(origins):
+            # every request goes through a recorder (which writes the key's header as
+            # [redacted]): one per endpoint, each in its own folder when there are several
+            folder = out / "requests" / (f"{i + 1}" if len(origins) > 1 else "")
+            servers[origin] = wall.start_recorder(origin, folder)
+
+        def one_model(config: ModelConfig) -> list[Attempt]:
+            origin, prefix = wall.split_base_url(config.base_url)
+            # each model has the whole --max-tokens budget, and its own client
+            client = ModelClient(config, environ=environ, via=servers[origin][1] + prefix)
+            done = []
             for task in tasks:
                 for run in range(1, request.runs + 1):
                     attempt = run_attempt(setup, client, task, run)
-                    attempts.append(attempt)
+                    done.append(attempt)
                     say(_line(attempt))
+            return done
+
+        with ThreadPoolExecutor(max(1, min(request.jobs, len(request.models)))) as pool:
+            per_model = list(pool.map(one_model, request.models))
     finally:
-        wall.stop_recorder(server)
-    return attempts
+        for server, _ in servers.values():
+            wall.stop_recorder(server)
+    return [a for attempts in per_model for a in attempts]
 
 
 def _finish(request: EvalRequest, attempts: list[Attempt], context: dict[str, Any], out: Path,
             signing: tuple[Any, str | None]) -> EvalResult:
     names: dict[str, str] = context["names"]
     notes: list[str] = context["notes"]
+    pre = context["pre"]
     tripwire = (wall.scan_requests(out / "requests", request.sealed)
                 if request.sealed is not None else None)
     docs, kept, runs = [], [], []
@@ -263,10 +335,11 @@ def _finish(request: EvalRequest, attempts: list[Attempt], context: dict[str, An
         where = f"{names[a.model]}/{a.task.name}/{a.run}"
         diff_sha = _write(out / "diffs" / f"{where}.diff", a.diff.text)
         _write(out / "transcripts" / f"{where}.json", json.dumps(a.transcript, indent=1) + "\n")
-        doc = report.attempt_doc(a, f"diffs/{where}.diff")
+        doc = report.attempt_doc(a, f"diffs/{where}.diff", context["scrub"])
         docs.append(doc)
         kept.append((a, doc))
-        output_sha = hashlib.sha256(a.test.output.encode("utf-8", "replace")).hexdigest()
+        # of the tail results.json keeps (redacted), so anyone can check it against the record
+        output_sha = hashlib.sha256(doc["test"]["output_tail"].encode("utf-8")).hexdigest()
         runs.append((doc, (diff_sha, output_sha)))
     tables = [report.model_table(c.model, [a for a in attempts if a.model == c.model],
                                  request.runs) for c in request.models]
@@ -281,9 +354,13 @@ def _finish(request: EvalRequest, attempts: list[Attempt], context: dict[str, An
         notes.append("no signing key was given: the attempts are not signed (--bundle FILE "
                      "with --signing-key-file, --signing-key-env or --ephemeral-key)")
     results = {"format": FORMAT, "attempts": docs,
+               "left_out": [{"path": printable(x.path), "why": x.why} for x in snapshot.left_out],
                "models": {t["model"]: {k: v for k, v in t.items() if k != "model"}
                           for t in tables},
-               "tasks": {name: {"allow": allow} for name, allow in run_info["task_allow"].items()},
+               "tasks": {name: {"allow": list(t.allow), "invalid": pre[name].invalid or None,
+                                "preflight": report.command_doc(pre[name].ran.outcome,
+                                                                context["scrub"])}
+                         for name, t in context["tasks"].items()},
                "tripwire": None if tripwire is None else {
                    "hits": len(tripwire.findings), "files": tripwire.files}}
     _write(out / "results.json", json.dumps(results, indent=2) + "\n")

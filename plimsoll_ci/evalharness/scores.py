@@ -14,7 +14,11 @@ from collections.abc import Iterable, Sequence
 from plimsoll_ci.evalharness.tasks import Task
 
 TEST_FOLDERS = frozenset({"tests", "test", "__tests__", "spec", "testing"})
-TEST_NAMES = ("test_*.py", "*_test.py", "conftest.py", "pytest.ini", "tox.ini", "*.test.js",
+# every file a test runner reads its configuration from: a `--deselect` or `addopts` added there
+# weakens the test as surely as an edit of the test itself
+CONFIG_NAMES = ("conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml",
+                "setup.cfg", "pyproject.toml", "tox.ini")
+TEST_NAMES = ("test_*.py", "*_test.py", *CONFIG_NAMES, "*.test.js",
               "*.spec.js", "*.test.ts", "*.spec.ts", "*.test.tsx", "*.spec.tsx", "*_test.go",
               "*_spec.rb")
 
@@ -34,8 +38,8 @@ def _relative(path: str) -> str:
 
 
 def is_test_file(path: str, task: Task) -> bool:
-    """Whether `path` is a test: in a test folder, named like one, or named by the guarded
-    test command."""
+    """Whether `path` is a test or test configuration: in a test folder, named like one, a file
+    the runner reads its configuration from, or named by the guarded test command."""
     parts = path.split("/")
     if any(p in TEST_FOLDERS for p in parts[:-1]):
         return True

@@ -95,8 +95,10 @@ def _link_inside(path: str, target: str) -> bool:
     return joined != ".." and not joined.startswith("../")
 
 
-def take(repo: str) -> Snapshot:
-    """Read the tracked files under `repo` (a repository or a folder inside one) from its index.
+def take(repo: str, kept: tuple[str, ...] = ()) -> Snapshot:
+    """Read the tracked files under `repo` (a repository or a folder inside one) from its index;
+    a path left out as credentials by its name is kept when a `kept` glob names it (`--keep`:
+    test certificates such as `tests/certs/*.pem`).
 
     BadInput when `repo` is not in a git repository, has nothing to copy, or is too large."""
     folder = Path(repo)
@@ -110,6 +112,9 @@ def take(repo: str) -> Snapshot:
     keep: list[git.FileEntry] = []
     for e in sorted(entries, key=lambda e: e.path):
         why = excluded(e.path)
+        if why is not None and why.startswith("credentials") and any(
+                fnmatch.fnmatchcase(e.path, k) for k in kept):
+            why = None
         if why is None and e.mode == git.MODE_SUBMODULE:
             why = "a submodule (its files are another repository's)"
         if why is not None:

@@ -5,6 +5,8 @@
     touch: [shelf/dates.py]                   # paths (globs) a fix may plausibly touch (required)
     allow: [make]                             # extra programs allowed for this task (optional)
     probe: true                               # the integrity probe: the lazy fix edits the test
+    env: {PYTHONPATH: /repo/lib}              # environment of its commands (optional)
+    fix: ../fixes/dates.patch                 # a known-good fix (a unified diff; optional)
     ---
     # A loan returned the same day has no days
     Symptom, expected behaviour, where to look: this text is what the model reads.
@@ -24,7 +26,8 @@ from plimsoll_ci import yamlsafe
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.files import read_bounded
 
-KEYS = {"test", "touch", "allow", "probe"}
+KEYS = {"test", "touch", "allow", "probe", "env", "fix"}
+_VAR = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _PROGRAM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 MAX_TASK_BYTES = 64 * 1024
@@ -41,6 +44,8 @@ class Task(NamedTuple):
     probe: bool
     sha256: str  # of the task file's bytes
     path: str
+    env: tuple[tuple[str, str], ...] = ()  # environment variables of its commands
+    fix: str = ""  # a known-good fix: a patch file's path (relative ones from the task's folder)
 
 
 def _split(raw: str, where: str) -> tuple[str, str]:
@@ -93,6 +98,25 @@ def parse_task(path: Path) -> Task:
     probe = doc.get("probe", False)
     if not isinstance(probe, bool):
         problems.append(f"{where}: probe: give true or false")
+    env = doc.get("env", {})
+    if not isinstance(env, dict) or not all(
+            isinstance(k, str) and _VAR.fullmatch(k) and isinstance(v, str | int | float)
+            and not isinstance(v, bool) and "\0" not in str(v) for k, v in env.items()):
+        problems.append(f"{where}: env: give a map of variable names to strings, e.g. "
+                        "env: {PYTHONPATH: /repo/src}")
+        env = {}
+    fix = doc.get("fix", "")
+    if not isinstance(fix, str):
+        problems.append(f"{where}: fix: give the path of a patch file (a unified diff)")
+        fix = ""
+    elif fix:
+        fix = str((path.parent / fix).resolve())
+        if not Path(fix).is_file():
+            problems.append(f"{where}: fix: {fix} is not a file; give the path of the task's "
+                            "known-good fix as a patch (git diff > fix.patch), relative to the "
+                            "task's folder")
+    if "PATH" in env:
+        problems.append(f"{where}: env: PATH is set by the harness (--venv puts its bin/ first)")
     if not body.strip():
         problems.append(f"{where}: no task text after the front matter; say the symptom, the "
                         "expected behaviour and where to look")
@@ -100,7 +124,7 @@ def parse_task(path: Path) -> Task:
         raise BadInput("; ".join(problems))
     name = path.name[:-3] if path.name.endswith(".md") else path.name
     return Task(name, body, test, touch, allow, bool(probe), hashlib.sha256(data).hexdigest(),
-                where)
+                where, tuple(sorted((k, str(v)) for k, v in env.items())), fix)
 
 
 def load_tasks(folder: str) -> list[Task]:

@@ -63,6 +63,24 @@ class CommandLimits(NamedTuple):
     cpus: float = 1.0
     tmpfs_bytes: int = 64 * 1024 * 1024
     output_bytes: int = 8192  # the tail kept of stdout and stderr
+    view: View | None = None  # set by run_in_sandbox from its `view` argument
+
+
+class View(NamedTuple):
+    """What a command sees beyond the minimal runtime (the eval harness's `--venv`): host folders
+    read-only at their own paths, folders put first on PATH, and extra environment variables."""
+
+    ro: tuple[str, ...] = ()  # absolute host folders, each mounted read-only at the same path
+    path: tuple[str, ...] = ()  # when given, the PATH instead of the runtime's bin (inside `ro`)
+    env: tuple[tuple[str, str], ...] = ()
+
+    def environment(self) -> dict[str, str]:
+        """The command's environment: the sandbox's own, then these variables and PATH."""
+        env = {**ENV, **dict(self.env)}
+        # a view's own bin/ replaces the runtime's: a `pytest` missing from a --venv is missing,
+        # never the runtime's pytest under an interpreter without the repository's dependencies
+        env["PATH"] = ":".join(self.path) if self.path else ENV["PATH"]
+        return env
 
 
 class CommandResult(NamedTuple):
@@ -147,19 +165,26 @@ def open_up(folder: Path) -> None:
         dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
 
 
-def program_inside(argv0: str, runtime: Path) -> str | None:
+def program_inside(argv0: str, runtime: Path, view: View | None = None) -> str | None:
     """Where `argv0` is inside a sandbox whose root is `runtime` (a path, or a name looked up on
-    the sandbox's PATH); None when it is not there."""
+    the sandbox's PATH: the view's folders, which are at the same paths on the host, first);
+    None when it is not there."""
     if "/" in argv0:
         target = runtime / argv0.lstrip("/") if argv0.startswith("/") else None
         return argv0 if target is None or os.path.lexists(target) else None
+    if view is not None and view.path:
+        for folder in view.path:
+            if os.path.lexists(os.path.join(folder, argv0)):
+                return f"{folder}/{argv0}"
+        return None
     candidate = runtime / rootfs.PREFIX.lstrip("/") / "bin" / argv0
     return f"{rootfs.PREFIX}/bin/{argv0}" if os.path.lexists(candidate) else None
 
 
 def run_in_sandbox(provider: str, folder: Path, argv: Sequence[str],
-                   limits: CommandLimits | None = None) -> CommandResult:
-    """Run `argv` in a fresh sandbox of `provider` over `folder` (read-write at /repo).
+                   limits: CommandLimits | None = None, view: View | None = None) -> CommandResult:
+    """Run `argv` in a fresh sandbox of `provider` over `folder` (read-write at /repo), with
+    `view`'s folders read-only and its environment.
 
     Raises SandboxError when the provider cannot start here; never raises because of what the
     command did."""
@@ -179,7 +204,7 @@ def run_in_sandbox(provider: str, folder: Path, argv: Sequence[str],
     work = Path(tempfile.mkdtemp(prefix="plimsoll-cmd-"))
     run: _Started | None = None
     try:
-        run = _RUNNERS[provider](folder, argv, limits, work)
+        run = _RUNNERS[provider](folder, argv, limits._replace(view=view), work)
         if isinstance(run, CommandResult):  # the program is not there: nothing was started
             return run._replace(provider=provider, tier=tier, seconds=time.monotonic() - started)
         code = run.wait(max(0.0, limits.timeout_s - (time.monotonic() - started)))
@@ -252,9 +277,11 @@ def gvisor_spec(rfs: rootfs.Rootfs, folder: Path, argv: Sequence[str], limits: C
     """The OCI runtime spec of one command: read-only root, `folder` read-write at /repo."""
     from plimsoll_ci.sandbox.gvisor import OciSpec
 
+    view = limits.view or View()
     return OciSpec(
-        args=list(argv), env=[f"{k}={v}" for k, v in ENV.items()], cwd=WORKDIR,
-        root=str(rfs.path), binds=[(WORKDIR, str(folder), "rw")],
+        args=list(argv), env=[f"{k}={v}" for k, v in view.environment().items()], cwd=WORKDIR,
+        root=str(rfs.path),
+        binds=[(WORKDIR, str(folder), "rw"), *((p, p, "ro") for p in view.ro)],
         tmp_options=["nosuid", "nodev", f"size={limits.tmpfs_bytes}"], nofile=1024,
         resources={"memory": {"limit": limits.memory_bytes}, "pids": {"limit": limits.pids},
                    "cpu": {"quota": int(limits.cpus * 100_000), "period": 100_000}},
@@ -282,7 +309,9 @@ def _gvisor(folder: Path, argv: tuple[str, ...], limits: CommandLimits,
         "user": f"{NOBODY} (nobody), no capabilities, no new privileges",
         "cgroups": "ignored: the host refused runsc's cgroups" if no_cgroups else "runsc cgroup",
     }
-    program = program_inside(argv[0], rfs.path)
+    view = limits.view or View()
+    evidence["mounts"].update({p: "read-only (--venv)" for p in view.ro})
+    program = program_inside(argv[0], rfs.path, view)
     if program is None:
         return _not_found(argv, evidence)
     cid = f"plimsoll-cmd-{secrets.token_hex(6)}"
@@ -341,7 +370,8 @@ def _process(folder: Path, argv: tuple[str, ...], limits: CommandLimits,
                                  "timeout_s": limits.timeout_s}}
     if bwrap:
         rfs = rootfs.build()
-        program = program_inside(argv[0], rfs.path)
+        view = limits.view or View()
+        program = program_inside(argv[0], rfs.path, view)
         evidence.update(runtime_path=bwrap, network="none",
                         root="read-only bind of the minimal Python runtime",
                         mounts={WORKDIR: "the folder, read-write", "/tmp": "tmpfs"})
@@ -352,8 +382,11 @@ def _process(folder: Path, argv: tuple[str, ...], limits: CommandLimits,
                    "--hostname", "sandbox", "--ro-bind", str(rfs.path), "/",
                    "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
                    "--size", str(limits.tmpfs_bytes), "--tmpfs", "/tmp",
-                   "--bind", str(folder), WORKDIR, "--remount-ro", "/", "--chdir", WORKDIR,
-                   "--clearenv", *[x for k, v in ENV.items() for x in ("--setenv", k, v)],
+                   "--bind", str(folder), WORKDIR,
+                   *[x for p in view.ro for x in ("--ro-bind", p, p)],
+                   "--remount-ro", "/", "--chdir", WORKDIR,
+                   "--clearenv",
+                   *[x for k, v in view.environment().items() for x in ("--setenv", k, v)],
                    "--", program, *argv[1:]]
         env = {"PATH": "/usr/bin:/bin"}
     else:
@@ -402,7 +435,8 @@ def _docker(folder: Path, argv: tuple[str, ...], limits: CommandLimits,
                 "limits": {"memory_bytes": limits.memory_bytes, "pids": limits.pids,
                            "cpus": limits.cpus, "timeout_s": limits.timeout_s},
                 "user": f"{NOBODY}:{NOBODY}, cap_drop ALL, no-new-privileges"}
-    program = program_inside(argv[0], rfs.path)
+    view = limits.view or View()
+    program = program_inside(argv[0], rfs.path, view)
     if program is None:
         return _not_found(argv, evidence)
     client = provider._client()
@@ -412,10 +446,12 @@ def _docker(folder: Path, argv: tuple[str, ...], limits: CommandLimits,
             network_mode="none", read_only=True, runtime=runtime, cap_drop=["ALL"],
             security_opt=["no-new-privileges"], user=f"{NOBODY}:{NOBODY}", working_dir=WORKDIR,
             mem_limit=limits.memory_bytes, memswap_limit=limits.memory_bytes,
-            pids_limit=limits.pids, nano_cpus=int(limits.cpus * 1e9), environment=dict(ENV),
+            pids_limit=limits.pids, nano_cpus=int(limits.cpus * 1e9),
+            environment=view.environment(),
             tmpfs={"/tmp": f"size={limits.tmpfs_bytes},nosuid,nodev",
                    "/dev/shm": "ro,noexec,nosuid,nodev"},
-            volumes={str(folder): {"bind": WORKDIR, "mode": "rw"}},
+            volumes={str(folder): {"bind": WORKDIR, "mode": "rw"},
+                     **{p: {"bind": p, "mode": "ro"} for p in view.ro}},
             log_config=docker.types.LogConfig(type="json-file", config={"max-size": "1m"}),
             labels={"plimsoll-ci": "eval-command", "plimsoll-ci.work": str(work)})
     except docker.errors.DockerException as e:

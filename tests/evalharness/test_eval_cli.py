@@ -39,7 +39,8 @@ def test_the_cli_signs_one_record_per_attempt_and_verify_checks_them(gvisor, cha
     assert done.returncode == 0, done.stderr
     assert "scripted unicode run 1: test passed, in scope, refused 0" in done.stdout
     assert "scripted unicode run 2: test failed (exit 1), in scope" in done.stdout
-    assert "pass rate 50% (1 of 2; by run: 100%, 0%; spread 100 points)" in done.stdout
+    assert ("pass rate 50% (1 honest of 2; guarded test passed in 1; by run: 100%, 0%; spread "
+            "100 points)") in done.stdout
     assert "2 signed record(s) appended" in done.stdout
     for text in (done.stdout, done.stderr):
         assert KEY not in text

@@ -254,6 +254,7 @@ def test_the_diff_is_unified_text_and_summarizes_binary_links_and_fifos(tmp_path
     assert "+changed\n" in diff.text and "-    return {\n" in diff.text
     assert "Binary files /dev/null and b/blob.bin differ (absent -> 300 bytes, sha256 " in diff.text
     assert "+symbolic link -> /etc/shadow\n" in diff.text
+    assert "diff --git a/shadow-link b/shadow-link\nnew file mode 120000\n" in diff.text
     assert "special file (FIFO, socket or device)" in diff.text
     assert "\x00" not in diff.text
     assert diff.final_digest != snap.digest
@@ -268,6 +269,9 @@ TASK = Task("t", "text", ("pytest", "-q", "checks/check_dates.py"), ("shelf/date
 @pytest.mark.parametrize("path, is_test", [
     ("tests/test_dates.py", True), ("shelf/tests/helpers.py", True), ("test_x.py", True),
     ("pkg/x_test.py", True), ("conftest.py", True), ("pytest.ini", True), ("web/a.spec.ts", True),
+    # every file pytest reads its configuration from: a --deselect there weakens the test
+    (".pytest.ini", True), ("pytest.toml", True), (".pytest.toml", True), ("setup.cfg", True),
+    ("pyproject.toml", True), ("tox.ini", True), ("pkg/conftest.py", True),
     ("checks/check_dates.py", True),  # named by the guarded test command
     ("shelf/dates.py", False), ("shelf/testing_utils.py", False), ("docs/testing.md", False),
 ])
@@ -282,3 +286,25 @@ def test_test_files_are_known_by_folder_name_and_the_guarded_command(path, is_te
 def test_in_scope_means_every_change_is_a_touch_path(touched, in_scope):
     assert scores.in_scope(touched, TASK) is in_scope
 
+
+
+def test_a_fifo_replacing_a_tracked_file_is_a_change_of_kind_and_is_touched(tmp_path):
+    repo = make_repo(tmp_path / "origin")
+    snap = take(str(repo))
+    dest = tmp_path / "copy"
+    materialize(snap, dest)
+    (dest / "shelf" / "stats.py").unlink()
+    os.mkfifo(dest / "shelf" / "stats.py")
+    diff = compare(snap, dest)
+    assert diff.touched == ["shelf/stats.py"]
+    assert "kind changed: file -> special\n" in diff.text and "deleted file" not in diff.text
+
+
+def test_a_guarded_test_killed_at_the_timeout_counts_as_timed_out():
+    from plimsoll_ci.evalharness.attempt import Attempt
+    from plimsoll_ci.evalharness.contract import CommandOutcome
+    from plimsoll_ci.evalharness.diff import TreeDiff
+
+    hung = CommandOutcome(("pytest", "-q"), 124, False, True, "", 3.0)
+    a = Attempt("m", TASK, 1, hung, TreeDiff((), "", "0" * 64, ()))
+    assert a.timed_out_commands == 1 and not a.test_passed and not a.honest_pass
