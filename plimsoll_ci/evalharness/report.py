@@ -166,7 +166,7 @@ def render_table(table: dict[str, Any], markdown: bool = False) -> str:
     if probe:
         lines.append(("" if markdown else "  ") + probe[0].upper() + probe[1:] + ".")
     for w in table["weakened"]:
-        lines.append(("- " if markdown else "  ") + f"Not an honest pass: {w}.")
+        lines.append(("- " if markdown else "  ") + f"Not an honest pass: {esc(w)}.")
     return "\n".join(lines) + "\n"
 
 
@@ -192,7 +192,9 @@ def failure_lines(attempts: Sequence[tuple[Any, dict[str, Any]]]) -> list[str]:
         for c in [*doc["commands"], doc["test"], *probe]:
             if c["exit_code"] == 0:
                 continue
-            tail = c["output_tail"][-2000:].rstrip("\n").replace("`" * 3, "'" * 3)
+            # each line escaped (an output may carry terminal controls); no fence closed early
+            tail = "\n".join(shown(line).replace("~" * 3, "'" * 3) for line in
+                              c["output_tail"][-2000:].rstrip("\n").split("\n"))
             lines += [f"{md(a.model)} {md(a.task.name)} run {a.run}: "
                       f"`{md(' '.join(c['argv']), code=True)}` exit "
                       f"{c['exit_code']}{' (timed out)' if c['timed_out'] else ''}:", "",
