@@ -189,3 +189,22 @@ def test_a_controller_whose_constructor_raises_ends_every_flight_at_once(capsys,
     code, out, _ = fly(capsys, "--controller", str(path), "--course", "hard", "--seeds", "1-3")
     assert code == 0
     assert out.count("controller_error (constructor raised KeyError") == 3
+
+
+@pytest.mark.parametrize("name", ["honest", "cheater"])
+def test_fly_flies_a_javascript_controller_with_node_like_its_python_twin(capsys, name):
+    seeds = f"{PRACTICE_2},3000000029"
+    code, python, _ = fly(capsys, "--controller", str(CONTROLLERS / f"{name}.py"),
+                          "--course", "hard", "--seeds", seeds, "--format", "json")
+    assert code == 0
+    code, javascript, err = fly(capsys, "--controller", str(CONTROLLERS / f"{name}.mjs"),
+                                "--course", "hard", "--seeds", seeds, "--format", "json")
+    assert code == 0 and "with node" in err and "trusted code only" in err
+    assert json.loads(javascript) == json.loads(python)
+
+
+def test_fly_refuses_a_plot_of_a_javascript_controller(capsys, tmp_path):
+    code, _, err = fly(capsys, "--controller", str(CONTROLLERS / "honest.mjs"), "--course",
+                       "hard", "--seeds", "5", "--plot", str(tmp_path / "p.svg"))
+    assert code == 2 and "--plot" in err and "JavaScript" in err
+    assert not (tmp_path / "p.svg").exists()
