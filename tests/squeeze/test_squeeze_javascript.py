@@ -82,3 +82,19 @@ def test_a_job_mixing_python_and_javascript_grades_each_and_verifies(tmp_path):
     for honest in ("loop.py", "rebuilds/honest.mjs", "rebuilds/workspace"):
         assert not any(records[honest]["code_checks"][k] for k in
                        ("generator", "source", "practice_seeds"))
+
+
+@pytest.mark.gvisor
+def test_run_code_runs_javascript_over_the_workspace_in_gvisor(gvisor):
+    from plimsoll_ci.squeeze import sandboxed
+
+    files = {"notes.txt": b"from the workspace\n"}
+    code = ('import fs from "node:fs";\n'
+            'console.log(fs.readFileSync("notes.txt", "utf8").trim(), process.version);\n'
+            'process.exit(3);\n')
+    ran = sandboxed.run_code(files, code, sandboxed.Bounds(), gvisor, "javascript")
+    assert (ran.status, ran.exit_code) == ("ok", 3)
+    assert "from the workspace v" in ran.output
+    spin = sandboxed.run_code(files, "for (;;) {}\n", sandboxed.Bounds(cpu_s=2.0), gvisor,
+                              "javascript")
+    assert spin.status == "cpu" and spin.exit_code is None
