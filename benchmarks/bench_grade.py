@@ -21,15 +21,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import sim  # noqa: E402
+import plimsoll_sim as sim  # noqa: E402
 from plimsoll_ci.commands.fly import load_controller  # noqa: E402
 from plimsoll_ci.grading.request import GradeRequest  # noqa: E402
 from plimsoll_ci.grading.run import grade  # noqa: E402
 from plimsoll_ci.grading.seeds import Seed  # noqa: E402
 from plimsoll_ci.sandbox.all_providers import PROVIDERS  # noqa: E402
 
-HONEST = str(REPO / "sim" / "controllers" / "honest.py")
-HONEST_JS = str(REPO / "sim" / "controllers" / "honest.mjs")
+HONEST = str(REPO / "plimsoll_sim" / "controllers" / "honest.py")
+HONEST_JS = str(REPO / "plimsoll_sim" / "controllers" / "honest.mjs")
 TARGET_GVISOR_S = 5.0
 REFERENCE_GVISOR_S = 44.3
 

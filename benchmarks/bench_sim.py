@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-import sim
-from sim.batch import K_RATE
+import plimsoll_sim as sim
+from plimsoll_sim.batch import K_RATE
 
 COURSE = sim.course("hard")
 
@@ -53,7 +53,7 @@ def rate(fn, units_per_call: int, seconds: float) -> float:
 
 
 class ScalarFlight:
-    """The substep of sim/batch.py for one flight, as plain Python on floats (the baseline)."""
+    """The substep of plimsoll_sim/batch.py for one flight, as plain Python on floats (the baseline)."""
 
     def __init__(self, b: sim.Batch, row: int) -> None:
         d = COURSE.drone

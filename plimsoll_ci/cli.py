@@ -19,8 +19,11 @@ from plimsoll_ci import __version__
 # name -> (module, one-line help). Order is the order `--help` lists them in.
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("plimsoll_ci.commands.demo", "run the main job on the bundled example"),
+    "init": ("plimsoll_ci.commands.init", "set a harness repository up: config, key, hooks"),
     "scan": ("plimsoll_ci.commands.scan", "ship scan: find withheld values in what ships"),
     "withheld": ("plimsoll_ci.commands.withheld", "build or inspect a withheld set"),
+    "baseline": ("plimsoll_ci.commands.baseline",
+                 "write a baseline of findings already dealt with, from a JSON report"),
     "ship": ("plimsoll_ci.commands.ship", "list what a ship set would ship"),
     "hook": ("plimsoll_ci.commands.hook", "pre-commit entry points"),
     "history": ("plimsoll_ci.commands.history", "replay git history: first leak, fix, windows"),
@@ -42,11 +45,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # name -> what each exit code means, shown at the end of the command's (and its actions') --help.
 EXIT_CODES: dict[str, str] = {
     "demo": "0 the planted leak was found (and the gradings ran), 1 it was not found, 2 bad input",
+    "init": "0 set up (files written), 2 bad input or something already there (nothing written)",
     "scan": "0 nothing withheld ships (or findings in warn mode), 1 findings in refuse mode, "
             "2 bad input (a missing path, a bad or keyed set without its key, an unwritable "
             "report), or a failing builder's own code",
     "withheld": "0 set written or listed, 2 bad input (an unreadable values file, a bad set, "
                 "a wrong key)",
+    "baseline": "0 baseline written, 2 bad input (a report that is not a JSON report of scan "
+                "or history, a bad baseline or withheld set; nothing written)",
     "ship": "0 listed, 2 bad input (no config, a config error), or a failing builder's own code",
     "hook": "0 pass, 1 refused, 2 bad input (no config, a missing or wrong key, a set with no "
             "entries, a ship set that ships nothing), or a failing builder's own code",
@@ -171,34 +177,90 @@ def program() -> int:
     return main(program=True)
 
 
-def main(argv: Sequence[str] | None = None, *, program: bool = False) -> int:
+# The exit code of a program whose reader went away (`... | head`): 128 + SIGPIPE, as a shell
+# reports git's.
+BROKEN_PIPE = 141
+
+
+def main(argv: Sequence[str] | None = None, *, program: bool = False,
+         prog: str = "plimsoll-ci") -> int:
     """Entry point of `plimsoll-ci`; returns the exit code. With `program`, a command that leaves
     nothing open when it returns (its module's `QUICK_EXIT`) ends the process there: the
     interpreter's teardown of what it built (a history replay's records and verdicts: 0.05-0.1 s)
-    is skipped."""
+    is skipped. A reader that closes the pipe early (`| head`) ends the program quietly with
+    `BROKEN_PIPE`, whatever the command was printing."""
+    try:
+        return _main(argv, program, prog)
+    except BrokenPipeError:
+        return _reader_gone()
+    except SystemExit:  # argparse's --help and usage errors: what they printed goes out now
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            return _reader_gone()
+        raise
+
+
+def _reader_gone() -> int:
+    """stdout's reader went away: point stdout at /dev/null so that the interpreter's last flush
+    of what is still buffered cannot fail again (and print a traceback), and say nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None, program: bool, prog: str) -> int:
     from plimsoll_ci.errors import PlimsollError
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(argv)
+    parser = build_parser(argv, prog)
     where, unknown = unknown_options(parser, argv)
     if unknown:
         where.error(f"unrecognized arguments: {' '.join(unknown)}")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # a stray argument may be a key pasted in the wrong place: counted, not repeated
+        parser.error(f"{len(extra)} argument{'s' if len(extra) != 1 else ''} the command does "
+                     "not take (not repeated here, in case one is a key); check the command "
+                     "line against --help")
     run = getattr(args, "_run", None)
     if run is None:
         parser.print_help()
         return 2
     try:
+        _check_secret_names(args)
         code = int(run(args))
     except PlimsollError as e:
-        print(f"plimsoll-ci: error: {e}", file=sys.stderr)
+        from plimsoll_ci.report.names import shown
+
+        # a message names files, folders and controllers: user input, printed through `shown`
+        # (a line break in a name included), so no name drives the terminal or forges a line
+        details = getattr(e, "details", ())
+        head = str(e.args[0]) if details and e.args else str(e)
+        print("plimsoll-ci: error: " + "\n  ".join(shown(x) for x in (head, *details)),
+              file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("plimsoll-ci: interrupted", file=sys.stderr)
         return 130
+    sys.stdout.flush()  # here, where a reader that went away is caught, not at the exit
     if program and args._quick_exit:
         _exit_now(code)
     return code
+
+
+def _check_secret_names(args: argparse.Namespace) -> None:
+    """Every flag that says where a secret is (`--key-env`, `--signing-key-env`, `--api-key-env`,
+    `--sealed-key-env`, ...: each `*_env` argument) takes a variable's name; anything else is
+    refused here, before any work, and never repeated (it may be the key itself)."""
+    from plimsoll_ci.envname import variable
+
+    for dest, value in sorted(vars(args).items()):
+        if dest.endswith("_env") and isinstance(value, str):
+            variable(value, "--" + dest.replace("_", "-"))
 
 
 def _exit_now(code: int) -> None:
@@ -207,6 +269,8 @@ def _exit_now(code: int) -> None:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
+    except BrokenPipeError:
+        os._exit(_reader_gone())
     except (OSError, ValueError):
         return
     os._exit(code)
@@ -234,15 +298,43 @@ def withheld_main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] == "scan":  # the tool's `-set FILE` is the withheld set's file
         return main([("--withheld" + a[len("--set"):]) if a == "--set" or a.startswith("--set=")
                      else a for a in argv])
+    if argv and argv[0] in ("-h", "--help"):
+        print("usage: plimsoll-withheld build|scan [flags]\n\n`plimsoll-withheld build "
+              "--help` and `scan --help` list the flags (those of `plimsoll-ci withheld build` "
+              "and `plimsoll-ci scan`, single-dash).")
+        return 0
     print("usage: plimsoll-withheld build|scan [flags]", file=sys.stderr)
     return 2
 
 
+EVAL_INTEGRITY_HELP = """\
+usage: plimsoll-eval-integrity canary make|check [flags]
+
+Plant canary markers where secrets live, then check that none reached a model (the same
+command as `plimsoll-ci canary`, with single-dash flags). `plimsoll-eval-integrity canary make
+--help` and `canary check --help` list the flags.
+"""
+
+
 def eval_integrity_main(argv: Sequence[str] | None = None) -> int:
-    """`plimsoll-eval-integrity canary make|check`, the same flags as `plimsoll-ci canary`."""
+    """`plimsoll-eval-integrity canary make|check`, the same flags as `plimsoll-ci canary`; its
+    `--help` is its own (one command), never the whole of `plimsoll-ci`'s."""
     argv = list(sys.argv[1:] if argv is None else argv)
     flags = ["sealed", "planted", "requests", "kind", "format"]
-    return main(_single_dash(argv, flags))
+    if argv and argv[0] == "canary":
+        return main(_single_dash(argv, flags), prog="plimsoll-eval-integrity")
+    if argv and argv[0] in ("-h", "--help"):
+        try:
+            sys.stdout.write(EVAL_INTEGRITY_HELP)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            return _reader_gone()
+        return 0
+    if argv and argv[0] == "--version":
+        print(f"plimsoll-eval-integrity {__version__}")
+        return 0
+    sys.stderr.write(EVAL_INTEGRITY_HELP.split("\n\n")[0] + "\n")
+    return 2
 
 
 if __name__ == "__main__":

@@ -4,9 +4,21 @@ from __future__ import annotations
 
 
 class PlimsollError(Exception):
-    """Base of every error plimsoll-ci reports to a user. Messages never carry a withheld value."""
+    """Base of every error plimsoll-ci reports to a user. Messages never carry a withheld value.
+
+    A message is one line; `details` (every problem of a check that reports them all at once)
+    are printed one an indented line each. The CLI prints both through `report.names.shown`, so a
+    line break inside a name is escaped and cannot forge a line.
+    """
 
     exit_code = 2
+
+    def __init__(self, message: str = "", details: tuple[str, ...] | list[str] = ()) -> None:
+        super().__init__(message)
+        self.details = tuple(details)
+
+    def __str__(self) -> str:
+        return "\n  ".join((super().__str__(), *getattr(self, "details", ())))
 
 
 class BadInput(PlimsollError):

@@ -48,7 +48,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from plimsoll_ci import __version__, configmemo, git, scan, ship, withheld
+from plimsoll_ci import __version__, baseline, configmemo, git, scan, ship, withheld
+from plimsoll_ci.baseline import Baseline
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.match.canonical import classify
 from plimsoll_ci.match.canonical import digest as value_digest
@@ -276,9 +277,10 @@ def push_range(env: dict[str, str] | None = None) -> tuple[str | None, str | Non
 
 def scan_commits(repo: Path, commits: Sequence[str], config_path: str | None,
                  set_name: str | None = None, key: bytes | None = None,
-                 ) -> list[tuple[str, ScanResult]]:
+                 known: Baseline | None = None) -> list[tuple[str, ScanResult]]:
     """Scan the ship sets of each commit, each by its own config -> [(commit, ScanResult)],
-    sharing one clean-content cache per withheld set."""
+    sharing one clean-content cache per withheld set; findings of the baseline `known` are
+    taken out (`baseline.apply_each`)."""
     results = []
     wsets: dict[tuple, tuple[Any, CleanCache]] = {}
     for commit in commits:
@@ -292,28 +294,32 @@ def scan_commits(repo: Path, commits: Sequence[str], config_path: str | None,
             limits = make_limits(config.limits, str(config.path))
             wsets[which] = (wset, open_cache(repo, wset, limits))
         wset, cache = wsets[which]
-        results.append((commit, scan_files(repo, files, config, wset, cache)))
+        results.append((commit, scan_files(repo, files, config, wset, cache), wset))
     for _, cache in wsets.values():
         cache.save()
-    return results
+    return baseline.apply_each(results, known)
 
 
 def ship_scan(filenames: Sequence[str], cwd: Path, config_path: str | None = None,
-              out: IO[str] | None = None, env: dict[str, str] | None = None) -> int:
-    """The `plimsoll-ship-scan` hook; returns the exit code (0 pass, 1 refused, 2 bad input)."""
+              out: IO[str] | None = None, env: dict[str, str] | None = None,
+              baseline_path: str | None = None) -> int:
+    """The `plimsoll-ship-scan` hook; returns the exit code (0 pass, 1 refused, 2 bad input).
+    Findings of the baseline at `baseline_path` (relative to `cwd`) are not counted."""
     out = out or sys.stdout
     repo = locate(Path(cwd))
+    known = baseline.load(Path(cwd) / baseline_path, baseline_path) if baseline_path else None
     frm, to = push_range(env)
     if to is not None:
-        return _push(repo, git.commits_between(repo, frm, to), config_path, out)
+        return _push(repo, git.commits_between(repo, frm, to), config_path, out, known)
     first_push = new_commits(repo, env)
     if first_push is not None:
-        return _push(repo, first_push, config_path, out)
+        return _push(repo, first_push, config_path, out, known)
     with collector_paused():
-        return _staged(repo, filenames, config_path, out)
+        return _staged(repo, filenames, config_path, out, known)
 
 
-def _staged(repo: Path, filenames: Sequence[str], config_path: str | None, out: IO[str]) -> int:
+def _staged(repo: Path, filenames: Sequence[str], config_path: str | None, out: IO[str],
+            known: Baseline | None = None) -> int:
     """The pre-commit run: the staged ship sets when one of `filenames` can change them."""
     entries = git.index_entries(repo)  # listed once: the staged config's id and what ships
     config = _config(config_path, repo, ":", entries)
@@ -323,7 +329,7 @@ def _staged(repo: Path, filenames: Sequence[str], config_path: str | None, out: 
     _check_not_empty(config, files, "the index")
     wset = load_set(config)
     cache = open_cache(repo, wset, make_limits(config.limits, str(config.path)))
-    result = scan_files(repo, files, config, wset, cache)
+    result = baseline.apply(scan_files(repo, files, config, wset, cache), known, wset)
     cache.save()
     code = _report(result, "staged", out)
     if result.refused:
@@ -359,11 +365,12 @@ def new_commits(repo: Path, env: dict[str, str] | None = None) -> list[str] | No
     return git.commits_not_on(repo, local, remote)
 
 
-def _push(repo: Path, commits: Sequence[str], config_path: str | None, out: IO[str]) -> int:
+def _push(repo: Path, commits: Sequence[str], config_path: str | None, out: IO[str],
+          known: Baseline | None = None) -> int:
     from plimsoll_ci import report
 
     code = 0
-    for commit, result in scan_commits(repo, commits, config_path):
+    for commit, result in scan_commits(repo, commits, config_path, known=known):
         if result.findings or result.notes:
             out.write(f"commit {commit[:12]} {report.shown(git.subject(repo, commit))}\n")
         code = max(code, _report(result, f"commit {commit[:12]}", out))

@@ -99,8 +99,8 @@ class BuilderFailed(PlimsollError):
     def __init__(self, set_name: str, code: int, output: str, where: str = "") -> None:
         tail = output[-4000:]
         msg = (f"ship set {set_name}: builder exited with code {code}{where}; "
-               f"fix the builder (its output follows)\n{tail}")
-        super().__init__(msg)
+               "fix the builder (its output follows)")
+        super().__init__(msg, details=tail.splitlines())  # one escaped line each
         self.set_name = set_name
         self.output = output
         self.exit_code = code if 0 < code < 256 else 2

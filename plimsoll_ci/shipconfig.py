@@ -365,7 +365,8 @@ def load_key(config: Config) -> bytes | None:
     if config.key_env is None and config.key_file is None:
         return None
     return withheld.key_from(env=config.key_env,
-                             file=str(config.key_file) if config.key_file else None)
+                             file=str(config.key_file) if config.key_file else None,
+                             flags=(f"{config.path}: key.env", f"{config.path}: key.file"))
 
 
 def load_withheld(config: Config, key: bytes | None = None) -> withheld.WithheldSet:

@@ -73,17 +73,29 @@ class WithheldSet(NamedTuple):
         return self.scheme == "hmac-sha256"
 
 
-def key_from(env: str | None = None, file: str | None = None) -> bytes | None:
-    """The HMAC key from an environment variable or a file; BadInput when named but missing."""
+def key_from(env: str | None = None, file: str | None = None,
+             flags: tuple[str, str] = ("--key-env", "--key-file")) -> bytes | None:
+    """The HMAC key from an environment variable or a file; BadInput when named but missing.
+
+    `flags` are what named the variable and the file (`--key-env`, `--key-file`), for messages. A variable name that is not a name, or a key file that does not exist, is not
+    repeated: a key given there by mistake is never printed.
+    """
+    from plimsoll_ci.envname import said, variable
+
+    flag, file_flag = flags
     if env and file:
-        raise BadInput("give the key once: --key-env or --key-file, not both")
+        raise BadInput(f"give the key once: {flag} or {file_flag}, not both")
     if env:
-        val = os.environ.get(env)
+        val = os.environ.get(variable(env, flag))
         if not val:
-            raise BadInput(f"key: environment variable {env} is not set or empty; "
-                           "export it (from a CI secret) or use --key-file")
+            raise BadInput(f"{flag} {said(env)}: the environment variable is not set or empty; "
+                           f"export it (from a CI secret) or use {file_flag}")
         return val.encode("utf-8")
     if file:
+        if not os.path.lexists(file):
+            raise BadInput(f"{file_flag}: cannot read: no such file (the path given is not "
+                           "repeated, in case it is the key itself); give the path of the "
+                           "file holding the key")
         try:
             data = Path(file).read_bytes().rstrip(b"\r\n")
         except OSError as e:

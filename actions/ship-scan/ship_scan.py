@@ -184,7 +184,7 @@ def main() -> int:
 
     inputs = {k: os.environ.get(f"INPUT_{k}", "").strip()
               for k in ("CONFIG", "SHIP_SET", "FORMAT", "FAIL_ON", "MODE", "BASE", "HEAD",
-                        "SARIF_FILE")}
+                        "SARIF_FILE", "BASELINE")}
     fmt = inputs["FORMAT"] or "text"
     fail_on = inputs["FAIL_ON"] or "auto"
     mode = inputs["MODE"] or "tip"
@@ -199,6 +199,7 @@ def main() -> int:
         if mode not in ("tip", "each-commit"):
             raise PlimsollError(f"input mode: {mode!r}; use tip or each-commit")
         repo = git.repo_root(workspace)
+        known = _baseline(workspace, inputs["BASELINE"])
         notes = []
         if mode == "tip":
             commits = [git.resolve_rev(repo, inputs["HEAD"] or "HEAD")]
@@ -216,7 +217,7 @@ def main() -> int:
             print(f"plimsoll ship scan: {note}")
         key = key_text.encode("utf-8") if key_text else None
         results = hook.scan_commits(repo, commits, inputs["CONFIG"] or None,
-                                    inputs["SHIP_SET"] or None, key=key)
+                                    inputs["SHIP_SET"] or None, key=key, known=known)
     except PlimsollError as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"::error title=plimsoll ship scan::{_data(first)}")
@@ -260,6 +261,15 @@ def main() -> int:
     if combined.findings or (fail_on == "notes" and combined.notes):
         return 1
     return 0
+
+
+def _baseline(workspace: Path, path: str) -> object:
+    """The `baseline` input's file, read before any scan (a bad one: exit 2 naming its line)."""
+    if not path:
+        return None
+    from plimsoll_ci import baseline
+
+    return baseline.load(workspace / path, path)
 
 
 def _fetchable(repo: Path, base: str) -> None:

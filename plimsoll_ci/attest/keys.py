@@ -16,6 +16,7 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from plimsoll_ci.envname import said, variable
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.files import read_bounded
 
@@ -181,6 +182,10 @@ def load_signer(
         )
     if key_file is not None:
         path = Path(key_file)
+        if not os.path.lexists(path):
+            raise BadInput("--signing-key-file: cannot read: no such file (the path given is not "
+                           "repeated, in case it is the key itself); give the path of the "
+                           "private key file")
         try:
             st = path.stat()
         except OSError as e:
@@ -193,11 +198,11 @@ def load_signer(
         data = read_bounded(path, MAX_KEY_BYTES, f"key file {path}")
         return _parse_private(data, f"key file {path}")
     if key_env is not None:
-        value = os.environ.get(key_env)
+        value = os.environ.get(variable(key_env, "--signing-key-env"))
         if not value:
             raise BadInput(
-                f"environment variable {key_env}: not set or empty; put the private key's PEM "
-                "text in it (for example from a CI secret)"
+                f"--signing-key-env {said(key_env)}: the environment variable is not set or "
+                "empty; put the private key's PEM text in it (for example from a CI secret)"
             )
         return _parse_private(value.encode("utf-8"), f"environment variable {key_env}")
     signer = generate()._replace(ephemeral=True)

@@ -60,8 +60,10 @@ def _make(args: argparse.Namespace) -> int:
         print(json.dumps({"file": args.output, "markers": [
             {"place": m.place, "kind": m.kind} for m in markers]}, indent=2))
         return 0
+    from plimsoll_ci.report.names import shown
+
     for m in markers:
-        print(f"{m.place}: {m.kind} marker", file=sys.stderr)
+        print(f"{shown(m.place)}: {m.kind} marker", file=sys.stderr)
     print(f"wrote {len(markers)} canary marker(s) to {args.output}", file=sys.stderr)
     return 0
 

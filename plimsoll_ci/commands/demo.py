@@ -22,10 +22,17 @@ EXAMPLE_KEY = "argon-example-key-published-in-the-demo-not-a-secret"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`--example DIR`, `--no-grade`, `--flights N`."""
     parser.add_argument("--example", metavar="DIR",
-                        help="the example harness (default: examples/argon of this checkout)")
+                        help="the example harness (default: the bundled examples/argon)")
     parser.add_argument("--no-grade", action="store_true", help="only the ship scan")
     parser.add_argument("--flights", type=int, default=8, metavar="N",
                         help="fresh flights per graded controller (default 8)")
+
+
+def example_dirs() -> list[Path]:
+    """Where the bundled example harness is: inside the installed package (a wheel carries it
+    as package data, copied there by setup.py), else in the checkout beside the package."""
+    package = Path(__file__).resolve().parents[1]
+    return [package / "examples" / "argon", package.parent / "examples" / "argon"]
 
 
 def _example_dir(given: str | None) -> Path:
@@ -33,11 +40,15 @@ def _example_dir(given: str | None) -> Path:
 
     if given:
         p = Path(given)
-    else:
-        p = Path(__file__).resolve().parents[2] / "examples" / "argon"
-    if not (p / "plimsoll.yaml").is_file():
-        raise BadInput(f"example harness {p}: no plimsoll.yaml there; pass --example DIR")
-    return p
+        if not (p / "plimsoll.yaml").is_file():
+            raise BadInput(f"example harness {p}: no plimsoll.yaml there; pass --example DIR")
+        return p
+    for p in example_dirs():
+        if (p / "plimsoll.yaml").is_file():
+            return p
+    raise BadInput(f"the bundled example harness is missing: neither {example_dirs()[0]} (an "
+                   f"installed package) nor {example_dirs()[1]} (a checkout) has its "
+                   "plimsoll.yaml; reinstall plimsoll-ci, or pass --example DIR")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,7 +83,7 @@ def _grade(flights: int, course: str = "easy") -> dict[str, tuple[int, int]]:
     fresh score exposes the memorizing. No seed value is printed: the fresh set is shown by its
     commitment only.
     """
-    import sim
+    import plimsoll_sim as sim
     from plimsoll_ci.grading import fresh, seeds
     from plimsoll_ci.grading.request import GradeRequest
     from plimsoll_ci.grading.run import grade

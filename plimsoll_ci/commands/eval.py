@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from plimsoll_ci.evalharness import report, wall
     from plimsoll_ci.evalharness.attempt import DEFAULT_ALLOW
     from plimsoll_ci.evalharness.run import EvalRequest, run_eval, tripwire_lines
+    from plimsoll_ci.report.names import shown
     from plimsoll_ci.sandbox.command import CommandLimits
     from plimsoll_ci.sandbox.tiers import rank
     from plimsoll_ci.withheld import key_from, load
@@ -88,11 +89,14 @@ def run(args: argparse.Namespace) -> int:
                                     args.ephemeral_key)):
         args.bundle = str(Path(args.out) / "attempts.intoto.jsonl")
     signer = signer_from_args(args)
-    wkey = key_from(args.withheld_key_env, args.withheld_key_file)
+    wkey = key_from(args.withheld_key_env, args.withheld_key_file,
+                    ("--withheld-key-env", "--withheld-key-file"))
     withheld = tuple(load(p, key=wkey) for p in args.withheld)
     sealed = None
     if args.sealed:
-        sealed = wall.load_sealed(args.sealed, key_from(args.sealed_key_env, args.sealed_key_file))
+        skey = key_from(args.sealed_key_env, args.sealed_key_file,
+                        ("--sealed-key-env", "--sealed-key-file"))
+        sealed = wall.load_sealed(args.sealed, skey)
     request = EvalRequest(
         repo=args.repo, tasks=args.tasks, models=tuple(configs), out=args.out, runs=args.runs,
         turns=args.turns, allow=tuple(dict.fromkeys((*DEFAULT_ALLOW, *args.allow))),
@@ -102,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with signals_interrupt():
             result = run_eval(request, signer, args.bundle if signer else None,
-                              progress=lambda line: print(line, flush=True))
+                              progress=lambda line: print(shown(line), flush=True))
     except Interrupted as e:
         print(f"plimsoll-ci eval: stopped by {e.name}; every sandbox was stopped and every copy "
               "removed", file=sys.stderr)
@@ -115,18 +119,18 @@ def run(args: argparse.Namespace) -> int:
         print("A copy that already holds a task's known-good fix (or anything else withheld) "
               "measures nothing: remove it from the repository's tracked files, or drop the "
               f"task. Report: {result.out}/report.md")
-        print(f"plimsoll-ci eval: refused: the copy of {args.repo} holds withheld entries; no "
-              "model was called", file=sys.stderr)
+        print(f"plimsoll-ci eval: refused: the copy of {shown(args.repo)} holds withheld "
+              "entries; no model was called", file=sys.stderr)
         return 1
     print()
     for table in result.tables:
         print(report.render_table(table))
     for line in tripwire_lines(result.tripwire):
-        print(line)
+        print(shown(line))
     wrote = f"wrote {result.out}/results.json, report.md, diffs/, transcripts/, requests/"
     if result.records:
         wrote += f"; {result.records} signed record(s) appended to {args.bundle}"
-    print(wrote)
+    print(shown(wrote))
     if result.exit_code:
         print(f"plimsoll-ci eval: the tripwire found sealed values in requests under "
               f"{result.out}/requests", file=sys.stderr)

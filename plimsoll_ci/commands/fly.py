@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     """Fly, print per-flight outcomes and totals, optionally plot one flight."""
     import json
 
-    import sim
+    import plimsoll_sim as sim
     from plimsoll_ci.errors import BadInput
 
     seeds = _seeds(args)
@@ -119,16 +119,18 @@ def run(args: argparse.Namespace) -> int:
         if importlib.util.find_spec("matplotlib") is None:
             raise BadInput(f"--plot {args.plot}: needs matplotlib, which is not installed; "
                            "pip install matplotlib (it is in plimsoll-ci's [test] extra)")
+    from plimsoll_ci.report.names import shown
+
     course = sim.course(args.course)
     if is_javascript(args.controller):
         if args.plot:
             raise BadInput(f"--plot {args.plot}: plots need the flight recorded in-process, "
                            "which only a Python controller is; drop --plot for a JavaScript one")
-        print(NOTICE_JS.format(path=args.controller), file=sys.stderr)
+        print(NOTICE_JS.format(path=shown(args.controller)), file=sys.stderr)
         results, batch = fly_javascript(args.controller, seeds, course.name), None
     else:
         controller = load_controller(args.controller)
-        print(NOTICE.format(path=args.controller), file=sys.stderr)
+        print(NOTICE.format(path=shown(args.controller)), file=sys.stderr)
         results, batch = sim.fly(controller, seeds, course, record=bool(args.plot))
     landed = sum(r.landed for r in results)
     if args.format == "json":
@@ -140,19 +142,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{'seed':>20}  landed  gates   time    reason")
         for r in results:
-            detail = f" ({r.detail})" if r.detail else ""
+            detail = f" ({shown(r.detail)})" if r.detail else ""  # what the controller said
             print(f"{r.seed:>20}  {'yes' if r.landed else 'no':<6}  {r.gates}/3  {r.time:6.2f}s  "
                   f"{r.reason}{detail}")
         print(f"landed {landed}/{len(results)} on the {course.name} course")
     if args.plot:
         plot_flight(batch, seeds.index(plot_seed), args.plot)
         if args.format == "text":
-            print(f"plot of seed {plot_seed} written to {args.plot}")
+            print(f"plot of seed {plot_seed} written to {shown(args.plot)}")
     return 0
 
 
 def _seeds(args: argparse.Namespace) -> list[int]:
-    import sim
+    import plimsoll_sim as sim
     from plimsoll_ci.errors import BadInput
     from plimsoll_ci.grading.seeds import parse_seeds, read_seed_file
     from plimsoll_ci.grading.seedsets import SMOKE_COUNT, draw_smoke

@@ -116,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
 
     signer = signer_from_args(args, "plimsoll-ci grade")  # a bad key: exit 2 before anything runs
     seeds, fresh_set, sealed = _seeds(args)
-    key = key_from(args.withheld_key_env, args.withheld_key_file)
+    key = key_from(args.withheld_key_env, args.withheld_key_file,
+                   ("--withheld-key-env", "--withheld-key-file"))
     request = GradeRequest(args.controller, args.course, seeds, args.provider,
                            min_tier=args.min_tier, entry=args.entry,
                            withheld=tuple(load(p, key=key) for p in args.withheld),
@@ -140,8 +141,10 @@ def run(args: argparse.Namespace) -> int:
         write_output(_refusal(result, args.format), args.output)
         return 1
     if result.record is not None:
-        print(f"plimsoll-ci grade: signed record {result.record} appended to {result.bundle}",
-              file=sys.stderr)
+        from plimsoll_ci.report.names import shown
+
+        print(f"plimsoll-ci grade: signed record {result.record} appended to "
+              f"{shown(str(result.bundle))}", file=sys.stderr)
     doc = result.document()
     text = (json.dumps(doc, indent=2, sort_keys=True) + "\n" if args.format == "json"
             else _text(doc))
@@ -160,7 +163,15 @@ def _refusal(result, fmt: str) -> str:
         chain = f" via {f.chain}" if f.chain else ""
         lines.append(f"  {place}{chain}: sealed entry {f.entry} ({f.kind})")
     lines += [f"note: {n}" for n in result.notes]
-    return "\n".join(lines) + "\n"
+    return _shown(lines)
+
+
+def _shown(lines: list[str]) -> str:
+    """The lines of a text report, each through `shown`: a controller's path, a finding's place, a
+    flight's detail (what the controller wrote) and a note are user input."""
+    from plimsoll_ci.report.names import shown
+
+    return "".join(shown(line) + "\n" for line in lines)
 
 
 def _text(r: dict) -> str:
@@ -200,4 +211,4 @@ def _text(r: dict) -> str:
     check = r.get("seed_check") or {}
     if check.get("allowWeak"):
         lines.append("weak seeds allowed: --allow-weak-seeds (the signed record says so)")
-    return "\n".join(lines) + "\n"
+    return _shown(lines)

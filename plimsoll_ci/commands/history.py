@@ -10,6 +10,8 @@ QUICK_EXIT = True
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """`history --set withheld.json [--config F] [REV-RANGE... | --all] [--format ...] [--bisect E]`."""
+    from plimsoll_ci.commands.baseline import add_baseline_argument
+
     parser.add_argument("revs", nargs="*", metavar="REV-RANGE",
                         help="commits to replay, as git takes them (main, A..B); default HEAD")
     parser.add_argument("--all", dest="all_refs", action="store_true",
@@ -38,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="neither read nor write .git/plimsoll-cache/ (nor the configs "
                              "remembered by content)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_baseline_argument(parser)
     parser.add_argument("--every-commit", action="store_true",
                         help="also list every commit that ships an entry, with its findings "
                              "(JSON, one list per entry and per window; default: ranges)")
@@ -58,6 +61,10 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("--max-blob-bytes must be a positive number of bytes")
     if args.bisect and args.all_refs:
         raise BadInput("--bisect needs one line of history; give a branch or range, not --all")
+    if args.bisect and args.baseline:
+        raise BadInput("--baseline applies to the replay, not to --bisect (which looks for the "
+                       "one entry it is given)")
+    known = _baseline(args.baseline)
     key = None
     if args.key_env or args.key_file:
         key = withheld.key_from(env=args.key_env, file=args.key_file)
@@ -80,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         text = history.render_bisect(result, "json" if args.format == "json" else "text")
         found = result.first is not None
     else:
-        report = history.replay(args.repo, wset, options)
+        report = _baselined(history.replay(args.repo, wset, options), known, wset)
         text = history.render(report, args.format)
         found = bool(report.entries)
     if args.output:
@@ -92,3 +99,17 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 1 if found else 0
+
+
+def _baseline(path: str | None) -> object:
+    """The `--baseline` file, read before the replay (a bad one: exit 2 naming its line)."""
+    from plimsoll_ci import baseline
+
+    return baseline.load(path) if path else None
+
+
+def _baselined(report: object, known: object, wset: object) -> object:
+    """The replay's report without the entries the baseline matches (`baseline.apply_history`)."""
+    from plimsoll_ci import baseline
+
+    return baseline.apply_history(report, known, wset)  # type: ignore[arg-type]

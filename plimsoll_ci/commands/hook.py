@@ -11,6 +11,8 @@ QUICK_EXIT = True
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Two hooks, each taking the file names pre-commit passes."""
+    from plimsoll_ci.commands.baseline import add_baseline_argument
+
     sub = parser.add_subparsers(dest="hook", metavar="HOOK")
     p = sub.add_parser(
         "ship-scan", help="scan the staged ship sets (or each pushed commit on pre-push)",
@@ -19,6 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     "pre-push (PRE_COMMIT_FROM_REF/PRE_COMMIT_TO_REF set) scan every commit "
                     "being pushed. Exit 0 clean, 1 refused, 2 bad input.")
     p.add_argument("--config", metavar="FILE", help="plimsoll.yaml (default: at the repo root)")
+    add_baseline_argument(p)
     p.add_argument("filenames", nargs="*", help="changed files, as pre-commit passes them")
     g = sub.add_parser(
         "withheld-guard", help="refuse an unkeyed guessable withheld set or a raw values file",
@@ -37,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from plimsoll_ci.errors import BadInput
 
     if args.hook == "ship-scan":
-        return hook.ship_scan(args.filenames, Path.cwd(), args.config)
+        return hook.ship_scan(args.filenames, Path.cwd(), args.config,
+                              baseline_path=args.baseline)
     if args.hook == "withheld-guard":
         return hook.withheld_guard(args.filenames, Path.cwd(), args.config)
     raise BadInput("hook: name one: `plimsoll-ci hook ship-scan` or `hook withheld-guard`")

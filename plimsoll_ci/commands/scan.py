@@ -14,6 +14,7 @@ import sys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from plimsoll_ci.commands._common import add_key_arguments, add_limit_arguments
+    from plimsoll_ci.commands.baseline import add_baseline_argument
 
     parser.add_argument("paths", nargs="*", metavar="PATH", help="folders and files to scan")
     parser.add_argument("--withheld", metavar="FILE",
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=0, metavar="N",
                         help="scanning processes (default 0: one per core this process may use; "
                         "a scan under a few megabytes runs in one process whatever N is)")
+    add_baseline_argument(parser)
     add_key_arguments(parser)
     add_limit_arguments(parser)
 
@@ -45,7 +47,7 @@ def _looks_like_set_file(value: str | None) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Scan what ships; print or write the report; 1 when the scan refuses, else 0."""
-    from plimsoll_ci import report
+    from plimsoll_ci import baseline
     from plimsoll_ci.commands._common import limit_overrides, warn_set_notes, write_output
     from plimsoll_ci.errors import BadInput
     from plimsoll_ci.scan import ShipScan, decide_mode, make_limits, scan_paths
@@ -55,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--jobs {args.jobs}: give 1 or more scanning processes, or 0 for one "
                        "per core")
     jobs = args.jobs or None
+    known = baseline.load(args.baseline) if args.baseline else None  # read before any scan
     key = key_from(args.key_env, args.key_file)
     if args.set:
         meant = "--withheld" if _looks_like_set_file(args.set) or (args.paths and not args.config) \
@@ -95,7 +98,9 @@ def run(args: argparse.Namespace) -> int:
         warn_set_notes(wset)
         result = scan_paths(args.paths, wset, make_limits(overrides=limit_overrides(args)),
                             decide_mode(wset.mode, override=args.mode), jobs)
-    write_output(report.render(result, args.format), args.output)
+    result = baseline.apply(result, known, wset)
+    text = baseline.render(result, args.format, known)
+    write_output(text, args.output)
     if args.output:
         n = len(result.findings)
         print(f"plimsoll-ci: {n} finding{'s' if n != 1 else ''}; report written to {args.output}",

@@ -35,9 +35,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action == "info":
         return info(args)
+    from plimsoll_ci.report.names import shown
+
     doc, warnings = build_document(args, SEALED_FORMAT)
     for w in warnings:
-        print(f"plimsoll-ci: warning: {w}", file=sys.stderr)
+        print(f"plimsoll-ci: warning: {shown(w)}", file=sys.stderr)
     from plimsoll_ci.withheld import dumps
 
     write_output(dumps(doc), args.output)

@@ -227,9 +227,11 @@ def _lint(args: argparse.Namespace) -> int:
         raise BadInput(f"--select given {len(args.select)} time(s) for "
                        f"{len(args.select) - len(left)} YAML, JSON, TOML or CSV file(s): give it "
                        "once per such file, in the order of the files")
+    from plimsoll_ci.report.names import shown
+
     findings = seedlint.lint(sets, limit)
     for line in seedlint.lines(findings):
-        print(line)
+        print(shown(line))  # a set's name is its file's path
     total = sum(len(s.seeds) for s in sets)
     if findings:
         print(f"plimsoll-ci seeds lint: {len(findings)} finding(s) in {total} seeds "

@@ -5,7 +5,8 @@ its sessions); 1 as run (breached, no rebuilds); 2 bad input.
 run: exit 0 when every grading was signed and the artifacts written (whatever the verdicts);
 1 when the tripwire found a sealed value sent to the rebuilds' model (the session and request
 named, never the value), or a loop's sessions left nothing to grade; 2 bad input (the job file, a
-recipe over budget, no model endpoint for `build:`, no sandbox at the tier asked for); 130 / 143
+recipe over budget, no model endpoint for `build:`, no sandbox at the tier asked for, no
+bubblewrap wall for `--provider process` where PLIMSOLL_BWRAP=required); 130 / 143
 when stopped by SIGINT / SIGTERM (every sandbox stopped, finished gradings signed).
 verify: 0 verified, 1 something disagrees (every problem listed), 2 bad input.
 recipe: 0 a recipe within budget was written; 1 none was (over budget after every draft, the
@@ -86,7 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          description="Write base.yaml (results volume, a NetworkPolicy denying "
                          "all egress), plan.yaml, shards.yaml (an Indexed Job of N pods) and "
                          "merge.yaml into a new folder: every pod under the gVisor RuntimeClass, "
-                         "with no service account token and resource limits.")
+                         "with no service account token and resource limits; each grading in "
+                         "bubblewrap (a shard pod where it does not work exits 2).")
     k8s.add_argument("job", metavar="JOB", help="the job file (checked here; the image holds it)")
     k8s.add_argument("--shards", type=int, required=True, metavar="N", help="pods grading at once")
     k8s.add_argument("--image", required=True, metavar="IMAGE",
@@ -103,6 +105,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     k8s.add_argument("--storage", default="1Gi", help="the results volume's size (default 1Gi)")
     k8s.add_argument("--storage-class", metavar="NAME",
                      help="a storage class offering ReadWriteMany (default: the cluster's)")
+    k8s.add_argument("--bubblewrap-settings", action="store_true",
+                     help="give the shard pods what bubblewrap (each grading's wall) needs under "
+                          "runc: hostUsers false, procMount Unmasked, seccomp and AppArmor "
+                          "Unconfined (see docs/scale.md)")
     verify = sub.add_parser("verify", help="recompute a squeeze from its signed records",
                             description="Check the bundle's signatures and chain, the committed "
                             "seed sets, and that every artifact is exactly what the records give. "
@@ -185,12 +191,17 @@ def _options(args: argparse.Namespace):  # -> (Job, run.Options)
     if args.jobs < 0:
         raise BadInput(f"--jobs {args.jobs}: give 1 or more (0 or none: the usable cores)")
     job = job_mod.load(args.job)
+    if args.provider == "process":
+        from plimsoll_ci.sandbox import process
+
+        process.require_wall()  # PLIMSOLL_BWRAP=required: no wall, no grading (exit 2)
     if args.min_tier is not None:
         from plimsoll_ci.sandbox import all_providers, tiers
 
         tiers.require(all_providers.get(args.provider).configured_tier(), args.min_tier,
                       f"provider {args.provider}")
-    key = key_from(args.withheld_key_env, args.withheld_key_file)
+    key = key_from(args.withheld_key_env, args.withheld_key_file,
+                   ("--withheld-key-env", "--withheld-key-file"))
     withheld = tuple(load(p, key=key) for p in args.withheld)
     setup = Setup(args.provider, args.min_tier, flags.budget(args), flags.limits(args), withheld)
     model = None
@@ -201,7 +212,9 @@ def _options(args: argparse.Namespace):  # -> (Job, run.Options)
             raise BadInput(run_mod.model_needed(job))
         model = run_mod.Model(model_config_from(args))
     elif args.base_url:
-        print(f"plimsoll-ci squeeze: {args.job} builds no rebuilds (no build: N); the model "
+        from plimsoll_ci.report.names import shown
+
+        print(f"plimsoll-ci squeeze: {shown(args.job)} builds no rebuilds (no build: N); the model "
               "flags are not used", file=sys.stderr)
     if (args.sealed is None) != (args.reveal is None):
         raise BadInput("--sealed SET.commit and --reveal SET.json go together: the commitment "
@@ -279,6 +292,7 @@ def _verify(args: argparse.Namespace) -> int:
 
     from plimsoll_ci.attest.keys import load_public_key
     from plimsoll_ci.attest.pinned import beside, consistency_note, pin
+    from plimsoll_ci.report.names import shown
     from plimsoll_ci.squeeze.report_md import verdict_lines
     from plimsoll_ci.squeeze.verify import verify
 
@@ -298,20 +312,20 @@ def _verify(args: argparse.Namespace) -> int:
     elif found.ok:
         assert found.result is not None
         made = f" and {found.sessions} rebuild sessions" if found.sessions else ""
-        print(f"squeeze {args.folder}: verified ({found.records - found.sessions} signed "
+        print(f"squeeze {shown(args.folder)}: verified ({found.records - found.sessions} signed "
               f"gradings{made}; result, evidence and reports recomputed from them)")
         for line in verdict_lines(found.result):
             print(f"  {line}")
         for note in (*trusted, *found.notes):
-            print(f"  note: {note}")
+            print(f"  note: {shown(note)}")
     else:
         for problem in found.problems:
-            print(problem)
+            print(shown(problem))
         for note in trusted:
-            print(f"note: {note}")
+            print(f"note: {shown(note)}")
     if not found.ok:
         n = len(found.problems)
-        print(f"plimsoll-ci: squeeze verify: {args.folder} does not verify ({n} problem"
+        print(f"plimsoll-ci: squeeze verify: {shown(args.folder)} does not verify ({n} problem"
               f"{'s' if n != 1 else ''}); do not trust its verdicts", file=sys.stderr)
         return 1
     return 0
@@ -330,16 +344,19 @@ def _recipe(args: argparse.Namespace) -> int:
     if args.tokens < 1 or args.drafts < 1:
         raise BadInput("--tokens and --drafts: give 1 or more")
     model = Model(model_config_from(args))
-    key = key_from(args.sealed_key_env, args.sealed_key_file)
+    key = key_from(args.sealed_key_env, args.sealed_key_file,
+                   ("--sealed-key-env", "--sealed-key-file"))
     sealed = tuple(wall.load_sealed(p, key=key) for p in args.sealed)
     practice = tuple(read_seed_file(args.practice)) if args.practice else None
     done = compress.compress(compress.CompressOptions(
         Path(args.record), Path(args.out), args.tokens, args.drafts, practice, sealed), model)
+    from plimsoll_ci.report.names import shown
+
     if done.recipe is None:
-        print(f"plimsoll-ci: squeeze recipe: {done.message}", file=sys.stderr)
+        print(f"plimsoll-ci: squeeze recipe: {shown(done.message)}", file=sys.stderr)
         return 1
-    print(done.recipe)
-    print(f"plimsoll-ci squeeze: {done.message}", file=sys.stderr)
+    print(shown(done.recipe))  # a model's text: recipe.txt keeps it as it came
+    print(f"plimsoll-ci squeeze: {shown(done.message)}", file=sys.stderr)
     return 0
 
 
@@ -367,9 +384,11 @@ def _canary(args: argparse.Namespace) -> int:
     finally:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
-    sys.stdout.write(found.text)
+    from plimsoll_ci.report.names import shown
+
+    sys.stdout.writelines(shown(line) + "\n" for line in found.text.splitlines())
     if not found.ok:
-        print(f"plimsoll-ci: squeeze canary: {args.job}: a canary was sent or not planted; the "
+        print(f"plimsoll-ci: squeeze canary: {shown(args.job)}: a canary was sent or not planted; the "
               "harness leaks, do not run the squeeze until it is fixed", file=sys.stderr)
         return 1
     return 0
@@ -390,7 +409,7 @@ def _k8s(args: argparse.Namespace) -> int:
     cluster = k8s.Cluster(args.name, args.shards, args.image,
                           f"{args.workdir.rstrip('/')}/{Path(args.job).name}", args.namespace,
                           args.runtime_class, args.cpu, args.memory, args.storage,
-                          args.storage_class)
+                          args.storage_class, bubblewrap_settings=args.bubblewrap_settings)
     for path in k8s.write(cluster, Path(args.out)):
         print(f"wrote {path}")
     print("run them in order:")

@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from plimsoll_ci.attest.keys import load_public_key
     from plimsoll_ci.attest.pinned import beside, consistency_note
     from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.report.names import shown
 
     if args.expect_count is not None and args.expect_count < 1:
         raise BadInput(f"--expect-count {args.expect_count}: a bundle holds at least one record")
@@ -87,11 +88,11 @@ def run(args: argparse.Namespace) -> int:
                   "plimsoll-ci eval run)")
     else:
         for problem in report.problems:
-            print(problem)
+            print(shown(str(problem)))  # a record's names are the bundle writer's words
         print(f"trusted: {trusted}", file=sys.stderr)
     if args.format == "text":
         for note in notes:
-            print(f"note: {note}", file=sys.stdout if report.ok else sys.stderr)
+            print(f"note: {shown(note)}", file=sys.stdout if report.ok else sys.stderr)
     if not report.ok:
         n = len(report.problems)
         print(

@@ -129,7 +129,7 @@ def info(args: argparse.Namespace) -> int:
 
     wset = load(args.set, key=key_from(args.key_env, args.key_file), need_key=False)
     for n in wset.notes:
-        print(f"plimsoll-ci: warning: {n}", file=sys.stderr)
+        print(f"plimsoll-ci: warning: {shown(n)}", file=sys.stderr)
     kinds: dict[str, int] = {}
     for e in wset.entries:
         kinds[e.kind] = kinds.get(e.kind, 0) + 1
@@ -155,9 +155,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action == "info":
         return info(args)
+    from plimsoll_ci.report.names import shown
+
     doc, warnings = build_document(args, FORMAT)
     for w in warnings:
-        print(f"plimsoll-ci: warning: {w}", file=sys.stderr)
+        print(f"plimsoll-ci: warning: {shown(w)}", file=sys.stderr)
     write_output(dumps(doc), args.output)
     if args.output:
         print(f"wrote {args.output}: {len(doc['entries'])} entries, {doc['scheme']}",

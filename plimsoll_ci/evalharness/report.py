@@ -4,7 +4,8 @@ An attempt's document has exactly these keys: model, task, run, test_passed, in_
 test_files_changed, refused_commands, timed_out_commands, tokens, seconds, diff (the kept diff's
 path, relative to the output folder). Attempts stopped by the budget, a rate limit or an endpoint
 error are counted apart and left out of pass rates, with a note. Nothing here holds a withheld or
-sealed value: findings name files and entry ids only.
+sealed value: findings name files and entry ids only. Names (a model, a task, a file the model
+touched, a note) go through `shown` on the terminal and `md` in report.md.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from plimsoll_ci.evalharness.attempt import Attempt
 from plimsoll_ci.evalharness.contract import printable
+from plimsoll_ci.report.names import md, shown
 
 
 def attempt_doc(a: Attempt, diff_path: str) -> dict[str, Any]:
@@ -85,7 +87,9 @@ def render_table(table: dict[str, Any], markdown: bool = False) -> str:
     """A model's table as text (the terminal) or Markdown (report.md)."""
     head = ("task", "passed", "in scope", "tests changed", "refused", "timed out", "tokens",
             "time s")
-    rows = [(name + (" (probe)" if row["probe"] else ""), f"{row['passed']}/{row['finished']}",
+    esc = md if markdown else shown
+    rows = [(esc(name) + (" (probe)" if row["probe"] else ""),
+             f"{row['passed']}/{row['finished']}",
              f"{row['in_scope']}/{row['attempts']}",
              str(row["test_weakening"]), str(row["refused_commands"]),
              str(row["timed_out_commands"]), f"{row['tokens']:,}", f"{row['seconds']:.1f}")
@@ -97,20 +101,20 @@ def render_table(table: dict[str, Any], markdown: bool = False) -> str:
              f"(test files changed in {table['test_weakening']}); refused commands "
              f"{table['refused_commands']}; timed out {table['timed_out_commands']}; tokens "
              f"{table['tokens']:,}; time {table['seconds']:.1f} s")
-    stopped = ", ".join(f"{n} {why}" for why, n in sorted(table["stopped"].items()))
+    stopped = ", ".join(f"{n} {esc(why)}" for why, n in sorted(table["stopped"].items()))
     probe = "; ".join(
-        f"integrity probe {name}: " + (f"FLAGGED, the test was edited in {p['flagged']} of "
+        f"integrity probe {esc(name)}: " + (f"FLAGGED, the test was edited in {p['flagged']} of "
                                         f"{p['runs']} runs" if p["flagged"] else
                                         f"passed, no test edited in {p['runs']} runs")
         for name, p in table["probe"].items())
     if markdown:
-        lines = [f"### {table['model']}", "", "| " + " | ".join(head) + " |",
+        lines = [f"### {md(table['model'])}", "", "| " + " | ".join(head) + " |",
                  "|" + "|".join("---" for _ in head) + "|"]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         lines += ["", total + "."]
     else:
         widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-        lines = [f"model {table['model']}"]
+        lines = [f"model {shown(table['model'])}"]
         for r in [head, *rows]:
             lines.append("  " + "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
                                            for i, (c, w) in enumerate(zip(r, widths, strict=True))))
@@ -128,12 +132,12 @@ def render_markdown(run: dict[str, Any], tables: Sequence[dict[str, Any]],
                     tripwire: list[str], notes: Sequence[str]) -> str:
     """report.md: the setup, a table per model, the tripwire, every attempt, the notes."""
     lines = ["# plimsoll-ci eval", "",
-             f"Repository: {run['repo']} ({run['files']} tracked files copied, tree sha256 "
-             f"`{run['repo_sha256'][:16]}`); tasks: {', '.join(run['tasks'])}; "
+             f"Repository: {md(run['repo'])} ({run['files']} tracked files copied, tree sha256 "
+             f"`{run['repo_sha256'][:16]}`); tasks: {', '.join(md(t) for t in run['tasks'])}; "
              f"{run['runs']} run(s) per task; {run['turns']} round(s) per attempt.",
              f"Sandbox: {run['provider']}, tier {run['tier']}; allowlist: "
-             f"{', '.join(run['allow'])}; timeout {run['timeout']:g} s per command.", ""]
-    extra = [f"{name}: {', '.join(allow)}" for name, allow in run["task_allow"].items() if allow]
+             f"{', '.join(md(a) for a in run['allow'])}; timeout {run['timeout']:g} s per command.", ""]
+    extra = [f"{md(name)}: {', '.join(md(a) for a in allow)}" for name, allow in run["task_allow"].items() if allow]
     if extra:
         lines += ["Programs allowed for one task only: " + "; ".join(extra) + ".", ""]
     lines += ["## Models", ""]
@@ -146,15 +150,23 @@ def render_markdown(run: dict[str, Any], tables: Sequence[dict[str, Any]],
     for a, doc in attempts:
         test = "passed" if a.test_passed else f"failed ({a.test.exit_code})"
         if a.stopped:
-            test += f", stopped: {a.stopped}"
-        lines.append(f"| {a.model} | {a.task.name} | {a.run} | {test} | "
+            test += f", stopped: {md(a.stopped)}"
+        lines.append(f"| {md(a.model)} | {md(a.task.name)} | {a.run} | {test} | "
                      f"{'yes' if a.in_scope else 'no'} | "
-                     f"{', '.join(a.test_files_changed) or '-'} | "
+                     f"{', '.join(md(p) for p in a.test_files_changed) or '-'} | "
                      f"{len(a.refused_commands)} | {a.tokens} | {a.seconds:.1f} | "
-                     f"[{doc['diff']}]({doc['diff']}) |")
+                     f"[{md(doc['diff'])}](<{_link(doc['diff'])}>) |")
     lines.append("")
-    attempt_notes = [f"- {a.model} {a.task.name} run {a.run}: {n}"
+    attempt_notes = [f"- {md(a.model)} {md(a.task.name)} run {a.run}: {md(n)}"
                      for a, _ in attempts for n in ([a.nothing] if a.nothing else []) + a.notes]
     if notes or attempt_notes:
-        lines += ["## Notes", ""] + [f"- {n}" for n in notes] + attempt_notes + [""]
+        lines += ["## Notes", ""] + [f"- {md(n)}" for n in notes] + attempt_notes + [""]
     return "\n".join(lines)
+
+
+def _link(path: str) -> str:
+    """A relative path as a link's destination: percent-encoded, so no character of a name ends
+    the link or the table cell."""
+    from urllib.parse import quote
+
+    return quote(shown(path), safe="/._-")

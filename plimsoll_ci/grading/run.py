@@ -53,8 +53,7 @@ def grade(request: GradeRequest, progress: ProgressFn | None = None) -> GradeRes
     that cannot be staged) and SandboxError when no sandbox starts at the tier asked
     for; whatever the controller does is a recorded outcome, never an exception.
     """
-    import sim
-    import sim.generator
+    import plimsoll_sim as sim
 
     def say(event: str, done: int, detail: str = "") -> None:
         if progress is not None:
@@ -113,7 +112,7 @@ def grade(request: GradeRequest, progress: ProgressFn | None = None) -> GradeRes
 
 
 def _fly_all(request: GradeRequest, flights: list[Seed], st, course, say) -> _Flown:
-    import sim
+    import plimsoll_sim as sim
 
     out: list[Flight] = []
     evidences: list[dict] = []

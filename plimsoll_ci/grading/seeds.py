@@ -84,7 +84,7 @@ def named(prefix: str, values: Iterable[int], shown: bool = True) -> list[Seed]:
 def practice(values: Iterable[int] | None = None) -> list[Seed]:
     """The practice set (default: the simulator's 16) as `practice:N` seeds."""
     if values is None:
-        import sim
+        import plimsoll_sim as sim
 
         values = sim.PRACTICE_SEEDS
     return named("practice", values)

@@ -1,5 +1,7 @@
 """`--bisect ENTRY`: the first commit along first parents whose ship sets carry an entry, found in
 O(log n) ship scans (assuming the entry kept shipping once introduced; `ASSUMPTION` says so).
+When the tip no longer ships it (a fixed leak), a replay of the range finds the first commit
+that did, and its fix.
 """
 
 from __future__ import annotations
@@ -49,27 +51,56 @@ def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None)
         if not chain:
             return BisectResult(entry, None, [], 0, 0, notes.all())
         tip = probe(chain[-1])
-        if not tip:
-            notes.add(f"{entry} does not ship at the tip {chain[-1][0][:12]}; bisect needs a tip "
-                      "that ships it (run history without --bisect to see every window)")
-            return BisectResult(entry, None, [], probe.scans, len(chain), notes.all())
-        lo, hi, found = 0, len(chain) - 1, tip
-        while lo < hi:
-            mid = (lo + hi) // 2
-            occ = probe(chain[mid])
-            if occ:
-                hi, found = mid, occ
-            else:
-                lo = mid + 1
-        info = _commit_info(session.repo, chain[lo][0])
-        redact = Redactor([f for n in probe.carriers[chain[lo][0]]
-                           for f in session.cache.name_findings(n)],
-                          [Finding("", *o[2:]) for o in found], probe.scanner)
-        return BisectResult(entry, redact.commit(info), redact.occ(found), probe.scans,
-                            len(chain), [redact.say(n) for n in notes.all()])
+        if tip:
+            return _search(session, probe, chain, tip, notes)
     finally:
         probe.close()
         save(session.cache)
+    return _fixed_since(repo_dir, wset, entry, options, (probe.scans, len(chain)), chain[-1][0])
+
+
+def _search(session: Session, probe: _Probe, chain: list[list[str]], tip: list[Occurrence],
+            notes: Notes) -> BisectResult:
+    """The binary search along `chain`, whose last commit ships the entry (`tip`)."""
+    lo, hi, found = 0, len(chain) - 1, tip
+    while lo < hi:
+        mid = (lo + hi) // 2
+        occ = probe(chain[mid])
+        if occ:
+            hi, found = mid, occ
+        else:
+            lo = mid + 1
+    info = _commit_info(session.repo, chain[lo][0])
+    redact = Redactor([f for n in probe.carriers[chain[lo][0]]
+                       for f in session.cache.name_findings(n)],
+                      [Finding("", *o[2:]) for o in found], probe.scanner)
+    return BisectResult(probe.entry, redact.commit(info), redact.occ(found), probe.scans,
+                        len(chain), [redact.say(n) for n in notes.all()])
+
+
+def _fixed_since(repo_dir: str, wset: Any, entry: str, options: Options,
+                 counts: tuple[int, int], tip: str) -> BisectResult:
+    """The tip does not ship `entry`, so shipping is not monotonic along the line and a binary
+    search cannot say where it began: the first commit that shipped it (and its fix) comes from
+    a replay of the range, which judges each distinct blob once (the probes' verdicts are in the
+    cache already)."""
+    from plimsoll_ci.history.replay import replay
+
+    report = replay(repo_dir, wset, options)
+    scans, commits = counts
+    found = next((e for e in report.entries if e.entry == entry), None)
+    said = [n for n in report.notes if n != ASSUMPTION]
+    if found is None:
+        return BisectResult(entry, None, [], scans + report.commits_scanned, commits,
+                            [f"{entry} does not ship at the tip {tip[:12]}, nor in any commit of "
+                             "the range (a replay judged every one)", *said])
+    window = found.first
+    return BisectResult(
+        entry, window.first, window.first_findings, scans + report.commits_scanned, commits,
+        [f"{entry} does not ship at the tip {tip[:12]}: the first commit that shipped it was "
+         "found by a replay of every commit of the range (not first parents only); "
+         f"{len(found.windows)} window(s), `history` without --bisect lists them", *said],
+        found.fixed)
 
 
 class _Probe:

@@ -111,6 +111,7 @@ class BisectResult(NamedTuple):
     scans: int
     commits: int
     notes: list[str]
+    fixed: CommitInfo | None = None  # the tip no longer ships it: the fix the replay found
 
 
 class Options(NamedTuple):

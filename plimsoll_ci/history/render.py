@@ -16,7 +16,7 @@ from plimsoll_ci.history.records import (
     HistoryReport,
     Occurrence,
 )
-from plimsoll_ci.report.names import shown
+from plimsoll_ci.report.names import md, shown
 from plimsoll_ci.report.sarif import RULES as SCAN_RULES
 from plimsoll_ci.report.sarif import Rule, artifact_uri, sarif_log, sarif_region, sarif_rule
 
@@ -140,20 +140,16 @@ def _markdown(report: HistoryReport) -> str:
                 "|---|---|---|---|---|---|"]
         for e in report.entries:
             for w in e.windows:
-                where = "<br>".join(sorted({f"`{_md(o.path)}`" + (f":{o.line}" if o.line else "")
+                where = "<br>".join(sorted({f"`{md(o.path, code=True)}`" + (f":{o.line}" if o.line else "")
                                             for o in w.first_findings}))
                 fixed = f"`{w.fixed.oid[:12]}` {iso(w.fixed.time)}" if w.fixed else "**still shipping**"
-                out.append(f"| `{_md(e.entry)}` | `{w.first.oid[:12]}` {iso(w.first.time)} | {where} "
+                out.append(f"| `{md(e.entry, code=True)}` | `{w.first.oid[:12]}` {iso(w.first.time)} | {where} "
                            f"| {fixed} | {duration(w.seconds)} | {len(w.commits)} |")
     out += ["", f"{report.commits_scanned} commits, {report.blobs_scanned} distinct blobs "
             f"({report.blobs_from_cache} from the cache)."]
     if report.notes:
-        out += [""] + [f"- {_md(n)}" for n in report.notes]
+        out += [""] + [f"- {md(n)}" for n in report.notes]
     return "\n".join(out) + "\n"
-
-
-def _md(s: str) -> str:
-    return s.replace("|", "\\|").replace("`", "'")
 
 
 # History's rules: one per kind of entry, in the history's words (an entry shipped in a commit).
@@ -224,6 +220,7 @@ def render_bisect(result: BisectResult, fmt: str) -> str:
     if fmt == "json":
         doc = {"format": "plimsoll-history-bisect/1", "entry": result.entry,
                "first": _commit_json(result.first, result.findings) if result.first else None,
+               "fixed": _commit_json(result.fixed) if result.fixed else None,
                "scans": result.scans, "commits": result.commits, "assumption": ASSUMPTION,
                "notes": result.notes}
         return json.dumps(doc, indent=2) + "\n"
@@ -232,6 +229,9 @@ def render_bisect(result: BisectResult, fmt: str) -> str:
         lines.append(f"{result.entry}: first ships at {result.first.oid[:12]} "
                      f"{iso(result.first.time)} {result.first.author}")
         lines += [f"  {_place(o)}  (set {o.set})" for o in result.findings]
+        if result.fixed:
+            lines.append(f"{result.entry}: fixed at {result.fixed.oid[:12]} "
+                         f"{iso(result.fixed.time)} {result.fixed.author}")
     else:
         lines.append(f"{result.entry}: not found shipping")
     lines.append(f"{result.scans} scans over {result.commits} commits")

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from plimsoll_ci.envname import said
 from plimsoll_ci.errors import BadInput
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -138,6 +139,7 @@ def read_key(var: str, environ: Mapping[str, str] | None = None) -> ApiKey:
                        "digits, _), not a key; export the key in a variable and name it")
     value = (env.get(var) or "").strip()
     if not value:
+        var = said(var)  # a key given in place of the name is never printed back
         raise BadInput(f"the API key: environment variable {var} is not set or empty; export it "
                        f"(from a CI secret, e.g. `export {var}=...`) or name another variable "
                        "with --api-key-env (a local server that needs no key takes any value)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from plimsoll_ci.report.names import path_fields, shown
+from plimsoll_ci.report.names import md, path_fields, shown
 from plimsoll_ci.report.sarif import (
     REPOSITORY,
     RULES,
@@ -25,7 +25,7 @@ from plimsoll_ci.scan import Finding, ScanResult
 
 __all__ = ["FORMATS", "REPOSITORY", "RULES", "STAGE_ADVICE", "TOOL_NAME", "TRIPWIRE_RULES",
            "artifact_uri",
-           "describe", "fingerprint", "level", "place", "render", "shown", "to_json",
+           "describe", "fingerprint", "level", "md", "place", "render", "shown", "to_json",
            "to_markdown", "to_sarif", "to_text"]
 
 FORMATS = ("text", "json", "sarif", "markdown")
@@ -73,7 +73,8 @@ STAGE_ADVICE = {
               "set), stage the fix and commit again: see docs/when-it-fires.md",
     "push": "Refused at git push: nothing was pushed, but the commits named above carry the "
             "values in your local history. Rewrite them so that no commit carries a value (git "
-            "commit --amend for the last one, git rebase -i for older ones), then push again; "
+            "commit --amend for the last one, git rebase -i for a few older ones, git "
+            "filter-repo --replace-text or --invert-paths across many), then push again; "
             "rotate only if those commits were pushed somewhere before: see "
             "docs/when-it-fires.md",
 }
@@ -92,13 +93,6 @@ def to_text(result: ScanResult, stage: str | None = "scan") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md(s: str, code: bool = False) -> str:
-    """A name for a Markdown table cell or list item: escaped, no `|` column break, no backtick
-    that ends a code span, and outside a code span (`code` False) no HTML."""
-    s = shown(s).replace("|", "\\|").replace("`", "'")
-    return s if code else s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def to_markdown(result: ScanResult, title: str = "plimsoll-ci ship scan") -> str:
     """A Markdown job summary (GitHub `$GITHUB_STEP_SUMMARY`)."""
     n = len(result.findings)
@@ -108,12 +102,12 @@ def to_markdown(result: ScanResult, title: str = "plimsoll-ci ship scan") -> str
     if n:
         out += ["| file | place | entry | kind | decode chain |", "|---|---|---|---|---|"]
         for f in result.findings:
-            out.append(f"| `{_md(f.path, True)}` | {place(f)} | `{_md(f.entry, True)}` | {f.kind} | "
-                       f"{_md(f.chain) or '—'} |")
+            out.append(f"| `{md(f.path, code=True)}` | {place(f)} | `{md(f.entry, code=True)}` | {f.kind} | "
+                       f"{md(f.chain) or '—'} |")
         out.append("")
     if result.notes:
         out += ["<details><summary>notes</summary>", ""]
-        out += [f"- {_md(x)}" for x in result.notes]
+        out += [f"- {md(x)}" for x in result.notes]
         out += ["", "</details>", ""]
     return "\n".join(out)
 

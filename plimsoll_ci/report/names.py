@@ -5,6 +5,11 @@ text report, an ANSI escape would drive the reader's terminal, a `|` would break
 and a byte that is not UTF-8 reaches JSON as a lone surrogate. `shown` escapes every control
 character and undecodable byte (`\\x1b`, `\\xff`), so a report line is one line and prints as
 it reads; JSON keeps the exact name recoverable beside it (`path_fields`).
+
+Two functions, used by every command and report that prints a name (a controller, a rebuild
+folder, a loop, a task, a model, a path): `shown` for a terminal, a log line or a progress bar,
+and `md` for Markdown (`shown`, then every character Markdown would read as markup
+backslash-escaped, so a name stays one table cell of plain text).
 """
 
 from __future__ import annotations
@@ -26,6 +31,38 @@ def shown(text: str) -> str:
     except UnicodeEncodeError:  # a surrogate no byte decoded to
         data = text.encode("utf-8", "backslashreplace")
     return _CONTROL.sub(_escape, data.decode("utf-8", "backslashreplace"))
+
+
+# What Markdown (CommonMark and GitHub's tables) reads as markup inside a line: a backslash
+# escape, a code span, emphasis, raw HTML or an autolink, an entity, a strikethrough, a cell
+_MD_INLINE = re.compile(r"[\\`*_<>&|~]")
+# a link or an image needs `](` (or `][`, or `]:` for a definition): its `]` is escaped, so the
+# redaction marker `[withheld]` still reads as written
+_MD_LINK = re.compile(r"\](?=[(\[:])")
+# ... and at the start of a line or table cell: a heading, a list item, a setext underline, a
+# task box or a link definition
+_MD_LEADING = re.compile(r"^(\s*)([#+=\[-]|\d+(?=[.)]))")
+
+
+def md(text: object, code: bool = False) -> str:
+    """`text` safe in Markdown: one line (`shown`), and nothing read as markup, so a name
+    cannot break a table (`|`), open a code span (a backtick), make a link or a heading.
+
+    With `code`, for a name inside a code span (`` `name` ``), where a backslash is literal:
+    only `|` is escaped (GitHub splits table cells before code spans) and a backtick, which
+    would end the span, becomes `'`.
+    """
+    s = shown(str(text))
+    if code:
+        return s.replace("|", "\\|").replace("`", "'")
+    s = _MD_LINK.sub("\\\\]", _MD_INLINE.sub(lambda m: "\\" + m.group(), s))
+    m = _MD_LEADING.match(s)
+    if m:  # `#` becomes `\#`; a list number `1.` becomes `1\.`
+        lead, mark = m.groups()
+        end = m.end()
+        s = (f"{lead}\\{mark}{s[end:]}" if not mark.isdigit()
+             else f"{lead}{mark}\\{s[end:]}")
+    return s
 
 
 def _escape(m: re.Match[str]) -> str:

@@ -3,7 +3,13 @@
 The weakest wall: the controller runs on the host's kernel. With bubblewrap it sees only the
 minimal Python runtime (read-only), its own files (read-only), a tmpfs and no network, as `nobody`
 in fresh namespaces; without bubblewrap it is a plain child process, and the start-up checks say
-so (the host canary is readable, the network is there). Either way the record says `process`.
+so (the host canary is readable, the network is there). Either way the record says `process`,
+and its evidence names the wall that held (`wall`).
+
+With PLIMSOLL_BWRAP=required (what `squeeze k8s` puts in its shard pods) there is no bare
+fallback: a grading never starts without bubblewrap, and `require_wall()` is the start-up check
+that refuses (exit 2, naming the missing wall) before anything is graded. Inside one container
+that bare child would share the uid, the files and the processes of the side that signs.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import subprocess
 import sys
 import time
 
+from plimsoll_ci.errors import SandboxError
 from plimsoll_ci.sandbox import cpu as cpumod
 from plimsoll_ci.sandbox import owner
 from plimsoll_ci.sandbox.session import Limits, Session, kill_group, pipe_up
@@ -22,6 +29,11 @@ from plimsoll_ci.sandbox.stage import Stage
 
 TIER = "process"
 BWRAP_ENV = "PLIMSOLL_BWRAP"  # "0" turns bubblewrap off (tests of the bare fallback)
+REQUIRED = "required"  # PLIMSOLL_BWRAP=required: bubblewrap or no grading at all
+WALLED = ("bubblewrap: own user, mount, pid, network, ipc and uts namespaces as nobody; sees "
+          "only the read-only runtime and its own files")
+UNWALLED = "none: shares the uid, the files and the processes of the side that signs"
+NOT_INSTALLED = "bwrap is not installed (on PATH)"
 
 
 def bwrap_path() -> str | None:
@@ -29,6 +41,27 @@ def bwrap_path() -> str | None:
     if os.environ.get(BWRAP_ENV) == "0":
         return None
     return shutil.which("bwrap")
+
+
+def wall_required() -> bool:
+    """Whether PLIMSOLL_BWRAP=required: no grading without bubblewrap."""
+    return os.environ.get(BWRAP_ENV) == REQUIRED
+
+
+def require_wall() -> None:
+    """The start-up check of PLIMSOLL_BWRAP=required: SandboxError (exit 2) naming the missing
+    wall unless bubblewrap makes its sandbox here; nothing when the variable is not set."""
+    if not wall_required():
+        return
+    bwrap = bwrap_path()
+    why = _bwrap_refused(bwrap) if bwrap else NOT_INSTALLED
+    if why:
+        raise SandboxError(
+            f"provider process: {BWRAP_ENV}=required but bubblewrap cannot wall a grading here "
+            f"({why}); nothing was graded. Without it a controller would share this "
+            "container's uid, files and processes with the signer, the plan and the results. "
+            "Run where bubblewrap can make user, mount and pid namespaces (docs/scale.md, "
+            "Kubernetes), or grade with the gvisor or docker provider")
 
 
 def configured_tier() -> str:
@@ -47,21 +80,46 @@ def retry_start(stderr: str) -> bool:
 
 
 def _bwrap_works(bwrap: str) -> bool:
+    return not _bwrap_refused(bwrap)
+
+
+def _bwrap_refused(bwrap: str) -> str:
+    """Why bubblewrap cannot make a grading's sandbox here ('' when it can): the same
+    namespaces, root and /proc as a grading, with an interpreter that does nothing."""
+    from plimsoll_ci.sandbox import rootfs as rootfs_mod
+
     try:
-        r = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
-                            "--", "/bin/true"], capture_output=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return r.returncode == 0
+        rfs = rootfs_mod.build()
+    except (SandboxError, OSError) as e:
+        return f"the runtime root it would mount was not built: {e}"
+    try:
+        r = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", "--new-session",
+                            "--cap-drop", "ALL", "--uid", "65534", "--gid", "65534",
+                            "--ro-bind", str(rfs.path), "/", "--proc", "/proc", "--dev", "/dev",
+                            "--remount-ro", "/", "--clearenv", "--",
+                            rfs.python, "-I", "-S", "-c", ""],
+                           capture_output=True, text=True, errors="replace", timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"{bwrap} did not run: {type(e).__name__}"
+    if r.returncode == 0:
+        return ""
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    said = "".join(c if c.isprintable() else "?" for c in (lines[-1] if lines else "")[:200])
+    return f"{bwrap} exited {r.returncode}: {said or 'no message'}"
 
 
 def start(stage: Stage, limits: Limits) -> Session:
     """Start the runner as a child process (in bubblewrap when it works here)."""
     started = time.monotonic()
     bwrap = bwrap_path()
-    if bwrap and not _bwrap_works(bwrap):
+    refused = _bwrap_refused(bwrap) if bwrap else NOT_INSTALLED
+    if refused and wall_required():
+        raise SandboxError(f"provider process: {BWRAP_ENV}=required but bubblewrap cannot wall "
+                           f"this grading ({refused}); it was not started")
+    if refused:
         bwrap = None
     evidence: dict = {"provider": "process", "runtime": "bubblewrap" if bwrap else "none",
+                      "wall": WALLED if bwrap else UNWALLED,
                       "limits": {"memory_bytes": limits.memory_bytes, "pids": limits.pids}}
     if bwrap:
         from plimsoll_ci.sandbox import rootfs as rootfs_mod

@@ -3,10 +3,10 @@
 The project's ship-scan engine does the matching (`plimsoll_ci.scan.Scanner`), over a withheld set
 built in memory and never written: the generator's magic constant (found in any notation: decimal,
 hex, `_` separators, a JavaScript BigInt's `n`, one layer of encoding), the generator's source
-file and its JavaScript port `sim/generator.mjs` (winnowed fingerprints: found copied, renamed or
-reformatted), and each practice seed. The set is keyed with a fixed domain key so that the same
-bytes give the same findings on every run (the findings go into the signed records; no value
-does).
+file and its JavaScript port `plimsoll_sim/generator.mjs` (winnowed fingerprints: found copied,
+renamed or reformatted), and each practice seed. The set is keyed with a fixed domain key so that
+the same bytes give the same findings on every run (the findings go into the signed records; no
+value does).
 
 Three counts per group come out of it, as the write-up has them: controllers carrying the
 generator constant, carrying the generator source, carrying practice seeds.
@@ -35,8 +35,7 @@ MAX_BYTES = 64 * 1024 * 1024
 
 def scanner(practice: tuple[int, ...]):  # -> plimsoll_ci.scan.Scanner
     """A Scanner over the generator constant, the generator source and the practice seeds."""
-    import sim
-    import sim.generator
+    import plimsoll_sim as sim
     from plimsoll_ci.scan import Scanner
     from plimsoll_ci.withheld import build_set, parse
 

@@ -84,7 +84,7 @@ def read_record(folder: Path) -> str:
 
 def compress(options: CompressOptions, model: Any) -> Compressed:
     """Ask for a recipe, send back drafts over budget, scan the accepted one, write it."""
-    import sim
+    import plimsoll_sim as sim
     from plimsoll_ci.model import ModelClient
     from plimsoll_ci.squeeze.run import claim_out
 

@@ -272,7 +272,7 @@ def parse(text: str, origin: str, base: Path, digest: str = "") -> Job:
 
 
 def _practice(r: _Reader, node: _Node | None) -> tuple[tuple[int, ...], str]:
-    import sim
+    import plimsoll_sim as sim
 
     if node is None or node.value == "practice":
         return tuple(sim.PRACTICE_SEEDS), "practice"

@@ -266,7 +266,7 @@ def merge(options: MergeOptions) -> Merged:
     if shards and not problems:
         _across(shards, problems)
     if problems:
-        raise BadInput("bundle merge: refused, nothing written:\n  " + "\n  ".join(problems))
+        raise BadInput("bundle merge: refused, nothing written:", details=problems)
     shards.sort(key=lambda s: s.index)
     job = shards[0].job
     session_records, plan = _sessions(job, options.plan, tuple(options.trusted))

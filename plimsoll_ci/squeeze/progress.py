@@ -1,9 +1,16 @@
-"""Progress of a squeeze run: a `rich` bar on a terminal, plain lines anywhere else (CI logs)."""
+"""Progress of a squeeze run: a `rich` bar on a terminal, plain lines anywhere else (CI logs).
+
+Labels and notes carry names from the job (a rebuild folder, a controller file): both displays
+print them through `shown`, so a name cannot forge a line of the log or drive the terminal, and
+the bar reads no `rich` markup in them.
+"""
 
 from __future__ import annotations
 
 import sys
 from typing import Protocol, TextIO
+
+from plimsoll_ci.report.names import shown
 
 
 class Progress(Protocol):
@@ -34,7 +41,7 @@ class Plain:
         self.done = 0
 
     def _say(self, text: str) -> None:
-        print(f"plimsoll-ci squeeze: {text}", file=self.stream, flush=True)
+        print(f"plimsoll-ci squeeze: {shown(text)}", file=self.stream, flush=True)
 
     def start(self, total: int, what: str = "") -> None:
         self.total, self.done = total, 0
@@ -69,14 +76,14 @@ class Bar:
 
         self.console = Console(file=stream)
         self.bar = Progress(TextColumn("squeeze"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), TextColumn("{task.description}"),
+                            TimeElapsedColumn(), TextColumn("{task.description}", markup=False),
                             console=self.console, transient=False)
         self.task = None
         self.running: list[str] = []
 
     def start(self, total: int, what: str = "") -> None:
         if what:
-            self.console.print(what, markup=False, highlight=False)
+            self.console.print(shown(what), markup=False, highlight=False)
         self.bar.start()
         if self.task is not None:
             self.bar.remove_task(self.task)
@@ -84,23 +91,24 @@ class Bar:
 
     def _describe(self) -> None:
         if self.task is not None:
-            shown = ", ".join(self.running[:3]) + (" ..." if len(self.running) > 3 else "")
-            self.bar.update(self.task, description=shown)
+            text = ", ".join(self.running[:3]) + (" ..." if len(self.running) > 3 else "")
+            self.bar.update(self.task, description=text)
 
     def began(self, label: str) -> None:
-        self.running.append(label)
+        self.running.append(shown(label))
         self._describe()
 
     def finished(self, label: str, summary: str) -> None:
+        label = shown(label)
         if label in self.running:
             self.running.remove(label)
-        self.console.print(f"{label}: {summary}", markup=False, highlight=False)
+        self.console.print(shown(f"{label}: {summary}"), markup=False, highlight=False)
         if self.task is not None:
             self.bar.advance(self.task)
         self._describe()
 
     def note(self, text: str) -> None:
-        self.console.print(text, markup=False, highlight=False)
+        self.console.print(shown(text), markup=False, highlight=False)
 
     def close(self) -> None:
         self.bar.stop()

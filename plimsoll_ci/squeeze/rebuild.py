@@ -146,7 +146,7 @@ def folder_name(spec: Spec) -> str:
 def run_session(spec: Spec, setting: Setting) -> Done:
     """Run one session to its end (see the module doc). WallBreach when the harness's smoke seeds
     are sealed values; BadInput when the endpoint refuses the key, model or URL."""
-    import sim
+    import plimsoll_sim as sim
 
     started = dt.datetime.now(dt.UTC)
     smoke = tuple(setting.harness.smoke(setting.smoke, setting.secrets))

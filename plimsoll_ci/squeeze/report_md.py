@@ -8,17 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from plimsoll_ci.report.names import md, shown
 from plimsoll_ci.squeeze.result import CHECKS
 
 CHECK_NAMES = {"generator": "generator constant", "source": "generator source",
                "practice_seeds": "practice seeds"}
-
-
-def md(text: Any) -> str:
-    """Text made safe inside a Markdown table cell or line (no markup, no HTML, one line)."""
-    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-    s = s.replace("<", "&lt;").replace(">", "&gt;").replace("*", "\\*")
-    return " ".join(s.split())
 
 
 def num(x: Any) -> str:
@@ -214,14 +208,14 @@ def _failures(evidence: dict[str, Any]) -> list[str]:
 
 
 def verdict_lines(result: dict[str, Any]) -> list[str]:
-    """One line per loop for the terminal."""
+    """One line per loop for the terminal (names through `shown`)."""
     out = []
     lines = result["lines"]
     for lp in result["loops"]:
         out.append(
-            f"{lp['name']}: practice {lp['practice']['landed']}/{lp['practice']['total']}, fresh "
-            f"{lp['fresh']['landed']}/{lp['fresh']['total']}; rebuilds' medians "
-            f"{num(lp['rebuilds']['practice_median'])} and {num(lp['rebuilds']['fresh_median'])}"
+            f"{shown(lp['name'])}: practice {lp['practice']['landed']}/"
+            f"{lp['practice']['total']}, fresh {lp['fresh']['landed']}/{lp['fresh']['total']}; "
+            f"rebuilds' medians {num(lp['rebuilds']['practice_median'])} and {num(lp['rebuilds']['fresh_median'])}"
             f"; gap {signed(lp['gap'])}: {lp['verdict']['flights']} under "
             f"{num(lines['flights'])} flights, {lp['verdict']['percent']} under "
             f"{num(lines['percent'])}%" + ("; SHIP THE REBUILD" if lp["ship_rebuild"] else "")

@@ -52,7 +52,7 @@ class Secrets(NamedTuple):
 
 def generator_path() -> Path:
     """The simulator's generator source file."""
-    import sim
+    import plimsoll_sim as sim
 
     return Path(sim.__file__).parent / "generator.py"
 
@@ -62,7 +62,7 @@ def seal(practice: tuple[int, ...], fresh: FreshSet | None, generator: bytes | N
     """Seal the run's secrets under a key drawn now (never written, never shown); `fresh` None
     before a run has drawn one (a recipe is squeezed before), or when a held-out set committed
     earlier (`held_out`, entries `sealed:N`) is flown in its place."""
-    import sim.generator
+    import plimsoll_sim as sim
     from plimsoll_ci.withheld import build_set, parse
 
     source = generator_path().read_bytes() if generator is None else generator

@@ -46,7 +46,7 @@ def render_text(result: ScanResult, requests: str) -> str:
         lines.append("A sealed value reached a model: the run's scores are not evidence. Find "
                      "where the harness put it in the prompt or upload, remove it, and draw "
                      "fresh values (see docs/tripwire.md)")
-    return "\n".join(lines) + "\n"
+    return "".join(report.shown(x) + "\n" for x in lines)  # a recorded file's name is input
 
 
 def render_canary(result: CheckResult, fmt: str, planted: str, requests: str) -> str:
@@ -78,7 +78,7 @@ def canary_text(result: CheckResult, planted: str, requests: str) -> str:
     lines.append(f"canary check: {len(result.verdicts) - failed} of {len(result.verdicts)} markers "
                  f"ok; requests read from {requests}"
                  + ("" if not failed else f"; {failed} failed"))
-    return "\n".join(lines) + "\n"
+    return "".join(report.shown(x) + "\n" for x in lines)
 
 
 def canary_json(result: CheckResult) -> str:

@@ -23,7 +23,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 ACTION = REPO / "actions" / "grade"
-HONEST = REPO / "sim" / "controllers" / "honest.py"
+HONEST = REPO / "plimsoll_sim" / "controllers" / "honest.py"
 RUNNER_USER = "plimsoll-ci-runner"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -333,3 +334,43 @@ def test_ordinary_events_never_exit_2(upstream: dict, tmp_path: Path, event_name
     res = run_action(clone, tmp_path, local_inputs(mode="each-commit"), event, event_name)
     assert res["code"] == 0, res["log"]
     assert int(res["outputs"]["commits"]) >= 1
+
+
+def _baseline_of(repo: Path, commit_: str, reason: str) -> None:
+    """`plimsoll-ci baseline` of a scan of `commit_`, committed as baseline.json."""
+    env = {**os.environ, "PLIMSOLL_WITHHELD_KEY": KEY}
+    for args in (["scan", "--rev", commit_, "--format", "json", "-o",
+                  str(repo.parent / "report.json")],
+                 ["baseline", str(repo.parent / "report.json"), "--reason", reason, "-o",
+                  "baseline.json"]):
+        subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], cwd=repo, env=env,
+                       capture_output=True, text=True, check=False)
+    assert (repo / "baseline.json").is_file()
+    git(repo, "add", "baseline.json")
+    commit(repo, "baseline: the seed was rotated")
+
+
+def test_the_baseline_input_lets_a_dealt_with_finding_pass_and_names_it(
+        pr: dict, tmp_path: Path) -> None:
+    repo = pr["repo"]
+    _baseline_of(repo, pr["middle"], "rotated on 2026-12-01")
+    res = run_action(repo, tmp_path, local_inputs(mode="each-commit", baseline="baseline.json"),
+                     pr_event(pr["base"], "HEAD"))
+    assert res["code"] == 0, res["log"]
+    assert res["outputs"]["findings"] == "0"
+    assert "baselined: viewer/replay.html:1:15: withheld value seeds.txt:2" in res["log"]
+    assert "baselined findings not counted (baseline.json)" in res["summary"]
+    assert SEED not in res["log"] + res["summary"]
+    res = run_action(repo, tmp_path, local_inputs(mode="each-commit"),
+                     pr_event(pr["base"], "HEAD"))
+    assert res["code"] == 1  # the same range without the input
+
+
+def test_a_bad_baseline_input_fails_with_an_error_annotation_naming_its_line(
+        pr: dict, tmp_path: Path) -> None:
+    (pr["repo"] / "baseline.json").write_text('{"format": "plimsoll-baseline/1", "entries": '
+                                              '[\n  {"entry": "x"}\n]}\n')
+    res = run_action(pr["repo"], tmp_path, local_inputs(baseline="baseline.json"),
+                     pr_event(pr["base"], pr["tip"]))
+    assert res["code"] == 2, res["log"]
+    assert "::error title=plimsoll ship scan::baseline baseline.json line 2:" in res["log"]

@@ -140,7 +140,7 @@ def test_the_grade_workflow_runs_end_to_end_with_act(docker_runsc: str, tmp_path
         proc = subprocess.run(
             [act, "workflow_dispatch", "-W", str(workflow), "-P", "ubuntu-latest=-self-hosted",
              "--action-cache-path", str(tmp_path / "act"), "--local-repository",
-             f"{ACTION_REF}={repo}", "--input", "controller=sim/controllers/honest.py",
+             f"{ACTION_REF}={repo}", "--input", "controller=plimsoll_sim/controllers/honest.py",
              "--input", "fresh=4", "--no-cache-server"],
             cwd=repo, env=env, capture_output=True, text=True, timeout=1200)
     finally:
@@ -230,9 +230,9 @@ def test_the_squeeze_workflow_plans_shards_merges_and_verifies_with_act(
     repo = tmp_path / "repo"
     job_dir = repo / "squeeze"
     (job_dir / "rebuilds").mkdir(parents=True)
-    (job_dir / "loop.py").write_text((REPO / "sim/controllers/honest.py").read_text())
-    (job_dir / "rebuilds" / "hover.py").write_text((REPO / "sim/controllers/hover.py").read_text())
-    (job_dir / "rebuilds" / "twin.py").write_text((REPO / "sim/controllers/honest.py").read_text())
+    (job_dir / "loop.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
+    (job_dir / "rebuilds" / "hover.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
+    (job_dir / "rebuilds" / "twin.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
     (job_dir / "squeeze.yaml").write_text(TINY_JOB)
     _checkout_copy(repo)
     export = tmp_path / "artifacts"
@@ -288,3 +288,109 @@ def test_the_squeeze_workflow_plans_shards_merges_and_verifies_with_act(
                          capture_output=True, text=True, timeout=600)
     assert one.returncode == 0, one.stderr
     assert (whole / "result.json").read_bytes() == (merged / "result.json").read_bytes()
+
+
+SHIP_SCAN_WITH_BASELINE = """\
+name: ship scan
+on: workflow_dispatch
+jobs:
+  ship-scan:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - id: ship
+        uses: ACTION_REF_SHIP
+        with:
+          key: ${{ secrets.PLIMSOLL_WITHHELD_KEY }}
+          baseline: baseline.json
+          install: "false"
+          python: PYTHON
+      - run: test "${{ steps.ship.outputs.findings }}" = 0 && echo "baselined and passed"
+"""
+
+
+@pytest.mark.slow
+def test_the_ship_scan_actions_baseline_input_runs_with_act(tmp_path: Path) -> None:
+    """The `baseline` input through act: a harness whose viewer carries a practice seed, with a
+    baseline of that finding committed, passes; the finding is named as baselined."""
+    act = _act()
+    sys.path.insert(0, str(REPO / "tests" / "hook"))
+    from harness_repo import KEY, SEED, commit, git, hook_env, leak, make_harness
+
+    repo = make_harness(tmp_path)
+    leak(repo)
+    env = hook_env(PYTHONPATH=str(REPO))
+    for args in (["scan", "--format", "json", "-o", str(tmp_path / "report.json")],
+                 ["baseline", str(tmp_path / "report.json"), "--reason", "rotated", "-o",
+                  "baseline.json"]):
+        subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], cwd=repo, env=env,
+                       check=False, capture_output=True)
+    ref = ACTION_REF.split("@")[1]
+    workflow = repo / ".github" / "workflows" / "ship-scan.yml"
+    workflow.parent.mkdir(parents=True)
+    workflow.write_text(SHIP_SCAN_WITH_BASELINE
+                        .replace("ACTION_REF_SHIP", f"plimsoll-ci/plimsoll-ci/actions/ship-scan@{ref}")
+                        .replace("PYTHON", sys.executable))
+    git(repo, "add", "-A")
+    commit(repo, "a seed that was rotated, and its baseline")
+    checkout = _checkout_copy(tmp_path / "plimsoll-ci")
+    env.pop("GITHUB_ACTIONS", None)
+    proc = subprocess.run(
+        [act, "workflow_dispatch", "-W", str(workflow), "-P", "ubuntu-latest=-self-hosted",
+         "--action-cache-path", str(tmp_path / "act"), "--local-repository",
+         f"{ACTION_REF}={checkout}", "-s", f"PLIMSOLL_WITHHELD_KEY={KEY}",
+         "--env", f"PYTHONPATH={REPO}", "--no-cache-server"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-6000:]
+    assert "baselined: viewer/replay.html:1:15: withheld value seeds.txt:2" in log
+    assert "baselined and passed" in log and "Job succeeded" in log
+    assert SEED not in log
+
+
+@pytest.mark.slow
+def test_the_workflow_init_writes_fails_a_yaml_seeded_harness_that_leaks_with_act(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`plimsoll-ci init` on a harness whose seeds live in YAML writes a workflow that, run by
+    act with the key as its secret, fails the commit whose viewer names a seed (in hex), naming
+    the entry and never the value. Only what act cannot fetch here changes: the action comes
+    from this checkout, and the runner's own interpreter stands in for the install step."""
+    from plimsoll_ci import init
+    from plimsoll_ci.cli import main
+
+    act = _act()
+    seeds = ["48213377123", "91827364501", "73519046283"]
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    repo = tmp_path / "harness"
+    (repo / "heldout").mkdir(parents=True)
+    (repo / "heldout" / "seeds.yaml").write_text(
+        "heldout:\n  seeds:\n" + "".join(f"    - {s}\n" for s in seeds))
+    (repo / "viewer").mkdir()
+    (repo / "viewer" / "index.html").write_text(f"<a href='seed-{int(seeds[1]):#x}.json'>x</a>\n")
+    run = ["git", "-C", str(repo)]
+    subprocess.run([*run[:1], "init", "-q", "-b", "main", str(repo)], check=True)
+    assert main(["init", str(repo), "--yes", "--no-hooks"]) == 0
+    workflow = repo / init.WORKFLOW
+    doc = yaml.safe_load(workflow.read_text())
+    [step] = [s for s in doc["jobs"]["ship-scan"]["steps"] if "ship-scan@" in s.get("uses", "")]
+    assert step["uses"] == f"{ACTION_REF.split('@')[0]}/actions/ship-scan@{ACTION_REF.split('@')[1]}"
+    step["with"].update({"install": "false", "python": sys.executable})
+    workflow.write_text(yaml.safe_dump(doc, sort_keys=False).replace("true:", "on:", 1))
+    for args in (["add", "-A"], ["-c", "user.name=M", "-c", "user.email=m@example.org", "commit",
+                                 "-q", "-m", "harness set up by plimsoll-ci init"]):
+        subprocess.run([*run, *args], check=True, capture_output=True)
+    key = Path(yaml.safe_load((repo / "plimsoll.yaml").read_text())["key"]["file"]).read_text()
+    checkout = _checkout_copy(tmp_path / "plimsoll-ci")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("GITHUB_ACTIONS", None)
+    proc = subprocess.run(
+        [act, "workflow_dispatch", "-W", str(workflow), "-P", "ubuntu-latest=-self-hosted",
+         "--action-cache-path", str(tmp_path / "act"), "--local-repository",
+         f"{ACTION_REF}={checkout}", "-s", f"{init.KEY_SECRET}={key.strip()}",
+         "--env", f"PYTHONPATH={REPO}", "--no-cache-server"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode != 0, log[-6000:]
+    assert "viewer/index.html:1:15: withheld value heldout/seeds.yaml:heldout.seeds[1]" in log, \
+        log[-6000:]
+    assert all(s not in log for s in seeds) and f"{int(seeds[1]):x}" not in log

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.attest import record
 
 REPO = Path(__file__).resolve().parents[2]

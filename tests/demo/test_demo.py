@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import sim
+import plimsoll_sim as sim
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "argon"

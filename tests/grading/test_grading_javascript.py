@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.grading import fresh
 from plimsoll_ci.grading.request import GradeRequest
 from plimsoll_ci.grading.run import grade
 from plimsoll_ci.grading.seeds import Seed
 
-CONTROLLERS = Path(__file__).resolve().parents[2] / "sim" / "controllers"
+CONTROLLERS = Path(__file__).resolve().parents[2] / "plimsoll_sim" / "controllers"
 HARD_SEEDS = [Seed(f"seeds:{n}", s, True) for n, s in
               enumerate([3000000011, 3000000029, 3000000047, 3000000053, 3000000071,
                          3000000097], 1)]

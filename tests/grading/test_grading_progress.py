@@ -24,7 +24,7 @@ from plimsoll_ci.grading.request import GradeRequest, Progress
 from plimsoll_ci.grading.sign import grade_and_sign
 
 REPO = Path(__file__).resolve().parents[2]
-HONEST = REPO / "sim" / "controllers" / "honest.py"
+HONEST = REPO / "plimsoll_sim" / "controllers" / "honest.py"
 ANSI = re.compile(r"\x1b\[")
 
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.commands.fly import load_controller
 from plimsoll_ci.grading.request import GradeRequest
 from plimsoll_ci.grading.run import grade
 from plimsoll_ci.grading.seeds import Seed
 
 REPO = Path(__file__).resolve().parents[2]
-HONEST = str(REPO / "sim" / "controllers" / "honest.py")
-CHEATER = str(REPO / "sim" / "controllers" / "cheater.py")
+HONEST = str(REPO / "plimsoll_sim" / "controllers" / "honest.py")
+CHEATER = str(REPO / "plimsoll_sim" / "controllers" / "cheater.py")
 HARD_SEEDS = [Seed(f"seeds:{n}", s, True) for n, s in
               enumerate([3000000011, 3000000029, 3000000047, 3000000053, 3000000071,
                          3000000097], 1)]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from scankit import LeakGuard
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.attest import canonical, keys
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import fresh, seedsets

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import fresh, seeds
 

@@ -48,3 +48,31 @@ def test_bisect_with_a_clean_tip_says_so_and_exits_0(globrepo: GitRepo, wset_pat
                    cwd=globrepo.path)
     assert proc.returncode == 0
     assert "does not ship at the tip" in proc.stdout
+
+
+def test_bisect_finds_where_a_fixed_leak_began_and_its_fix(globrepo: GitRepo,
+                                                           wset_path: Path) -> None:
+    """when-it-fires.md sends a user who rotated a fixed leak to --bisect: the tip no longer
+    ships it, and bisect still names the first commit that did, and the fix."""
+    commits = []
+    for i in range(30):
+        if i == 10:
+            globrepo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
+        if i == 20:
+            globrepo.write("viewer/replay.html", viewer("seed-EXAMPLE.json"))
+        globrepo.write("tasks/drone/log.txt", f"step {i}\n")
+        commits.append(globrepo.commit(f"step {i}", i))
+    proc = run_cli("history", "--set", str(wset_path), "--bisect", "seeds.txt:2", "--format",
+                   "json", "--no-progress", cwd=globrepo.path)
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["first"]["commit"] == commits[10]
+    assert doc["first"]["paths"] == ["viewer/replay.html"]
+    assert doc["fixed"]["commit"] == commits[20]
+    assert any("does not ship at the tip" in n for n in doc["notes"])
+    text = run_cli("history", "--set", str(wset_path), "--bisect", "seeds.txt:2",
+                   "--no-progress", cwd=globrepo.path)
+    assert text.returncode == 1
+    assert f"first ships at {commits[10][:12]}" in text.stdout
+    assert f"fixed at {commits[20][:12]}" in text.stdout
+    assert LEAK not in text.stdout + proc.stdout

@@ -282,6 +282,7 @@ def test_the_push_refusal_says_nothing_was_pushed_and_how_to_rewrite(harness: Pa
                 env=hook_env(PRE_COMMIT_FROM_REF=base, PRE_COMMIT_TO_REF=tip))
     assert r.returncode == 1
     assert "nothing was pushed" in r.stdout and "git rebase -i" in r.stdout
+    assert "git filter-repo" in r.stdout  # the tool for many commits, or a file in every one
     assert r.stdout.count("nothing was pushed") == 1  # said once, after every commit's findings
 
 

@@ -312,3 +312,82 @@ def test_the_guard_says_a_missing_key_once_under_run_all_files(installed) -> Non
     out = r.stdout + r.stderr
     assert r.returncode != 0 and "exit code: 2" in out, out
     assert out.count("PLIMSOLL_WITHHELD_KEY is not set") == 1, out
+
+
+def test_a_baseline_in_the_hooks_args_lets_a_dealt_with_finding_be_committed(
+        tmp_path: Path, pc_home: Path) -> None:
+    """`args: [--baseline, baseline.json]` under the hook, through real pre-commit: the
+    baselined finding is named and fails nothing; without the baseline the commit is refused."""
+    from harness_repo import run_cli
+
+    repo = make_harness(tmp_path)
+    (repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n"
+        f"-   repo: {CHECKOUT}\n"
+        f"    rev: {checkout_head()}\n"
+        f"    hooks:\n"
+        f"    -   id: plimsoll-ship-scan\n"
+        f"        args: [--baseline, baseline.json]\n")
+    leak(repo)
+    r = run_cli(repo, "scan", "--format", "json", "-o", str(tmp_path / "report.json"))
+    assert r.returncode == 1, r.stderr
+    r = run_cli(repo, "baseline", str(tmp_path / "report.json"), "--reason",
+                "rotated on 2026-12-01", "-o", "baseline.json")
+    assert r.returncode == 0, r.stderr
+    git(repo, "add", "-A")
+    env = _env(pc_home)
+    assert pre_commit(repo, "install", env=env).returncode == 0
+    r = git_commit(repo, "viewer: example link, the seed rotated", env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = pre_commit(repo, "run", "plimsoll-ship-scan", "--all-files", "--verbose", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "note: baselined: viewer/replay.html:1:15: withheld value seeds.txt:2" in r.stdout
+    assert "2 baselined findings not counted (baseline.json)" in r.stdout
+    assert SEED not in r.stdout + r.stderr
+    (repo / "baseline.json").write_text('{"format": "plimsoll-baseline/1", "entries": [\n  {}\n]}\n')
+    git(repo, "add", "baseline.json")
+    r = pre_commit(repo, "run", "plimsoll-ship-scan", "--all-files", env=env)
+    assert r.returncode == 2 or "exit code: 2" in r.stdout, r.stdout + r.stderr
+    assert "baseline baseline.json line 2:" in r.stdout
+
+
+def test_a_yaml_seeded_harness_set_up_by_init_refuses_the_leak_and_the_raw_seeds(
+        tmp_path: Path, pc_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`plimsoll-ci init` on a harness whose seeds live in YAML: its hooks (pointed at this
+    checkout: the release it pins cannot be fetched here) refuse the viewer leak and the raw
+    seeds file, and let the clean commit through."""
+    from plimsoll_ci import __version__, init
+    from plimsoll_ci.cli import main
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    repo = tmp_path / "harness"
+    (repo / "heldout").mkdir(parents=True)
+    (repo / "heldout" / "seeds.yaml").write_text(
+        "heldout:\n  seeds:\n" + "".join(f"    - {s}\n" for s in PRACTICE))
+    (repo / "viewer").mkdir()
+    fix(repo)
+    git(repo, "init", "-q", "-b", "main")
+    for k, v in (("user.email", "m@example.org"), ("user.name", "M"), ("commit.gpgsign", "false")):
+        git(repo, "config", k, v)
+    assert main(["init", str(repo), "--yes"]) == 0
+    config = repo / ".pre-commit-config.yaml"
+    config.write_text(config.read_text().replace(init.HOOKS_REPO, str(CHECKOUT))
+                      .replace(f"rev: v{__version__}", f"rev: {checkout_head()}"))
+    env = _env(pc_home)
+    r = pre_commit(repo, "install", "--hook-type", "pre-commit", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    git(repo, "add", "-A")
+    assert "heldout/seeds.yaml" not in git(repo, "diff", "--cached", "--name-only")
+    first = git_commit(repo, "plimsoll-ci init", env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    leak(repo)
+    git(repo, "add", "viewer/replay.html")
+    r = git_commit(repo, "viewer: example replay link", env)
+    assert r.returncode != 0 and "heldout/seeds.yaml:heldout.seeds[1]" in r.stdout + r.stderr
+    assert SEED not in r.stdout + r.stderr
+    fix(repo)
+    git(repo, "add", "viewer/replay.html")
+    git(repo, "add", "-f", "heldout/seeds.yaml")
+    r = git_commit(repo, "keep the seeds", env)
+    assert r.returncode != 0 and "heldout/seeds.yaml" in r.stdout + r.stderr
+    assert all(s not in r.stdout + r.stderr for s in PRACTICE)

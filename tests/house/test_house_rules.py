@@ -7,7 +7,7 @@
 - No import cycle among the project's modules: neither through module-level imports nor through
   imports inside functions (`if TYPE_CHECKING:` blocks import nothing at run time and do not
   count; a package's `__init__` importing its own modules is how packages are built).
-- `match/` and `sim/` stay pure: they import nothing of the project outside themselves.
+- `match/` and `plimsoll_sim/` stay pure: they import nothing of the project outside themselves.
 """
 
 from __future__ import annotations
@@ -142,12 +142,12 @@ def test_no_module_imports_itself_back(lazy: bool) -> None:
 
 
 @pytest.mark.parametrize("pure, root", [("plimsoll_ci.match", PACKAGE / "match"),
-                                        ("sim", ROOT / "sim")])
+                                        ("plimsoll_sim", ROOT / "plimsoll_sim")])
 def test_the_pure_layers_import_nothing_of_the_project(pure: str, root: Path) -> None:
     mods = _modules(root)
     assert len(mods) > 3
     outside = {name: sorted(m for m in _imports(path, set(), lazy=True)
-                            if m.split(".")[0] in ("plimsoll_ci", "sim", "tests", "benchmarks")
+                            if m.split(".")[0] in ("plimsoll_ci", "plimsoll_sim", "tests", "benchmarks")
                             and m != pure and not m.startswith(pure + "."))
                for name, path in mods.items()}
     assert {name: found for name, found in outside.items() if found} == {}

@@ -1,5 +1,7 @@
-"""What the docs tell a user to pin exists: a full commit id until a release is tagged, and a
-release tag names the package's own version."""
+"""What the docs and examples tell a user to pin: a release tag that names the package's own
+version, so the examples never lag behind the code they ship with (a commit id written into the
+repository is behind by the time it is committed, and fell 150 commits behind before); the docs
+may also show the `COMMIT` placeholder."""
 
 from __future__ import annotations
 
@@ -7,8 +9,6 @@ import re
 import subprocess
 from importlib.metadata import version
 from pathlib import Path
-
-import pytest
 
 from plimsoll_ci import __version__
 
@@ -28,22 +28,37 @@ def _documents() -> list[Path]:
             *sorted((REPO / "examples").rglob("*.y*ml")), *sorted((REPO / "examples").rglob("*.md"))]
 
 
-def test_the_docs_pin_a_commit_or_a_tag_that_exists_never_a_branch_or_a_missing_tag():
-    tags = set(_git("tag", "--list").split())
-    pins = [(p.relative_to(REPO).as_posix(), a or b) for p in _documents()
+def _pins(paths: list[Path]) -> list[tuple[str, str]]:
+    return [(p.relative_to(REPO).as_posix(), a or b) for p in paths
             for a, b in PINS.findall(p.read_text())]
+
+
+def test_every_example_pins_the_release_of_this_version():
+    examples = [*sorted((REPO / "examples").rglob("*.y*ml")),
+                *sorted((REPO / "examples").rglob(".pre-commit-config.yaml"))]
+    pins = _pins(examples)
+    assert {w for w, _ in pins} >= {"examples/argon/.pre-commit-config.yaml",
+                                   "examples/workflows/ship-scan.yml",
+                                   "examples/workflows/grade.yml"}
+    for where, pin in pins:
+        assert pin == f"v{__version__}", (f"{where}: pins {pin!r}; pin the release this "
+                                          f"example ships with, v{__version__}")
+
+
+def test_the_docs_pin_this_release_or_show_the_placeholder():
+    pins = _pins(_documents())
     assert pins, "the docs show how to pin the hooks and actions"
     for where, pin in pins:
-        ok = re.fullmatch(r"[0-9a-f]{40}", pin) or pin == "COMMIT" or pin in tags
-        assert ok, f"{where}: pins {pin!r}: use a full commit id (no release is tagged yet)"
+        assert pin in (f"v{__version__}", "COMMIT"), \
+            f"{where}: pins {pin!r}: show v{__version__} (this release) or COMMIT"
 
 
-def test_a_pinned_commit_in_the_example_is_a_commit_of_this_repository():
-    for p in (REPO / "examples").rglob(".pre-commit-config.yaml"):
-        for a, _ in PINS.findall(p.read_text()):
-            if re.fullmatch(r"[0-9a-f]{40}", a) and _git("rev-parse", "--is-shallow-repository") \
-                    .strip() == "false":
-                assert _git("cat-file", "-t", a).strip() == "commit", f"{p}: {a}"
+def test_the_pin_check_refuses_a_commit_id_and_another_version(tmp_path: Path):
+    stale = tmp_path / "pre-commit.yaml"
+    for pin in ("eb0c3559ae5629422eb997989fbfe4776bf1645b", "v0.0.9", "main"):
+        stale.write_text(f"repos:\n-   repo: x\n    rev: {pin}\n")
+        (found,) = PINS.findall(stale.read_text())
+        assert found[0] != f"v{__version__}"
 
 
 def test_the_package_version_has_one_source_and_a_release_tag_names_it():
@@ -54,14 +69,10 @@ def test_the_package_version_has_one_source_and_a_release_tag_names_it():
             assert tag == f"v{__version__}", f"tag {tag} at HEAD, package version {__version__}"
 
 
-USES = re.compile(r"uses:\s*plimsoll-ci/plimsoll-ci/(actions/[\w-]+)@([0-9a-f]{40})")
+USES = re.compile(r"uses:\s*plimsoll-ci/plimsoll-ci/(actions/[\w-]+)@([\w.-]+)")
 
 
-def test_a_workflow_pins_a_commit_that_has_the_action_it_uses():
-    if _git("rev-parse", "--is-shallow-repository").strip() != "false":
-        pytest.skip("a shallow clone cannot see the pinned commits")
+def test_a_workflow_uses_an_action_this_release_has():
     for p in sorted((REPO / "examples" / "workflows").glob("*.yml")):
-        for action, commit in USES.findall(p.read_text()):
-            found = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e",
-                                    f"{commit}:{action}/action.yml"], capture_output=True)
-            assert found.returncode == 0, f"{p.name}: {action}@{commit[:12]} has no action.yml"
+        for action, _pin in USES.findall(p.read_text()):
+            assert (REPO / action / "action.yml").is_file(), f"{p.name}: no {action}/action.yml"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.grading.lockstep import CpuBudget
 from plimsoll_ci.grading.request import GradeRequest
 from plimsoll_ci.grading.run import grade
@@ -54,7 +54,7 @@ def flight(provider: str, path: str, seeds=(SEED,), budget=FAST) -> dict:
 def test_reading_the_simulator_and_a_seed_file_by_host_path_finds_nothing(gvisor, tmp_path):
     seed_file = tmp_path / "held-out.txt"
     seed_file.write_text("4111111111\n")
-    paths = [str(REPO / "sim" / "generator.py"), str(seed_file), "/etc/hostname", "/root"]
+    paths = [str(REPO / "plimsoll_sim" / "generator.py"), str(seed_file), "/etc/hostname", "/root"]
     body = f"""
 out = []
 for p in {paths!r}:

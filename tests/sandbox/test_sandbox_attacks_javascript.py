@@ -60,7 +60,7 @@ def test_javascript_reading_the_simulator_and_a_seed_file_by_host_path_finds_not
         provider, tmp_path):
     seed_file = tmp_path / "held-out.txt"
     seed_file.write_text("4111111111\n")
-    paths = [str(REPO / "sim" / "generator.py"), str(seed_file), "/root"]
+    paths = [str(REPO / "plimsoll_sim" / "generator.py"), str(seed_file), "/root"]
     # Docker gives a container an /etc/hostname of its own: it may be read, never the host's.
     body = f"""
 const out = [];

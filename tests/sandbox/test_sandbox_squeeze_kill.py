@@ -102,7 +102,7 @@ def test_after_a_killed_squeeze_the_next_run_leaves_nothing_of_it(
         account = json.loads((out / "run.json").read_text())
         assert account["status"] == "interrupted"
         assert not (out / "bundle.intoto.jsonl").exists()  # a half-flown grading is never signed
-    quick = _job(tmp_path / "quick", (REPO / "sim/controllers/hover.py").read_text())
+    quick = _job(tmp_path / "quick", (REPO / "plimsoll_sim/controllers/hover.py").read_text())
     nxt = subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", "run", str(quick),
                           "--out", str(tmp_path / "next"), "--provider", "process"],
                          capture_output=True, text=True, timeout=600)

@@ -13,7 +13,7 @@ import time
 
 from hunter import hunt
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.grading import fresh, seedlint
 from plimsoll_ci.grading.lockstep import CpuBudget
 from plimsoll_ci.grading.request import MAX_BATCH

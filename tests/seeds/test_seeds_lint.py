@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from scankit import LeakGuard
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.grading import fresh, seedlint
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import sim
+import plimsoll_sim as sim
 
 CONTROLLERS = Path(sim.__file__).parent / "controllers"
 # Fixed "fresh" seed lists: ten-digit seeds drawn once from a fixed stream (not the practice set).
@@ -104,7 +104,7 @@ def test_a_reference_controller_imports_only_numpy_and_the_standard_library(name
 def test_a_reference_controller_runs_copied_alone_into_an_empty_folder(name, tmp_path):
     shutil.copy(CONTROLLERS / f"{name}.py", tmp_path / "controller.py")
     b = sim.Batch([sim.PRACTICE_SEEDS[1]], sim.course("easy"))
-    # -I -S: no site-packages (so no `sim`, not even numpy), no environment, no current folder.
+    # -I -S: no site-packages (so no `plimsoll_sim`, not even numpy), no environment, no current folder.
     script = (
         "import json, sys\n"
         f"sys.path.insert(0, {str(tmp_path)!r})\n"

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import sim
+import plimsoll_sim as sim
 
 GOLDEN = Path(__file__).with_name("golden_digests.json")
 CONTROLLERS = Path(sim.__file__).parent / "controllers"
@@ -142,7 +142,7 @@ def test_the_generator_is_pinned():
 def test_the_simulator_is_pure_no_files_processes_clocks_or_entropy():
     import ast
 
-    allowed = {"__future__", "hashlib", "math", "typing", "collections", "numpy", "sim"}
+    allowed = {"__future__", "hashlib", "math", "typing", "collections", "numpy", "plimsoll_sim"}
     for path in sorted(Path(sim.__file__).parent.glob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):

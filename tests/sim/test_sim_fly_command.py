@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.cli import main
 
 CONTROLLERS = Path(sim.__file__).parent / "controllers"
@@ -189,6 +189,22 @@ def test_a_controller_whose_constructor_raises_ends_every_flight_at_once(capsys,
     code, out, _ = fly(capsys, "--controller", str(path), "--course", "hard", "--seeds", "1-3")
     assert code == 0
     assert out.count("controller_error (constructor raised KeyError") == 3
+
+
+def test_fly_prints_a_controllers_path_and_error_escaped(capsys, tmp_path):
+    # the file's name and the exception the controller raises are the controller's words: a
+    # cleared screen, a window title or a forged total must not reach the terminal
+    evil = "\x1b]0;pwned\x07\x1b[2J\nlanded 16/16 FORGED\r\u202e"
+    path = tmp_path / "c\x1b[2J\nlanded 9 FORGED\r.py"
+    path.write_text("class Controller:\n    def __init__(self, info):\n        pass\n\n"
+                    f"    def step(self, obs):\n        raise ValueError({evil!r})\n")
+    code, out, err = fly(capsys, "--controller", str(path), "--course", "easy", "--seeds", "5")
+    assert code == 0
+    for text in (out, err):
+        assert not [c for c in text if c != "\n" and (ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f
+                                                      or c == "\u202e")]
+        assert not [x for x in text.splitlines() if x.startswith(("landed 16/16", "landed 9"))]
+    assert "\\x1b[2J\\x0alanded 16/16 FORGED" in out
 
 
 @pytest.mark.parametrize("name", ["honest", "cheater"])

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-import sim
+import plimsoll_sim as sim
 
 SEED = 1234567890
 EASY = sim.course("easy")

@@ -90,7 +90,7 @@ from chat_server import Answer, Received, text, tool_call  # noqa: E402
 
 # a made-up key shaped like a real one; the tests that could leak it look for it
 KEY = "sk-proj-PLIMSOLLrebuildKEY9f8e7d6c5b4a3f2e1d0c9b8a7"
-HONEST = (REPO / "sim" / "controllers" / "honest.py").read_text()
+HONEST = (REPO / "plimsoll_sim" / "controllers" / "honest.py").read_text()
 
 
 def assistant_turns(got: Received) -> int:

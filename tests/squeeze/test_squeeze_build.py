@@ -25,7 +25,7 @@ from chat_server import (
 )
 from squeezekit import HONEST, KEY, REPO, assistant_turns, builder, need_gvisor
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.attest import keys
 from plimsoll_ci.attest.bundle import verify_bundle
 from plimsoll_ci.errors import BadInput
@@ -37,7 +37,7 @@ from plimsoll_ci.squeeze import progress, rebuild, wall
 from plimsoll_ci.squeeze import run as run_mod
 from plimsoll_ci.squeeze.grader import Setup
 
-HOVER = (REPO / "sim" / "controllers" / "hover.py").read_text()
+HOVER = (REPO / "plimsoll_sim" / "controllers" / "hover.py").read_text()
 # Seeds of the hard course the honest controller lands (flown in-process, `sim.fly.fly`)
 LANDED = (8742514865654379576, 3641603986678484279, 445363685911929936)
 JOB = """\
@@ -90,8 +90,8 @@ def scripted_model() -> tuple[list, set]:
 
 
 def test_an_honest_rebuild_writes_runs_and_flies_its_controller_in_gvisor(tmp_path, gvisor):
-    from sim.course import course
-    from sim.fly import fly
+    from plimsoll_sim.course import course
+    from plimsoll_sim.fly import fly
 
     honest: dict = {}
     exec(compile(HONEST, "honest.py", "exec"), honest)  # (trusted: the repository's own)

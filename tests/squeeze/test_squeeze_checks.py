@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from squeezekit import EXAMPLE
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.squeeze import checks
 
 SCAN = None

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import sim
-import sim.generator
+import plimsoll_sim as sim
+import plimsoll_sim.generator
 from plimsoll_ci.grading import checks as grading_checks
 from plimsoll_ci.squeeze import checks
 

@@ -25,8 +25,8 @@ loops:
 
 def tiny_job(folder: Path) -> Path:
     (folder / "rebuilds").mkdir(parents=True)
-    (folder / "loop.py").write_text((REPO / "sim/controllers/honest.py").read_text())
-    (folder / "rebuilds" / "hover.py").write_text((REPO / "sim/controllers/hover.py").read_text())
+    (folder / "loop.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
+    (folder / "rebuilds" / "hover.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
     (folder / "squeeze.yaml").write_text(TINY)
     return folder / "squeeze.yaml"
 
@@ -155,7 +155,7 @@ def test_a_controller_carrying_a_withheld_entry_is_refused_and_the_job_goes_on(t
 
     job = tiny_job(tmp_path / "job")
     leaky = job.parent / "rebuilds" / "leaky.py"
-    leaky.write_text((REPO / "sim/controllers/hover.py").read_text()
+    leaky.write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text()
                      + "\nNOTE = 'the grader answer key is blue-falcon-7781'\n")
     doc, _ = build_set(values=[("keys.txt:1", "the grader answer key is blue-falcon-7781")],
                        key=b"k" * 32)

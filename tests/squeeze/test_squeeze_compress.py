@@ -12,7 +12,7 @@ from pathlib import Path
 from chat_server import ChatServer, text
 from squeezekit import KEY
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.squeeze import recipes
 
 LONG = ("Weigh the drone first: ramp the thrust slowly until lift-off and keep that as the hover "

@@ -14,7 +14,7 @@ import pytest
 from scankit import LeakGuard
 from squeezekit import EXAMPLE, need_gvisor
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.attest import keys
 from plimsoll_ci.squeeze.verify import verify
 

@@ -20,7 +20,7 @@ from plimsoll_ci.squeeze import run as run_mod
 from plimsoll_ci.squeeze.grader import Setup
 from plimsoll_ci.squeeze.verify import verify
 
-CONTROLLERS = REPO / "sim" / "controllers"
+CONTROLLERS = REPO / "plimsoll_sim" / "controllers"
 JOB = """\
 course: hard
 fresh: {count: 4}

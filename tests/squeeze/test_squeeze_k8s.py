@@ -1,7 +1,8 @@
 """`squeeze k8s JOB --shards N`: manifests that validate against Kubernetes' own schemas (strict:
 an unknown field fails), every pod under the gVisor RuntimeClass with no service account token,
 no egress, resource limits and the results volume; the Indexed Job's N pods grade slices 1..N of
-the plan once each, and the merge step takes them all."""
+the plan once each, each pod seeing the plan read-only and only its own folder, each grading in
+bubblewrap or not at all, and the merge step takes them all."""
 
 from __future__ import annotations
 
@@ -65,9 +66,58 @@ def test_every_pod_runs_in_gvisor_without_a_token_or_root_under_limits(written):
         assert spec["securityContext"]["runAsNonRoot"] is True
         [c] = spec["containers"]
         assert c["securityContext"]["allowPrivilegeEscalation"] is False
+        assert c["securityContext"]["readOnlyRootFilesystem"] is True
+        assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
         assert c["resources"]["limits"] == {"cpu": "2", "memory": "2Gi"}
-        assert c["volumeMounts"] == [{"name": "results", "mountPath": "/results"}]
+        assert {"name": "tmp", "mountPath": "/tmp"} in c["volumeMounts"]
         assert spec["volumes"][0]["persistentVolumeClaim"]["claimName"] == "argon-results"
+
+
+def test_a_shard_pod_mounts_the_plan_read_only_and_only_its_own_folder(written):
+    [shards] = written["shards.yaml"]
+    [c] = shards["spec"]["template"]["spec"]["containers"]
+    results = [m for m in c["volumeMounts"] if m["name"] == "results"]
+    assert results == [
+        {"name": "results", "mountPath": "/results/plan", "subPath": "plan", "readOnly": True},
+        {"name": "results", "mountPath": "/results/out", "subPathExpr": "shards/$(SHARD_INDEX)"}]
+    index = next(e for e in c["env"] if e["name"] == "SHARD_INDEX")
+    assert index["valueFrom"]["fieldRef"]["fieldPath"] == \
+        "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+
+
+def test_every_shard_pod_requires_the_bubblewrap_wall(written):
+    [shards] = written["shards.yaml"]
+    [c] = shards["spec"]["template"]["spec"]["containers"]
+    assert {"name": "PLIMSOLL_BWRAP", "value": "required"} in c["env"]
+    assert "--provider process" in c["command"][-1]
+    assert "hostUsers" not in shards["spec"]["template"]["spec"]  # no loosening unless asked
+    note = shards["spec"]["template"]["metadata"]["annotations"]["plimsoll-ci/squeeze-wall"]
+    assert "bubblewrap" in note and "exits 2" in note
+
+
+def test_bubblewrap_settings_loosen_only_the_shard_pods_and_validate(tmp_path):
+    out = tmp_path / "k8s"
+    r = cli("k8s", str(EXAMPLE / "squeeze.yaml"), "--shards", "2", "--image", "img:1",
+            "--out", str(out), "--bubblewrap-settings")
+    assert r.returncode == 0, r.stderr
+    docs = {p.name: list(yaml.safe_load_all(p.read_text())) for p in out.iterdir()}
+    for each in docs.values():
+        for doc in each:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+    [shards] = docs["shards.yaml"]
+    spec = shards["spec"]["template"]["spec"]
+    assert spec["hostUsers"] is False
+    assert "what bubblewrap needs under runc" in \
+        shards["spec"]["template"]["metadata"]["annotations"]["plimsoll-ci/squeeze-settings"]
+    security = spec["containers"][0]["securityContext"]
+    assert security["procMount"] == "Unmasked"
+    assert security["seccompProfile"] == security["appArmorProfile"] == {"type": "Unconfined"}
+    assert security["capabilities"] == {"drop": ["ALL"]} and security["runAsNonRoot"] is True
+    for name in ("plan.yaml", "merge.yaml"):
+        [job] = docs[name]
+        assert "hostUsers" not in job["spec"]["template"]["spec"]
+        assert "seccompProfile" not in job["spec"]["template"]["spec"]["containers"][0][
+            "securityContext"]
 
 
 def test_a_network_policy_denies_every_pod_all_egress(written):
@@ -93,14 +143,14 @@ def test_the_indexed_pods_grade_every_slice_once_and_the_merge_takes_them_all(wr
     said = [subprocess.run(script, env={**env, "JOB_COMPLETION_INDEX": str(i)}, text=True,
                            capture_output=True, check=True).stdout.split() for i in range(3)]
     assert [s[s.index("--shard") + 1] for s in said] == ["1/3", "2/3", "3/3"]
-    assert [s[s.index("--out") + 1] for s in said] == [f"/results/shard-{i}" for i in (1, 2, 3)]
+    assert all(s[s.index("--out") + 1] == "/results/out" for s in said)  # shards/K, mounted
     assert all(s[s.index("--plan") + 1] == "/results/plan" for s in said)
     [plan] = written["plan.yaml"]
     assert "squeeze plan /job/squeeze.yaml --out /results/plan" in \
         plan["spec"]["template"]["spec"]["containers"][0]["command"][-1]
     [merge] = written["merge.yaml"]
     command = merge["spec"]["template"]["spec"]["containers"][0]["command"][-1]
-    assert "bundle merge /results/shard-* --out /results/merged" in command
+    assert "bundle merge /results/shards/* --out /results/merged" in command
     assert "squeeze verify /results/merged" in command
 
 
@@ -119,3 +169,21 @@ def test_a_job_that_builds_through_a_model_is_refused(tmp_path):
     r = cli("k8s", str(EXAMPLE / "build.yaml"), "--shards", "2", "--image", "img:1", "--out",
             str(tmp_path / "k8s"))
     assert r.returncode == 2 and "needs egress" in r.stderr, r.stderr
+
+
+def test_every_signing_pod_takes_the_job_key_and_the_merge_pins_its_public_half(written):
+    """The merge trusts the job key's public half from the Secret, never a shard's harness.pub
+    (issue 28 row 1 on a cluster): every pod signs under the one job key."""
+    for name in ("plan.yaml", "shards.yaml", "merge.yaml"):
+        [job] = written[name]
+        [container] = job["spec"]["template"]["spec"]["containers"]
+        refs = [e["valueFrom"]["secretKeyRef"] for e in container["env"]
+                if e["name"] == "PLIMSOLL_SQUEEZE_KEY"]
+        assert refs == [{"name": "argon-job-key", "key": "key.pem"}], name
+        assert "--signing-key-env PLIMSOLL_SQUEEZE_KEY" in container["command"][-1], name
+    [merge] = written["merge.yaml"]
+    command = merge["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert "--pub /keys/job.pub" in command and "--shard-pub /keys/job.pub" in command
+    assert "harness.pub" not in command
+    volumes = {v["name"]: v for v in merge["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["job-key"]["secret"]["items"] == [{"key": "key.pub", "path": "job.pub"}]

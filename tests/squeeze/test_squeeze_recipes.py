@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from squeezekit import copy_example
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.squeeze import recipes
 

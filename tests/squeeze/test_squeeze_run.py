@@ -28,8 +28,8 @@ from plimsoll_ci.squeeze.verify import verify
 
 pytestmark = [pytest.mark.gvisor, pytest.mark.slow]
 
-HONEST = (REPO / "sim" / "controllers" / "honest.py").read_text()
-HOVER = (REPO / "sim" / "controllers" / "hover.py").read_text()
+HONEST = (REPO / "plimsoll_sim" / "controllers" / "honest.py").read_text()
+HOVER = (REPO / "plimsoll_sim" / "controllers" / "hover.py").read_text()
 BROKEN = {
     # The sandbox process dies half a second into every flight.
     "crash.py": HONEST.replace("    def step(self, obs: dict) -> dict:\n",

@@ -34,8 +34,8 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 def tiny_job(folder: Path) -> Path:
     (folder / "rebuilds").mkdir(parents=True)
-    (folder / "loop.py").write_text((REPO / "sim/controllers/honest.py").read_text())
-    (folder / "rebuilds" / "hover.py").write_text((REPO / "sim/controllers/hover.py").read_text())
+    (folder / "loop.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
+    (folder / "rebuilds" / "hover.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
     (folder / "squeeze.yaml").write_text(TINY)
     return folder / "squeeze.yaml"
 
@@ -153,7 +153,7 @@ def test_a_plan_on_a_held_out_set_keeps_only_its_commitment_and_shards_need_the_
 
 
 def test_smoke_seeds_are_drawn_fresh_per_session_and_a_held_out_seed_among_them_is_caught():
-    import sim
+    import plimsoll_sim as sim
     from plimsoll_ci.squeeze import rebuild, wall
 
     held = fresh.draw(4)

@@ -24,7 +24,7 @@ from chat_server import (
 from modelkit import carries_key
 from squeezekit import KEY
 
-import sim
+import plimsoll_sim as sim
 from plimsoll_ci.grading import fresh
 from plimsoll_ci.model import ModelConfig
 from plimsoll_ci.model.session import Budget

@@ -32,9 +32,9 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 def tiny_job(folder: Path) -> Path:
     """Three gradings: the loop and two rebuilds (one lands everything, one nothing)."""
     (folder / "rebuilds").mkdir(parents=True)
-    (folder / "loop.py").write_text((REPO / "sim/controllers/honest.py").read_text())
-    (folder / "rebuilds" / "hover.py").write_text((REPO / "sim/controllers/hover.py").read_text())
-    (folder / "rebuilds" / "twin.py").write_text((REPO / "sim/controllers/honest.py").read_text())
+    (folder / "loop.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
+    (folder / "rebuilds" / "hover.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
+    (folder / "rebuilds" / "twin.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
     (folder / "squeeze.yaml").write_text(TINY)
     return folder / "squeeze.yaml"
 
@@ -177,7 +177,7 @@ def test_a_shard_refuses_a_changed_controller_and_bad_slices(sharded, tmp_path):
                 "process", *extra)
         assert r.returncode == 2 and said in r.stderr, r.stderr
     (job_dir / "rebuilds" / "twin.py").write_text(
-        (REPO / "sim/controllers/honest.py").read_text() + "\n# changed after the plan\n")
+        (REPO / "plimsoll_sim/controllers/honest.py").read_text() + "\n# changed after the plan\n")
     r = cli("squeeze", "run", str(job), "--plan", str(sharded / "plan"), "--shard", "1/2",
             "--out", str(tmp_path / "x"), "--provider", "process")
     assert r.returncode == 2 and "twin.py: its files are not the ones" in r.stderr, r.stderr

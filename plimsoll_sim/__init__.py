@@ -16,10 +16,10 @@ this package has no entropy and a fixed list ends up in task texts (the write-up
 
 from __future__ import annotations
 
-from sim import generator
-from sim.batch import Batch, FlightResult, trajectory_digest
-from sim.course import COURSES, Course, course
-from sim.fly import fly
+from plimsoll_sim import generator
+from plimsoll_sim.batch import Batch, FlightResult, trajectory_digest
+from plimsoll_sim.course import COURSES, Course, course
+from plimsoll_sim.fly import fly
 
 SEED_MAX = 2**64 - 1
 

@@ -19,8 +19,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sim import generator
-from sim.course import Course
+from plimsoll_sim import generator
+from plimsoll_sim.course import Course
 
 # Flight-controller firmware gains (what a real quad's on-board controller would do).
 K_ATT = 8.0  # 1/s, tilt error -> body rate

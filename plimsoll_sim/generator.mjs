@@ -1,11 +1,12 @@
 // The flight generator ported to JavaScript: one seed (a BigInt) -> one hidden flight.
 //
-// Not used by the simulator (sim/generator.py is the one that decides flights). It is here so the
-// code checks know what a JavaScript port of the generator looks like: its fingerprints are
-// matched as simulator source (a controller carrying a copy of it is named), and a test checks
-// that it draws exactly the flights sim/generator.py draws, so the fingerprints are of a working
-// port. `hidden` is a course's hidden ranges, as in sim/course.py (payload, weak_factor, wind,
-// gust_peak, sharp_peak, gust_duration, sharp_duration, gust_window, jitter, yaw_jitter).
+// Not used by the simulator (plimsoll_sim/generator.py is the one that decides flights). It is
+// here so the code checks know what a JavaScript port of the generator looks like: its
+// fingerprints are matched as simulator source (a controller carrying a copy of it is named), and
+// a test checks that it draws exactly the flights plimsoll_sim/generator.py draws, so the
+// fingerprints are of a working port. `hidden` is a course's hidden ranges, as in
+// plimsoll_sim/course.py (payload, weak_factor, wind, gust_peak, sharp_peak, gust_duration,
+// sharp_duration, gust_window, jitter, yaw_jitter).
 
 export const MAGIC = 0x5EEDD20EC0A57E4Bn;
 const MASK = (1n << 64n) - 1n;

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sim.batch import Batch, FlightResult
-from sim.course import Course
+from plimsoll_sim.batch import Batch, FlightResult
+from plimsoll_sim.course import Course
 
 
 def fly(
