@@ -262,8 +262,9 @@ def _node() -> str | None:
 
 def _exec_node(start: dict, hello: dict, proto_in, proto_out) -> int:
     """Replace this process with `node runner.mjs`: the probes are taken, the same inner limits
-    are set (all but the address space, which V8 reserves far beyond what it uses: its heap is
-    bounded by --max-old-space-size instead), and the protocol moves to descriptors 3 and 4."""
+    are set (the address space with 1 GiB more, which V8 reserves beyond what it uses; its heap
+    is bounded by --max-old-space-size at half the memory), and the protocol moves to
+    descriptors 3 and 4."""
     def fail(why: str) -> int:
         proto_out.write(json.dumps({"hello": hello, "fatal": why}).encode() + b"\n")
         return 4
@@ -276,9 +277,13 @@ def _exec_node(start: dict, hello: dict, proto_in, proto_out) -> int:
     if not os.path.isfile(runner):
         return fail("runner.mjs is missing beside runner.py")
     limits = dict(start.get("limits", {}))
-    memory = limits.pop("memory", 0)
+    memory = limits.get("memory", 0)
+    if type(memory) is int and memory > 0:
+        # V8 reserves address space it never touches: the bound on it keeps 1 GiB of headroom
+        # (a sandbox without a memory cgroup is still bounded), the heap gets half the memory.
+        limits["memory"] = memory + (1 << 30)
     _limit(limits)
-    heap = max(64, int(memory) // (2 << 20)) if type(memory) is int and memory > 0 else 512
+    heap = max(64, memory // (2 << 20)) if type(memory) is int and memory > 0 else 512
     fd_in, fd_out = os.dup(proto_in.fileno()), os.dup(proto_out.fileno())  # both above 4
     os.dup2(fd_in, 3)  # dup2 makes them inheritable
     os.dup2(fd_out, 4)
