@@ -1,7 +1,8 @@
 """`plimsoll-ci fly`: fly a trusted controller in-process on chosen seeds; per-flight outcome, totals.
 
 It imports the controller into this process: it is for code you trust (the reference controllers,
-your own). Untrusted code is graded in a sandbox with `plimsoll-ci grade`.
+your own). A JavaScript controller (.mjs, .js) is flown by node through the grading protocol in
+the `process` provider (no --plot). Untrusted code is graded in a sandbox with `plimsoll-ci grade`.
 
 Without `--seeds` or `--seed-file` it flies smoke seeds drawn fresh for this call (`--smoke N`,
 default 4): throwaway flights nobody could have fixed in a task text or memorized.
@@ -17,6 +18,10 @@ NOTICE = (
     "plimsoll-ci fly: running {path} in-process: for trusted code only "
     "(grade untrusted code in a sandbox with `plimsoll-ci grade`)"
 )
+NOTICE_JS = (
+    "plimsoll-ci fly: running {path} with node in the process provider: for trusted code only "
+    "(grade untrusted code in a sandbox with `plimsoll-ci grade`)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from plimsoll_ci.commands._common import whole
 
     parser.add_argument("--controller", required=True, metavar="PATH",
-                        help="a .py file defining class Controller, or a folder with controller.py")
+                        help="a .py file defining class Controller, a .mjs or .js file whose "
+                        "default export is one (flown by node), or a folder with controller.py, "
+                        ".mjs or .js")
     parser.add_argument("--course", required=True, choices=["easy", "hard"])
     seeds = parser.add_mutually_exclusive_group()
     seeds.add_argument("--seeds", metavar="LIST", help="seeds and ranges, e.g. 1,2,5-9")
@@ -36,6 +43,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", metavar="OUT", help="write a plot of one flight (.png or .svg)")
     parser.add_argument("--plot-seed", type=whole(0, 2**64 - 1), metavar="SEED",
                         help="which flight to plot (default: the first seed)")
+
+
+def is_javascript(path: str) -> bool:
+    """Whether `path` is a JavaScript controller: a .mjs or .js file, or a folder whose entry is
+    controller.mjs or controller.js (and no controller.py)."""
+    from plimsoll_ci.sandbox.stage import JS_SUFFIXES
+
+    p = Path(path)
+    if p.is_dir():
+        return not (p / "controller.py").is_file() and any(
+            (p / f"controller{s}").is_file() for s in JS_SUFFIXES)
+    return p.suffix in JS_SUFFIXES
+
+
+def fly_javascript(path: str, seeds: list[int], course: str) -> list:
+    """Fly a JavaScript controller with node, through the runner and the lockstep protocol of a
+    grading, in the `process` provider (trusted code: no gVisor needed); per-flight results with
+    seed, landed, gates, time, reason and detail, in the order of `seeds`."""
+    from plimsoll_ci.grading.request import GradeRequest
+    from plimsoll_ci.grading.run import grade
+    from plimsoll_ci.grading.seeds import Seed
+
+    flights = [Seed(f"seeds:{n}", s, True) for n, s in enumerate(seeds, 1)]
+    graded = grade(GradeRequest(path, course, flights, "process"))
+    return list(graded.flights)
 
 
 def load_controller(path: str):
@@ -92,12 +124,19 @@ def run(args: argparse.Namespace) -> int:
         if importlib.util.find_spec("matplotlib") is None:
             raise BadInput(f"--plot {args.plot}: needs matplotlib, which is not installed; "
                            "pip install matplotlib (it is in plimsoll-ci's [test] extra)")
-    controller = load_controller(args.controller)
     from plimsoll_ci.report.names import shown
 
-    print(NOTICE.format(path=shown(args.controller)), file=sys.stderr)
     course = sim.course(args.course)
-    results, batch = sim.fly(controller, seeds, course, record=bool(args.plot))
+    if is_javascript(args.controller):
+        if args.plot:
+            raise BadInput(f"--plot {args.plot}: plots need the flight recorded in-process, "
+                           "which only a Python controller is; drop --plot for a JavaScript one")
+        print(NOTICE_JS.format(path=shown(args.controller)), file=sys.stderr)
+        results, batch = fly_javascript(args.controller, seeds, course.name), None
+    else:
+        controller = load_controller(args.controller)
+        print(NOTICE.format(path=shown(args.controller)), file=sys.stderr)
+        results, batch = sim.fly(controller, seeds, course, record=bool(args.plot))
     landed = sum(r.landed for r in results)
     if args.format == "json":
         flights = [

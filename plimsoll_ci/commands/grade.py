@@ -23,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from plimsoll_ci.commands._signing import add_signing_arguments
 
     parser.add_argument("--controller", required=True, metavar="PATH",
-                        help="a .py file defining class Controller, or a folder with ENTRY.py")
+                        help="a .py file defining class Controller, a .mjs or .js file whose "
+                        "default export is one (flown by node), or a folder with ENTRY.py, "
+                        "ENTRY.mjs or ENTRY.js")
     parser.add_argument("--entry", default="controller", metavar="NAME",
                         help="entry module of a controller folder (default: controller)")
     parser.add_argument("--course", required=True, choices=["easy", "hard"])

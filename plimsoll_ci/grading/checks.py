@@ -23,7 +23,8 @@ from plimsoll_ci.withheld import WithheldSet, build_set, parse
 
 # Below this a seed is an ordinary number (loop bounds, sizes, 101..104 smoke seeds).
 MIN_MATCHED_SEED = 1_000_000
-SIM_SOURCES = ("generator.py", "batch.py", "course.py", "fly.py", "__init__.py")
+# generator.mjs is the generator's JavaScript port: a JavaScript controller's copy is named too.
+SIM_SOURCES = ("generator.py", "generator.mjs", "batch.py", "course.py", "fly.py", "__init__.py")
 
 
 class CodeCheck(NamedTuple):

@@ -223,8 +223,8 @@ def run_in_sandbox(provider: str, folder: Path, argv: Sequence[str],
 
 def _not_found(argv: tuple[str, ...], evidence: dict) -> CommandResult:
     return CommandResult(argv, NOT_FOUND_EXIT, False,
-                         f"{argv[0]}: not found in the sandbox's runtime (it carries Python and "
-                         "pytest)\n", 0, 0.0, "", "", evidence)
+                         f"{argv[0]}: not found in the sandbox's runtime (it carries Python, "
+                         "pytest, and node and npm when the host has them)\n", 0, 0.0, "", "", evidence)
 
 
 def _popen(argv: list[str], preexec: Callable[[], None] | None = None, cwd: str | None = None,

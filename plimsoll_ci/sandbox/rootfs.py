@@ -1,10 +1,12 @@
-"""The minimal Python runtime every sandbox starts from: built locally, never pulled.
+"""The minimal runtime every sandbox starts from: built locally, never pulled.
 
 No registry is reachable where gradings run, so the root filesystem is assembled from the host's
 own Python: the interpreter, the standard library (without tests, IDLE, Tk), numpy, pytest with the
 distributions it requires (for the eval harness's guarded tests; left out when the host has no
-pytest), and exactly the shared libraries `ldd` says they need. `/usr/local/bin` holds `python3`,
-`python` and a `pytest` script, and no shell. The same folder is the read-only root of the gVisor
+pytest), the host's `node` when it has one (JavaScript controllers; Debian's `nodejs` package),
+and exactly the shared libraries `ldd` says they all need. `/usr/local/bin` holds `python3`,
+`python`, `node`, `npm` (a node script; npm's package folder is copied at its own path) and a
+`pytest` script, and no shell. The same folder is the read-only root of the gVisor
 OCI bundle and, packed as a deterministic tarball, the `docker import`ed image.
 
     python3 -m plimsoll_ci.sandbox.rootfs [--docker-import] [--print-path]
@@ -16,6 +18,7 @@ import argparse
 import functools
 import hashlib
 import io
+import json
 import os
 import re
 import shutil
@@ -119,11 +122,59 @@ def _key() -> str:
 
     h = hashlib.sha256()
     for part in (FORMAT, sys.version, os.path.realpath(sys.executable), numpy.__version__,
-                 numpy.__file__, Path(__file__).read_text()):
+                 numpy.__file__, Path(__file__).read_text(), _node_identity()):
         h.update(part.encode() + b"\0")
     for dist in _distributions():  # a new pytest (or one installed later) makes a new root
         h.update(f"{dist.metadata['Name']}=={dist.version}@{dist.locate_file('')}".encode() + b"\0")
     return h.hexdigest()
+
+
+def node_path() -> str | None:
+    """The host's node executable (resolved), which the root carries for JavaScript controllers;
+    None when the host has none (then the root carries Python only)."""
+    found = shutil.which("node") or shutil.which("nodejs")
+    return os.path.realpath(found) if found else None
+
+
+def npm_root() -> Path | None:
+    """The host's npm package folder (holding bin/npm-cli.js), or None: the root carries it, and
+    an `npm` script run by node, so the eval harness's allowlisted `npm` runs in a sandbox."""
+    found = shutil.which("npm")
+    if not found or node_path() is None:
+        return None
+    root = Path(os.path.realpath(found)).parent.parent
+    return root if (root / "bin" / "npm-cli.js").is_file() else None
+
+
+def _node_identity() -> str:
+    """Names the host's node and npm by path, size and time (one installed or upgraded later
+    makes a new root)."""
+    node = node_path()
+    if node is None:
+        return "node: none"
+    st = os.stat(node)
+    npm = npm_root()
+    seen = os.stat(npm / "package.json").st_mtime_ns if npm else 0
+    return f"node: {node} {st.st_size} {st.st_mtime_ns}; npm: {npm} {seen}"
+
+
+def _copy_npm(work: Path, bindir: Path, say) -> None:
+    """npm's package folder at its own path, and `npm` in bin: a node script (no shell)."""
+    root = npm_root()
+    if root is None:
+        return
+    # Debian's npm keeps its dependencies beside it (/usr/share/nodejs/<name>), not inside it:
+    # then the whole folder of packages goes, with node's other Debian package folders.
+    folders = [root] if (root / "node_modules").is_dir() else [
+        root.parent, *(p for p in (Path("/usr/lib/nodejs"),
+                                   Path(f"/usr/lib/{sysconfig.get_config_var('MULTIARCH')}/nodejs"))
+                       if p.is_dir())]
+    for folder in folders:
+        _copy_tree(folder, work / str(folder).lstrip("/"), lambda rel: False)
+    script = bindir / "npm"
+    script.write_text(f"#!{PREFIX}/bin/node\nrequire({json.dumps(str(root / 'bin' / 'npm-cli.js'))});\n")
+    script.chmod(0o755)
+    say(f"rootfs: npm from {root}")
 
 
 def _ldd(paths: list[Path]) -> set[str]:
@@ -224,6 +275,12 @@ def _assemble(work: Path, say) -> None:
     for dist in _distributions():
         say(f"rootfs: {dist.metadata['Name']} {dist.version} from {dist.locate_file('')}")
         elves += _copy_distribution(dist, site)
+    node = node_path()
+    if node is not None:  # JavaScript controllers: the binary and (below) the libraries it loads
+        shutil.copy2(node, bindir / "node")
+        elves.append(Path(node))
+        say(f"rootfs: node from {node}")
+        _copy_npm(work, bindir, say)
     libs = _ldd(elves)
     for lib in sorted(libs):
         target = work / lib.lstrip("/")

@@ -249,6 +249,53 @@ def _describe(e: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+# -- a JavaScript controller: node takes over this process ---------------------------------------
+
+
+def _node() -> str | None:
+    """The runtime's node (the sandbox's /usr/local/bin/node), else one on PATH."""
+    import shutil
+
+    inside = os.path.join(sys.prefix, "bin", "node")
+    return inside if os.access(inside, os.X_OK) else shutil.which("node")
+
+
+def _exec_node(start: dict, hello: dict, proto_in, proto_out) -> int:
+    """Replace this process with `node runner.mjs`: the probes are taken, the same inner limits
+    are set (the address space with 1 GiB more, which V8 reserves beyond what it uses; its heap
+    is bounded by --max-old-space-size at half the memory), and the protocol moves to
+    descriptors 3 and 4."""
+    def fail(why: str) -> int:
+        proto_out.write(json.dumps({"hello": hello, "fatal": why}).encode() + b"\n")
+        return 4
+
+    node = _node()
+    runner = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.mjs")
+    if node is None:
+        return fail("no node in this sandbox's runtime: install nodejs on the host "
+                    "(apt-get install nodejs) and run again; the runtime is rebuilt with it")
+    if not os.path.isfile(runner):
+        return fail("runner.mjs is missing beside runner.py")
+    limits = dict(start.get("limits", {}))
+    memory = limits.get("memory", 0)
+    if type(memory) is int and memory > 0:
+        # V8 reserves address space it never touches: the bound on it keeps 1 GiB of headroom
+        # (a sandbox without a memory cgroup is still bounded), the heap gets half the memory.
+        limits["memory"] = memory + (1 << 30)
+    _limit(limits)
+    heap = max(64, memory // (2 << 20)) if type(memory) is int and memory > 0 else 512
+    fd_in, fd_out = os.dup(proto_in.fileno()), os.dup(proto_out.fileno())  # both above 4
+    os.dup2(fd_in, 3)  # dup2 makes them inheritable
+    os.dup2(fd_out, 4)
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
+    env["PLIMSOLL_START"] = json.dumps({"start": start, "hello": hello})
+    try:
+        os.execve(node, [node, f"--max-old-space-size={heap}", runner], env)
+    except OSError as e:
+        return fail(f"node did not start ({_describe(e)})")
+    return 4  # pragma: no cover - execve does not return
+
+
 # -- the loop --------------------------------------------------------------------------------------
 
 
@@ -273,6 +320,8 @@ def main() -> int:
     start = json.loads(line)["start"]
     code = start.get("path", "/controller")
     hello = probes(start.get("canary", "/nonexistent"), code)
+    if start.get("runtime") == "node":
+        return _exec_node(start, hello, proto_in, proto_out)
     _limit(start.get("limits", {}))
     # numpy sits in the runtime's site-packages, which Debian's site.py does not add by itself.
     site = os.path.join(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}",

@@ -38,6 +38,15 @@ class Stage(NamedTuple):
     canary: Path  # a host file no sandbox must be able to read
     module: str  # the module to import inside
     files: dict[str, str]  # relative path -> SHA-256 hex of the staged bytes
+    runtime: str = "python"  # "python" (module imported by runner.py) or "node" (file, runner.mjs)
+
+
+JS_SUFFIXES = (".mjs", ".js")
+
+
+def runtime_of(path: str) -> str:
+    """The runtime a controller file's extension picks: node for .mjs and .js, else python."""
+    return "node" if path.endswith(JS_SUFFIXES) else "python"
 
 
 def _module_name(name: str, where: str) -> str:
@@ -48,7 +57,8 @@ def _module_name(name: str, where: str) -> str:
 
 
 def stage(controller: str, entry: str = "controller") -> Stage:
-    """Copy a controller (one .py file, or a folder with ENTRY.py) into a fresh private folder."""
+    """Copy a controller (one .py, .mjs or .js file, or a folder with ENTRY.py, ENTRY.mjs or
+    ENTRY.js) into a fresh private folder; the extension picks the runtime."""
     src = Path(controller)
     if src.is_symlink():
         # The path given is the controller's root: a link would stage (and sign) whatever it
@@ -57,16 +67,26 @@ def stage(controller: str, entry: str = "controller") -> Stage:
                        "itself (links are never followed into a sandbox)")
     if not src.exists():
         raise BadInput(f"controller {controller}: no such file or folder")
+    runtime = "python"
     if src.is_file():
-        if src.suffix != ".py":
-            raise BadInput(f"controller {controller}: expected a .py file or a folder")
+        if src.suffix not in (".py", *JS_SUFFIXES):
+            raise BadInput(f"controller {controller}: expected a .py, .mjs or .js file or a "
+                           "folder")
         module = _module_name(src.stem, controller)
+        runtime = runtime_of(src.name)
+        if runtime == "node":
+            module = src.name  # node imports the file itself
         items = [(src.name, src)]
     elif src.is_dir():
         module = _module_name(entry, controller)
-        if not (src / f"{entry}.py").is_file() and not (src / entry / "__init__.py").is_file():
-            raise BadInput(f"controller {controller}: no {entry}.py in the folder; "
-                           "add it or name the entry module with --entry")
+        js = [f"{entry}{ext}" for ext in JS_SUFFIXES if (src / f"{entry}{ext}").is_file()]
+        if (src / f"{entry}.py").is_file() or (src / entry / "__init__.py").is_file():
+            pass
+        elif js:
+            runtime, module = "node", js[0]
+        else:
+            raise BadInput(f"controller {controller}: no {entry}.py, {entry}.mjs or {entry}.js "
+                           "in the folder; add it or name the entry module with --entry")
         items = list(_walk(src, controller))
     else:
         raise BadInput(f"controller {controller}: not a regular file or folder")
@@ -97,12 +117,13 @@ def stage(controller: str, entry: str = "controller") -> Stage:
             files[rel] = hashlib.sha256(data).hexdigest()
         for d, _, _ in os.walk(code):
             os.chmod(d, 0o755)
-        shutil.copyfile(Path(__file__).with_name("runner.py"), runner / "runner.py")
-        (runner / "runner.py").chmod(0o644)
+        for name in ("runner.py", "runner.mjs"):  # runner.py hands a .mjs/.js to runner.mjs
+            shutil.copyfile(Path(__file__).with_name(name), runner / name)
+            (runner / name).chmod(0o644)
         canary = root / f"canary-{secrets.token_hex(8)}"
         canary.write_text(f"plimsoll host canary {secrets.token_hex(16)}\n")
         canary.chmod(0o644)  # readable by anyone on the host: only a wall keeps a sandbox out
-        return Stage(root, code, runner, canary, module, files)
+        return Stage(root, code, runner, canary, module, files, runtime)
     except BaseException:
         _remove(root)
         raise

@@ -97,6 +97,7 @@ def _hello(session: Session, st: Stage, start: Startup) -> tuple[Received, float
     message = {"start": {
         "course": start.course_info, "module": st.module, "canary": str(st.canary),
         "flights": start.flights, "path": session.code_path,
+        **({"runtime": st.runtime} if st.runtime != "python" else {}),
         "limits": {"memory": limits.memory_bytes, "nproc": limits.pids,
                    "fsize": limits.tmpfs_bytes, "nofile": 256},
     }}

@@ -41,10 +41,13 @@ with gusts, none of which is observed; cope by feedback.
 
 TOOLS_TEXT = """\
 Tools:
-- write_file {path, content}: write a file into your workspace (controller.py is the one flown).
-- run_code {code}: run Python over a copy of your workspace in a sandbox (no network); you get
-  the exit code and the end of its output.
-- fly {}: fly your controller.py on {smoke} throwaway flights of this course; you get, per flight,
+- write_file {path, content}: write a file into your workspace (controller.py is the one flown;
+  a JavaScript controller.mjs whose default export is the Controller class is flown instead when
+  there is no controller.py).
+- run_code {code, language}: run Python (or, with language "javascript", an ES module under node)
+  over a copy of your workspace in a sandbox (no network); you get the exit code and the end of
+  its output.
+- fly {}: fly your controller on {smoke} throwaway flights of this course; you get, per flight,
   whether it landed, how far it got and why it ended.
 You have at most {turns} replies. When your controller is done, answer without a tool call.
 """

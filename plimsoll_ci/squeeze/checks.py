@@ -2,10 +2,11 @@
 
 The project's ship-scan engine does the matching (`plimsoll_ci.scan.Scanner`), over a withheld set
 built in memory and never written: the generator's magic constant (found in any notation: decimal,
-hex, `_` separators, one layer of encoding), the generator's source file (winnowed fingerprints:
-found copied, renamed or reformatted), and each practice seed. The set is keyed with a fixed
-domain key so that the same bytes give the same findings on every run (the findings go into the
-signed records; no value does).
+hex, `_` separators, a JavaScript BigInt's `n`, one layer of encoding), the generator's source
+file and its JavaScript port `plimsoll_sim/generator.mjs` (winnowed fingerprints: found copied,
+renamed or reformatted), and each practice seed. The set is keyed with a fixed domain key so that
+the same bytes give the same findings on every run (the findings go into the signed records; no
+value does).
 
 Three counts per group come out of it, as the write-up has them: controllers carrying the
 generator constant, carrying the generator source, carrying practice seeds.
@@ -23,6 +24,8 @@ from plimsoll_ci.files import read_bounded
 
 MAGIC_ID = "generator-magic"
 SOURCE_ID = "sim/generator.py"
+# The generator's JavaScript port: a JavaScript controller carrying it counts as carrying source.
+JS_SOURCE_ID = "sim/generator.mjs"
 PRACTICE_PREFIX = "practice:"
 KIND_OF = {"generator": MAGIC_ID, "source": SOURCE_ID}
 _KEY = hashlib.sha256(b"plimsoll-ci squeeze code checks v1").digest()
@@ -39,8 +42,11 @@ def scanner(practice: tuple[int, ...]):  # -> plimsoll_ci.scan.Scanner
 
     values = [(f"{PRACTICE_PREFIX}{n}", str(seed)) for n, seed in enumerate(practice, 1)]
     values.append((MAGIC_ID, str(sim.generator.MAGIC)))
-    source = (Path(sim.__file__).parent / "generator.py").read_bytes()
-    doc, _warnings = build_set(values=values, sources=[(SOURCE_ID, source)], key=_KEY)
+    here = Path(sim.__file__).parent
+    sources = [(SOURCE_ID, (here / "generator.py").read_bytes())]
+    if (here / "generator.mjs").is_file():
+        sources.append((JS_SOURCE_ID, (here / "generator.mjs").read_bytes()))
+    doc, _warnings = build_set(values=values, sources=sources, key=_KEY)
     return Scanner(parse(doc, key=_KEY, origin="<squeeze code checks>"))
 
 
@@ -84,7 +90,7 @@ def check(files: dict[str, bytes], scan) -> dict[str, Any]:
         for f in found:
             if f.entry == MAGIC_ID:
                 generator.add(f"{f.path}:{f.line}" if f.where == "content" else f"{f.path} (name)")
-            elif f.entry == SOURCE_ID:
+            elif f.entry in (SOURCE_ID, JS_SOURCE_ID):
                 source.add(f"{f.path} ({f.detail})" if f.detail else f.path)
             elif f.entry.startswith(PRACTICE_PREFIX):
                 practice.add(f.entry)

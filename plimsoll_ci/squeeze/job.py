@@ -15,7 +15,9 @@
 Paths and globs are relative to the job file's folder and stay inside it: a path that leaves it,
 by `..` or through a link (its own, or a folder's on the way), is refused. The job file and the
 practice seed file are read within 1 MiB, the YAML within `yamlsafe`'s bounds. A glob may match
-`.py` files or folders holding a `controller.py` (a rebuild's workspace). A loop (with its recipe) or
+`.py`, `.mjs` or `.js` files (the extension picks the runtime: Python, or JavaScript flown by
+node; a job may mix them) or folders holding a `controller.py`, `controller.mjs` or
+`controller.js` (a rebuild's workspace). A loop (with its recipe) or
 the control group may instead, or as well, have `build: N`: N rebuilds made through a model during
 the run (`rebuild.py`), with `sessions: {max_turns: 40, smoke: 4}` bounding each session's replies
 and its throwaway flights. Every error names the file and line (exit 2).
@@ -44,6 +46,7 @@ MAX_FRESH = 10_000
 MAX_CONTROLLERS = 1000
 MAX_BUILD = 100
 MAX_JOB_BYTES = 1 * MiB  # a job file is a page; the bound keeps /dev/zero and a huge file out
+CONTROLLER_SUFFIXES = (".py", ".mjs", ".js")  # as `sandbox.stage` stages them
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
@@ -183,8 +186,8 @@ class _Reader:
         rel = self.relative(node, what)
         target = self.base / rel
         if not _is_controller(target):
-            raise self.fail(node.line, f"{what} {rel}: no such controller (a .py file, or a "
-                            "folder holding controller.py)")
+            raise self.fail(node.line, f"{what} {rel}: no such controller (a .py, .mjs or .js "
+                            "file, or a folder holding controller.py, .mjs or .js)")
         self.kept_inside(node.line, rel, what)
         return rel
 
@@ -198,8 +201,9 @@ class _Reader:
             pattern = self.relative(item, what)
             matches = [m for m in sorted(self.base.glob(pattern)) if _is_controller(m)]
             if not matches:
-                raise self.fail(item.line, f"{what}: {pattern!r} matches no controller (a .py "
-                                "file, or a folder holding controller.py)")
+                raise self.fail(item.line, f"{what}: {pattern!r} matches no controller (a .py, "
+                                ".mjs or .js file, or a folder holding controller.py, .mjs "
+                                "or .js)")
             for m in matches:
                 rel = m.relative_to(self.base).as_posix()
                 if ".." in Path(rel).parts:
@@ -214,8 +218,8 @@ def _is_controller(p: Path) -> bool:
     if p.is_symlink():
         return False
     if p.is_file():
-        return p.suffix == ".py"
-    return p.is_dir() and (p / "controller.py").is_file()
+        return p.suffix in CONTROLLER_SUFFIXES
+    return p.is_dir() and any((p / f"controller{s}").is_file() for s in CONTROLLER_SUFFIXES)
 
 
 def parse(text: str, origin: str, base: Path, digest: str = "") -> Job:

@@ -43,8 +43,12 @@ TOOLS = (
         "type": "object", "properties": {"path": {"type": "string"},
                                          "content": {"type": "string"}},
         "required": ["path", "content"]}),
-    Tool("run_code", "Run Python over a copy of your workspace in a sandbox (no network).", {
-        "type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}),
+    Tool("run_code", "Run Python (or JavaScript: language javascript) over a copy of your "
+         "workspace in a sandbox (no network).", {
+             "type": "object", "properties": {
+                 "code": {"type": "string"},
+                 "language": {"type": "string", "enum": ["python", "javascript"]}},
+             "required": ["code"]}),
     Tool("fly", "Fly controller.py on this session's throwaway flights.",
          {"type": "object", "properties": {}}),
 )
@@ -293,14 +297,16 @@ class _Tools:
             if call.name == "write_file":
                 return self.space.write(args.get("path"), args.get("content")), True
             if call.name == "run_code":
-                return self._run_code(args.get("code")), True
+                return self._run_code(args.get("code"), args.get("language", "python")), True
             return self._fly(), True
         except Refused as e:
             return f"error: {e}", False
 
-    def _run_code(self, code: object) -> str:
+    def _run_code(self, code: object, language: object = "python") -> str:
+        if language not in sandboxed.LANGUAGES:
+            raise Refused("language must be python or javascript")
         if not isinstance(code, str) or not code.strip():
-            raise Refused("code must be a non-empty string of Python")
+            raise Refused(f"code must be a non-empty string of {str(language).capitalize()}")
         if len(code.encode("utf-8", "replace")) > MAX_CODE_BYTES:
             raise Refused(f"code is over {MAX_CODE_BYTES} bytes")
         files = {**self.kit, **self.space.files()}
@@ -308,7 +314,7 @@ class _Tools:
         left = self.until - time.monotonic()
         if left < bounds.wall_s:  # never past the session's wall clock
             bounds = bounds._replace(wall_s=max(left, 0.1), cpu_s=min(bounds.cpu_s, max(left, 0.1)))
-        ran = sandboxed.run_code(files, code, bounds, self.setting.provider)
+        ran = sandboxed.run_code(files, code, bounds, self.setting.provider, str(language))
         return ran.text()
 
     def _fly(self) -> str:
@@ -317,7 +323,8 @@ class _Tools:
         from plimsoll_ci.grading.seeds import Seed
 
         if not self.space.has_controller():
-            raise Refused("there is no controller.py in your workspace yet; write it first")
+            raise Refused("there is no controller.py (or controller.mjs) in your workspace "
+                          "yet; write it first")
         copy = Path(tempfile.mkdtemp(prefix="fly-", dir=self.setting.work))
         try:
             for rel, data in self.space.files().items():

@@ -1,11 +1,13 @@
-"""`run_code`: a rebuild's Python, run in a sandbox of its own over a copy of its workspace.
+"""`run_code`: a rebuild's Python or JavaScript, run in a sandbox of its own over a copy of its
+workspace.
 
     ran = run_code(files, "print(1 + 1)", Bounds(), provider="gvisor")
     ran.status, ran.exit_code, ran.output        # "ok", 0, "2\\n"
 
 The workspace's files (and any kit the harness ships beside them) are staged read-only; the
 sandbox's runner copies them into its private `/tmp`, changes there and runs the code with stdout
-and stderr on one channel. The provider is one of `sandbox.all_providers` (gVisor by default: no
+and stderr on one channel (JavaScript: written there as `.run_code.mjs` and run by the runtime's
+node as a child of the runner). The provider is one of `sandbox.all_providers` (gVisor by default: no
 network, read-only root, memory and process limits), the CPU time is read from outside and bounded,
 and so is the wall clock; only the last `Bounds.output_bytes` of the output come back.
 
@@ -42,13 +44,28 @@ os.chdir(work)
 sys.path.insert(0, work)
 sys.stdin = open(os.devnull)
 code = 0
-try:
-    exec(compile(msg["code"], "run_code.py", "exec"), {"__name__": "__main__"})
-except SystemExit as e:
-    code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-except BaseException:
-    traceback.print_exc()
-    code = 1
+if msg.get("language") == "javascript":
+    import subprocess
+    node = os.path.join(sys.prefix, "bin", "node")
+    node = node if os.access(node, os.X_OK) else shutil.which("node")
+    script = os.path.join(work, ".run_code.mjs")
+    with open(script, "w") as fh:
+        fh.write(msg["code"])
+    if node is None:
+        print("node is not in this sandbox's runtime")
+        code = 127
+    else:
+        sys.stdout.flush()
+        code = subprocess.run([node, script], stdin=subprocess.DEVNULL).returncode
+        code = code if code >= 0 else 128 - code
+else:
+    try:
+        exec(compile(msg["code"], "run_code.py", "exec"), {"__name__": "__main__"})
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
 sys.stdout.flush()
 sys.stderr.flush()
 os.write(1, ("\n%s exit %d\n" % (msg["nonce"], code)).encode())
@@ -100,9 +117,13 @@ def _stage(files: dict[str, bytes]) -> Stage:
     return Stage(root, code, runner, canary, "controller", {})
 
 
-def run_code(files: dict[str, bytes], code: str, bounds: Bounds, provider: str) -> CodeRun:
-    """Run `code` over a copy of `files` in a fresh sandbox of `provider` (SandboxError when none
-    can start)."""
+LANGUAGES = ("python", "javascript")
+
+
+def run_code(files: dict[str, bytes], code: str, bounds: Bounds, provider: str,
+             language: str = "python") -> CodeRun:
+    """Run `code` (Python, or JavaScript as an ES module) over a copy of `files` in a fresh
+    sandbox of `provider` (SandboxError when none can start)."""
     chosen = all_providers.get(provider)
     st = _stage(files)
     nonce = secrets.token_hex(8)
@@ -110,7 +131,8 @@ def run_code(files: dict[str, bytes], code: str, bounds: Bounds, provider: str) 
         for _attempt in range(2):
             session = chosen.start(st, bounds.limits)
             try:
-                message = {"workspace": session.code_path, "code": code, "nonce": nonce}
+                message = {"workspace": session.code_path, "code": code, "nonce": nonce,
+                           "language": language}
                 session.send(json.dumps(message).encode() + b"\n", bounds.wall_s)
                 status, out = _read_all(session, bounds)
                 stderr = session.stderr_text()

@@ -16,6 +16,7 @@ MAX_FILES = 64
 MAX_TOTAL_BYTES = 2 * 1024 * 1024
 MAX_DEPTH = 4
 CONTROLLER = "controller.py"
+JS_CONTROLLERS = ("controller.mjs", "controller.js")
 _PART = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}")
 
 
@@ -75,8 +76,9 @@ class Workspace:
         return dict(sorted(self._files.items()))
 
     def has_controller(self) -> bool:
-        """True when the model wrote `controller.py`."""
-        return CONTROLLER in self._files
+        """True when the model wrote `controller.py` (or, in JavaScript, `controller.mjs` or
+        `controller.js`: the grading picks the runtime from the extension)."""
+        return any(name in self._files for name in (CONTROLLER, *JS_CONTROLLERS))
 
 
 def files_digest(files: dict[str, bytes]) -> str:

@@ -102,7 +102,7 @@ def test_min_tier_kernel_refuses_the_process_provider_before_anything_runs(quick
 @pytest.mark.parametrize("args, message", [
     (["--controller", "/nonexistent/c.py", "--seeds", "1"], "no such file"),
     (["--controller", "{tmp}", "--seeds", "1"], "no controller.py"),
-    (["--controller", "{tmp}/notes.txt", "--seeds", "1"], "expected a .py file"),
+    (["--controller", "{tmp}/notes.txt", "--seeds", "1"], "expected a .py, .mjs or .js file"),
     (["--controller", "{quick}", "--fresh", "0"], "argument --fresh: 0 is out of range"),
     (["--controller", "{quick}", "--seeds", "1-x"], "--seeds"),
     (["--controller", "{quick}", "--seeds", "1", "--cpu-per-tick", "0"],

@@ -126,9 +126,22 @@ def test_the_network_is_not_there_inside_gvisor(gvisor, folder):
 
 @pytest.mark.gvisor
 def test_a_program_the_runtime_does_not_carry_exits_127_without_a_sandbox(gvisor, folder):
-    result = run_in_sandbox(gvisor, folder, ["node", "-e", "1"], FAST)
+    result = run_in_sandbox(gvisor, folder, ["go", "version"], FAST)
     assert result.exit_code == NOT_FOUND_EXIT
     assert "not found" in result.output
+
+
+@pytest.mark.gvisor
+def test_node_and_npm_run_in_gvisor_over_the_folder(gvisor, folder):
+    result = run_in_sandbox(gvisor, folder, ["node", "-e", "const fs = require('fs');\n"
+                                             "console.log(fs.readFileSync('kept.txt', 'utf8'));\n"
+                                             "fs.writeFileSync('made.txt', 'x');"], FAST)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("kept") and (folder / "made.txt").read_text() == "x"
+    (folder / "package.json").write_text('{"name": "t", "version": "1.2.3"}\n')
+    npm = run_in_sandbox(gvisor, folder, ["npm", "pkg", "get", "version"], FAST)
+    assert npm.exit_code == 0, npm.output
+    assert '"1.2.3"' in npm.output
 
 
 @pytest.mark.gvisor

@@ -207,3 +207,22 @@ def test_fly_prints_a_controllers_path_and_error_escaped(capsys, tmp_path):
                                                       or c == "\u202e")]
         assert not [x for x in text.splitlines() if x.startswith(("landed 16/16", "landed 9"))]
     assert "\\x1b[2J\\x0alanded 16/16 FORGED" in out
+
+
+@pytest.mark.parametrize("name", ["honest", "cheater"])
+def test_fly_flies_a_javascript_controller_with_node_like_its_python_twin(capsys, name):
+    seeds = f"{PRACTICE_2},3000000029"
+    code, python, _ = fly(capsys, "--controller", str(CONTROLLERS / f"{name}.py"),
+                          "--course", "hard", "--seeds", seeds, "--format", "json")
+    assert code == 0
+    code, javascript, err = fly(capsys, "--controller", str(CONTROLLERS / f"{name}.mjs"),
+                                "--course", "hard", "--seeds", seeds, "--format", "json")
+    assert code == 0 and "with node" in err and "trusted code only" in err
+    assert json.loads(javascript) == json.loads(python)
+
+
+def test_fly_refuses_a_plot_of_a_javascript_controller(capsys, tmp_path):
+    code, _, err = fly(capsys, "--controller", str(CONTROLLERS / "honest.mjs"), "--course",
+                       "hard", "--seeds", "5", "--plot", str(tmp_path / "p.svg"))
+    assert code == 2 and "--plot" in err and "JavaScript" in err
+    assert not (tmp_path / "p.svg").exists()
