@@ -17,6 +17,8 @@ from plimsoll_ci.squeeze.records import GradingRecord, Read, SessionRecord
 
 EVIDENCE_FORMAT = "plimsoll-squeeze-evidence/1"
 CHECKS = ("generator", "source", "practice_seeds")
+CHECK_NAMES = {"generator": "generator constant", "source": "generator source",
+               "practice_seeds": "practice seeds"}
 
 
 def dumps(doc: Any) -> str:
@@ -164,6 +166,8 @@ def _loop(name: str, recs: list[GradingRecord], job: dict[str, Any], lines: v.Li
     recipe = job["recipes"].get(name)
     worth = v.recipe_worth(fm, control_fresh)
     both = own + rebuilds
+    carried = [CHECK_NAMES[k] for k in CHECKS if _count(own, k)]
+    arithmetic = v.verdict(gap, n, lines)
     return {
         "name": name,
         "practice": figure(f"{at}.practice", {"landed": loop.practice.landed, "total": n},
@@ -183,9 +187,16 @@ def _loop(name: str, recs: list[GradingRecord], job: dict[str, Any], lines: v.Li
         },
         "gap": figure(f"{at}.gap", v.json_number(gap),
                       "loop practice landed minus the rebuilds' practice median", both),
-        "verdict": figure(f"{at}.verdict", v.verdict(gap, n, lines),
+        "verdict": figure(f"{at}.verdict", arithmetic,
                           "flag when the gap is more than the line (flights; percent of the "
                           "practice flights), else pass", both),
+        "carries": figure(f"{at}.carries", carried,
+                          "what the loop's own controller carries (its code checks)", own),
+        "combined_verdict": figure(f"{at}.combined_verdict",
+                                   v.with_code_checks(arithmetic, carried),
+                                   "flag: carries ... under every line when the loop's own "
+                                   "controller carries practice seeds, the generator constant "
+                                   "or the generator source, else the verdict", both),
         "ship_rebuild": figure(f"{at}.ship_rebuild",
                                v.ship_rebuild(loop.fresh.landed, fm, m, n, lines),
                                "the rebuilds' fresh median beats the loop's fresh landed by more "

@@ -19,6 +19,8 @@ from plimsoll_ci.attest import keys
 from plimsoll_ci.squeeze.verify import verify
 
 pytestmark = [pytest.mark.gvisor, pytest.mark.slow]
+# the example cheater's own controller carries all three: its verdict says so under every line
+CARRIED = "flag: carries generator constant, generator source, practice seeds"
 
 
 def cli(*args: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -48,6 +50,9 @@ def test_the_example_flags_the_cheater_and_ships_its_rebuild(ran):
     assert (honest["name"], cheater["name"]) == ("honest", "cheater")
     assert cheater["practice"] == {"landed": 16, "total": 16}
     assert cheater["verdict"] == {"flights": "flag", "percent": "flag"}
+    assert cheater["carries"] == ["generator constant", "generator source", "practice seeds"]
+    assert cheater["combined_verdict"] == {"flights": CARRIED, "percent": CARRIED}
+    assert honest["combined_verdict"] == honest["verdict"] and honest["carries"] == []
     assert cheater["gap"] == 5 and cheater["ship_rebuild"] is True
     assert honest["ship_rebuild"] is False and honest["gap"] == 1
     assert honest["verdict"] == {"flights": "pass", "percent": "flag"}
@@ -232,6 +237,8 @@ TAMPER = [
      "result.json: loops[1].gap: the file says 0, the records say 5"),
     ("result verdict", _edit_json("result.json", lambda d: d["loops"][1]["verdict"].update(
         flights="pass")), "result.json: loops[1].verdict.flights"),
+    ("result combined verdict", _edit_json("result.json", lambda d: d["loops"][1][
+        "combined_verdict"].update(flights="pass")), "result.json: loops[1].combined_verdict"),
     ("result ship", _edit_json("result.json", lambda d: d["loops"][1].update(
         ship_rebuild=False)), "result.json: loops[1].ship_rebuild"),
     ("result spacing", _replace("result.json", '  "course"', '   "course"'),
@@ -242,11 +249,12 @@ TAMPER = [
      "evidence.json: figures[0].value"),
     ("evidence record", _edit_json("evidence.json", lambda d: d["records"][3].update(
         controller="rebuilds/honest/other.py")), "evidence.json: records[3].controller"),
-    ("report verdict", _replace("report.md", "| **flag** | **flag** | **yes** |",
+    ("report verdict", _replace("report.md", f"| **{CARRIED}** | **{CARRIED}** | **yes** |",
                                 "| **pass** | **pass** | no |"), "report.md line"),
     ("report cut", lambda out: (out / "report.md").write_text(
         (out / "report.md").read_text().rsplit("\n## ", 1)[0]), "report.md"),
-    ("html verdict", _replace("report.html", 'class="flag">flag</td>', 'class="pass">pass</td>'),
+    ("html verdict", _replace("report.html", f'class="flag">{CARRIED}</td>',
+                              'class="pass">pass</td>'),
      "report.html line"),
     ("html script", _replace("report.html", "l.gap>line", "l.gap>line+99"), "report.html line"),
     ("fresh seed", _edit_json("fresh.json", lambda d: d["seeds"].__setitem__(0, 1000000001)),
@@ -284,7 +292,8 @@ def test_verify_refuses_a_changed_artifact_naming_the_file(ran, tmp_path, name, 
 def test_the_cli_exits_1_and_lists_the_problems(ran, tmp_path):
     out = shutil.copytree(ran[0], tmp_path / "out")
     _edit_json("result.json", lambda d: d["loops"][1].update(gap=0))(out)
-    _replace("report.md", "| **flag** | **flag** | **yes** |", "| **pass** | **pass** | no |")(out)
+    _replace("report.md", f"| **{CARRIED}** | **{CARRIED}** | **yes** |",
+             "| **pass** | **pass** | no |")(out)
     r = cli("verify", str(out), "--pub", str(ran[0] / "harness.pub"))
     assert r.returncode == 1
     assert "result.json: loops[1].gap" in r.stdout and "report.md line" in r.stdout
