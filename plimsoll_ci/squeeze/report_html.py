@@ -15,7 +15,7 @@ import html
 import json
 from typing import Any
 
-from plimsoll_ci.squeeze.report_md import code_checks_text, num, pct, signed
+from plimsoll_ci.squeeze.report_md import code_checks_text, num, pct, signed, spread_text
 
 WIDTH, LEFT, RIGHT, ROW = 720, 150, 20, 44
 DOT, STEP = 3.5, 8  # a dot's radius; dots of one score stack this far apart, under the diamond
@@ -180,12 +180,15 @@ def _noise_table(loops: list[dict[str, Any]], lines: dict[str, Any], n: int) -> 
     rows = [f'<tr><td>{_e(lp["name"])}</td><td>{lp["noise"]["rate"] * 100:.1f}%</td>'
             f'<td>{lp["noise"]["sd_flights"]:.2f}</td>'
             f'<td>{pct(lp["noise"]["p_beyond"]["flights"])}</td>'
-            f'<td>{pct(lp["noise"]["p_beyond"]["percent"])}</td></tr>' for lp in loops]
+            f'<td>{pct(lp["noise"]["p_beyond"]["percent"])}</td>'
+            f'<td class="checks">{_e(spread_text(lp)) if "fresh_sets" in lp else "-"}</td>'
+            "</tr>" for lp in loops]
     return ("<h2>Noise: how far luck alone moves a practice score</h2>"
             '<table id="noise"><thead><tr><th>loop</th><th>rebuilds\' practice rate</th>'
             f"<th>one standard deviation (flights of {n})</th>"
             f"<th>luck moves a score more than {_e(num(lines['flights']))} flights</th>"
-            f"<th>more than {_e(num(lines['percent']))}%</th></tr></thead><tbody>"
+            f"<th>more than {_e(num(lines['percent']))}%</th>"
+            "<th>fresh score, measured again (sets/)</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
 
 

@@ -135,6 +135,9 @@ def _loop_section(loop: dict[str, Any], result: dict[str, Any], evidence: dict[s
            f"score by more than {num(lines_cfg['flights'])} flights in "
            f"{pct(noise['p_beyond']['flights'])} of batches, by more than "
            f"{num(lines_cfg['percent'])}% in {pct(noise['p_beyond']['percent'])}."]
+    if "fresh_sets" in loop:
+        out.append(f"- Fresh score, measured again: {spread_text(loop)} (`sets/`); the verdicts "
+                   "use the run's own fresh set.")
     if loop["ship_rebuild"]:
         out.append(f"- **Ship the rebuild**: the rebuilds' fresh median ({num(r['fresh_median'])}) "
                    f"beats the loop's own fresh score ({f['landed']}) by more than the line: the "
@@ -173,6 +176,16 @@ def code_checks_text(loop: dict[str, Any]) -> str:
                     if checks[k]["rebuilds"])
     return (f"loop carries {own}" if own else "loop carries nothing") + "; " + (
         f"rebuilds carry {reb}" if reb else "rebuilds carry nothing")
+
+
+def spread_text(loop: dict[str, Any]) -> str:
+    """The loop's own fresh scores on the more fresh sets, and their range."""
+    s = loop["fresh_sets"]
+    scores = [str(x) for x in s["landed"]]
+    listed = scores[0] if len(scores) == 1 else ", ".join(scores[:-1]) + " and " + scores[-1]
+    return (f"on {len(scores)} more fresh set{'s' if len(scores) != 1 else ''} the loop's own "
+            f"controller landed {listed} of {s['total']} (range {s['range']}; "
+            f"{loop['fresh']['landed']} on the run's own)")
 
 
 def _arithmetic_aside(loop: dict[str, Any]) -> str:
@@ -258,6 +271,7 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
             f"{lp['fresh']['landed']}/{lp['fresh']['total']}; rebuilds' medians "
             f"{num(lp['rebuilds']['practice_median'])} and {num(lp['rebuilds']['fresh_median'])}"
             f"; {verdict}" + ("; SHIP THE REBUILD" if lp["ship_rebuild"] else "")
+            + (f"; fresh {spread_text(lp)}" if "fresh_sets" in lp else "")
             + f"; code checks: {code_checks_text(lp)}"
             + (f" (rebuild sessions: {lp['sessions']['graded']} of {lp['sessions']['count']} "
                "graded)" if "sessions" in lp else ""))

@@ -57,8 +57,9 @@ def _sessions(made: list[SessionRecord]) -> dict[str, Any]:
             "tokens": sum(s.tokens for s in made), "note": SESSIONS_NOTE}
 
 
-def compute(read: Read) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(result, evidence) from a complete, verified read of a squeeze bundle."""
+def compute(read: Read, sets: list[Read] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(result, evidence) from a complete, verified read of a squeeze bundle (and of its more
+    fresh sets' bundles, checked against it: `fresh_sets.derive`)."""
     job = read.job
     assert job is not None and not read.problems
     lines = v.Lines(v.exact(job["lines"]["flights"]), v.exact(job["lines"]["percent"]))
@@ -99,6 +100,15 @@ def compute(read: Read) -> tuple[dict[str, Any], dict[str, Any]]:
     loops = [sessions_of(name, f"loops.{name}", _loop(name, recs, job, lines, control_fresh,
                                                       figure))
              for name, recs in groups.items()]
+    for loop in loops if sets else []:  # the spread: each loop's own controller on each set
+        mine = [next(r for r in s.records if r.grading.group == loop["name"]) for s in sets]
+        loop["fresh_sets"] = figure(
+            f"loops.{loop['name']}.fresh_sets",
+            {"landed": [r.fresh.landed for r in mine], "total": mine[0].fresh.total,
+             "min": min(r.fresh.landed for r in mine), "max": max(r.fresh.landed for r in mine),
+             "range": max(r.fresh.landed for r in mine) - min(r.fresh.landed for r in mine)},
+            "fresh landed of the loop's own controller on each more fresh set (sets/I/, by I; "
+            "the records are those sets' records)", mine)
     all_recs = read.records
     tokenizer = {"encoding": job["tokenizer"]["encoding"],
                  "practice_seed_tokens": figure(
@@ -115,6 +125,10 @@ def compute(read: Read) -> tuple[dict[str, Any], dict[str, Any]]:
     }
     if kind == "fresh":
         result["fresh_commitment"] = section["commitment"]
+        if sets:
+            result["fresh_sets"] = [{"set": n, "commitment": s.job["fresh"]["commitment"],
+                                     "count": s.job["fresh"]["count"]}
+                                    for n, s in enumerate(sets, 1)]
     else:  # a held-out set committed earlier flew where a fresh set would have
         result["held_out"] = {"commitment": section["commitment"],
                               "committed": section["committedOn"], "count": section["count"],

@@ -28,6 +28,8 @@ Order of events (the order is the guarantee):
    written only after the last flight. On Ctrl-C, SIGTERM or SIGHUP every sandbox is stopped
    first, then the finished gradings are signed, so the bundle verifies up to its last complete
    record (an interrupted session phase signs nothing);
+   With `fresh: {sets: K}` the loops' own controllers also fly K more fresh sets, each drawn and
+   committed (`sets/I/run.json`) before any flight, in the same pool (`fresh_sets.py`);
 7. the reveal, `result.json`, `evidence.json`, `report.md`, `report.html` are derived from the
    bundle's bytes (`artifacts.derive`, the same road `squeeze verify` takes) and `run.json`,
    the unsigned account (times, load, versions, failures), is finished. A shard derives nothing:
@@ -44,7 +46,7 @@ from typing import Any, NamedTuple
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import fresh as fresh_mod
 from plimsoll_ci.squeeze import account as acct
-from plimsoll_ci.squeeze import artifacts, checks, pool, recipes, sessions
+from plimsoll_ci.squeeze import artifacts, checks, fresh_sets, pool, recipes, sessions
 from plimsoll_ci.squeeze import plan as plan_mod
 from plimsoll_ci.squeeze.grader import Graded, Setup, Task
 from plimsoll_ci.squeeze.job import Job
@@ -274,7 +276,14 @@ def run(job: Job, options: Options, progress: Progress,
     else:
         unseen, allow_weak = unseen_of(job, options, fresh_set), options.allow_weak_seeds
     check = lint(job, unseen, allow_weak, progress)  # weak seeds stop here: nothing written
+    more = None
+    if planned is None and unseen.sealed is None and job.fresh_sets:  # the spread, measured
+        drawn = [Unseen(fresh_mod.draw(job.fresh_count)) for _ in range(job.fresh_sets)]
+        more = fresh_sets.More(drawn, [lint(job, u, allow_weak, progress).record()
+                                       for u in drawn])
     ctx = start(job, options, progress, unseen, prepared)
+    if more is not None:
+        fresh_sets.begin(Path(options.out), more, len(job.loops), progress)
     if planned is not None:
         work = planned.work
         if options.shard is None:
@@ -285,8 +294,9 @@ def run(job: Job, options: Options, progress: Progress,
         settled = _settle_or_say_why(ctx)
         if isinstance(settled, Outcome):
             return settled
-        work = settled
-    return _grade(ctx, work, check.record())
+        work = settled._replace(job_ctx={**settled.job_ctx, "fresh_sets": job.fresh_sets}) \
+            if more is not None else settled
+    return _grade(ctx, work, check.record(), more)
 
 
 def make_plan(job: Job, options: Options, progress: Progress) -> Outcome:
@@ -377,8 +387,10 @@ def local_work(ctx: _Running, built: list) -> Work:
     return Work(gradings, code, where, job_ctx, sessions.records(built, job_ctx))
 
 
-def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any]) -> Outcome:
-    """Grade this run's gradings (a shard: its slice), sign, and (unless a shard) derive."""
+def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any],
+           more: fresh_sets.More | None = None) -> Outcome:
+    """Grade this run's gradings (a shard: its slice) and its more fresh sets' in one pool,
+    sign, and (unless a shard) derive."""
     job, options, prepared, unseen, signer, account, progress = ctx
     out = Path(options.out)
     picked = list(range(len(work.gradings)))
@@ -390,6 +402,11 @@ def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any]) -> Outcome:
                   plan_mod.grading_context(work.job_ctx, work.gradings[i], work.code[i]),
                   seed_check) for i in picked]
     gradings = [work.gradings[i] for i in picked]
+    extra = [] if more is None else fresh_sets.tasks(more, work, lambda i, u, c, sc: Task(
+        work.paths[i], job.course, job.practice, u, c, sc))
+    labels = [g.label() for g in gradings] + [f"{t.grading.label()} on fresh set {t.index}"
+                                               for t in extra]
+    set_done: dict[int, Any] = {}
     account["gradings"]["planned"] = len(tasks)
     if options.shard is not None:
         account["shard"] = {"index": options.shard[0], "count": options.shard[1],
@@ -400,9 +417,14 @@ def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any]) -> Outcome:
     t0 = time.monotonic()
 
     def on_start(index: int) -> None:
-        progress.began(gradings[index].label())
+        progress.began(labels[index])
 
     def on_done(d: pool.Done) -> None:
+        if d.index >= len(tasks):  # a more fresh set's grading
+            set_done[d.index] = d.graded
+            progress.finished(labels[d.index], f"{_summary(d.graded, prepared.scan)[0]} "
+                              f"[{d.wall_s:.1f} s]")
+            return
         # its account first: a signal between the two lines leaves a grading unsigned, never a
         # signed grading without its account (a KeyError that left run.json "running")
         text, info = _summary(d.graded, prepared.scan)
@@ -412,12 +434,13 @@ def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any]) -> Outcome:
         progress.finished(gradings[d.index].label(), f"{text} [{d.wall_s:.1f} s]")
 
     status, code_, error = "done", 0, None
-    progress.start(len(tasks), f"grading {len(tasks)} controllers" + (
+    progress.start(len(tasks) + len(extra), f"grading {len(tasks)} controllers" + (
+        f" and the loops' own on {len(more.unseen)} more fresh sets" if extra else "") + (
         f" (shard {options.shard[0]}/{options.shard[1]} of {len(work.gradings)})"
         if options.shard is not None else ""))
     try:
-        pool.run(tasks, options.setup, options.jobs or pool.usable_cores(), on_start, on_done,
-                 options.grade_fn)
+        pool.run(tasks + [t.task for t in extra], options.setup,
+                 options.jobs or pool.usable_cores(), on_start, on_done, options.grade_fn)
     except pool.Interrupted as e:
         status, code_ = "interrupted", 128 + e.signum
     except pool.GradingFailed as e:
@@ -427,6 +450,9 @@ def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any]) -> Outcome:
     finished = sorted(done)
     _sign(out, signer, [] if options.shard is not None else work.sessions,
           [(done[i].result, done[i].predicate) for i in finished])
+    if more is not None:
+        fresh_sets.sign(out, signer, more, extra, [(extra[i - len(tasks)], set_done[i])
+                                                    for i in sorted(set_done)], job.sha256, _sign)
     account.update({
         "status": status, "finished": acct.now(), "wall_s": round(time.monotonic() - t0, 3),
         "gradings": {"planned": len(tasks), "signed": len(finished)},
@@ -452,10 +478,11 @@ def write_derived(out: Path, public: Any) -> dict[str, Any]:
     """Derive every artifact from the bundle in `out` and write it; the result."""
     import json
 
-    derived = artifacts.derive((out / artifacts.BUNDLE).read_bytes(), public)
+    derived = artifacts.derive((out / artifacts.BUNDLE).read_bytes(), public,
+                               fresh_sets.bundles(out))
     if derived.files is None:  # our own bundle must read back; anything else is a bug
         raise BadInput("the bundle this run wrote does not read back: "
-                       + "; ".join(derived.read.problems[:3]))
+                       + "; ".join([*derived.read.problems, *derived.problems][:3]))
     for name, text in derived.files.items():
         acct.write(out / name, text)
     return json.loads(derived.files["result.json"])
@@ -529,7 +556,7 @@ def _build(ctx: _Running) -> list | Outcome:
             return _ended(ctx, built, "breached", [f"tripwire: {x}" for x in found] + [
                 f"the wall was breached: {len(found)} sealed value(s) reached the model; "
                 "nothing was graded (the session records are signed in the bundle)"])
-        empty = _ungraded_loops(job, built)
+        empty = sessions.ungraded_loops(job, built)
         if empty:
             return _ended(ctx, built, "no_rebuilds", empty)
         paths = sessions.keep_workspaces(built, out)  # before the private folder goes
@@ -537,25 +564,6 @@ def _build(ctx: _Running) -> list | Outcome:
                 for d in built]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _ungraded_loops(job: Job, built: list) -> list[str]:
-    """Loops left with no rebuild to measure a gap against (every session of theirs ended
-    without a controller to grade, and none was imported)."""
-    out = []
-    for g in job.loops:
-        mine = [d for d in built if d.spec.group == g.name]
-        if g.rebuilds or any(d.graded for d in mine):
-            continue
-        ends: dict[str, int] = {}
-        for d in mine:
-            why = d.doc["ended"] if d.doc["verdict"] == "stopped" else d.doc["verdict"]
-            ends[why] = ends.get(why, 0) + 1
-        out.append(f"loops.{g.name}: none of its {len(mine)} rebuild sessions left a controller "
-                   "to grade (" + ", ".join(f"{k} {v}" for k, v in sorted(ends.items()))
-                   + "): no gap can be measured; nothing was graded (raise --max-tokens, or run "
-                   "again when the endpoint is not rate-limiting)")
-    return out
 
 
 def _ended(ctx: _Running, built: list, status: str, why: list[str]) -> Outcome:

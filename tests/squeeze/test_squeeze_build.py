@@ -42,7 +42,7 @@ HOVER = (REPO / "sim" / "controllers" / "hover.py").read_text()
 LANDED = (8742514865654379576, 3641603986678484279, 445363685911929936)
 JOB = """\
 course: hard
-fresh: {count: 8}
+fresh: {count: 8, sets: 1}
 loops:
   honest:
     controller: loop.py
@@ -371,7 +371,7 @@ def test_sigterm_during_the_sessions_stops_every_sandbox_and_signs_nothing(tmp_p
 
 
 def test_a_build_run_gives_the_same_result_for_any_jobs(tmp_path, gvisor):
-    small = ("course: hard\nfresh: {count: 4}\nloops:\n  honest:\n    controller: loop.py\n"
+    small = ("course: hard\nfresh: {count: 4, sets: 1}\nloops:\n  honest:\n    controller: loop.py\n"
              "    recipe: honest.txt\n    build: 2\ncontrol: {build: 1}\n"
              "sessions: {max_turns: 6, smoke: 1}\n")
     job = job_mod.load(job_folder(tmp_path / "job", small))
@@ -410,7 +410,7 @@ def test_a_recipe_a_model_would_be_sent_that_carries_a_practice_seed_is_refused_
 
 ONE_REBUILD = """\
 course: hard
-fresh: {count: 4}
+fresh: {count: 4, sets: 1}
 loops:
   honest:
     controller: loop.py

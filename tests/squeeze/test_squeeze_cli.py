@@ -15,7 +15,7 @@ from plimsoll_ci.squeeze import progress
 
 TINY = """\
 course: easy
-fresh: {count: 4}
+fresh: {count: 4, sets: 1}
 loops:
   solo:
     controller: loop.py

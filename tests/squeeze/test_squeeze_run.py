@@ -55,7 +55,7 @@ BROKEN = {
 }
 JOB = """\
 course: hard
-fresh: {count: 8}
+fresh: {count: 8, sets: 1}
 loops:
   steady:
     controller: loop.py
