@@ -256,9 +256,10 @@ def start(job: Job, options: Options, progress: Progress, unseen: Unseen,
 
 
 def run(job: Job, options: Options, progress: Progress,
-        fresh_set: fresh_mod.FreshSet | None = None) -> Outcome:
-    """Run the job into `options.out` (see the module doc); `fresh_set` only for a set drawn
-    earlier (tests, benchmarks): by default a new one is drawn here."""
+        fresh_set: fresh_mod.FreshSet | None = None, more_sets: list | None = None) -> Outcome:
+    """Run the job into `options.out` (see the module doc); `fresh_set` and `more_sets` (the
+    job's `fresh.sets`) only for sets drawn earlier (tests, benchmarks): by default new ones are
+    drawn here."""
     out = Path(options.out)
     acct.refuse_used(out)  # before any work
     if options.shard is not None and options.plan is None:
@@ -278,7 +279,12 @@ def run(job: Job, options: Options, progress: Progress,
     check = lint(job, unseen, allow_weak, progress)  # weak seeds stop here: nothing written
     more = None
     if planned is None and unseen.sealed is None and job.fresh_sets:  # the spread, measured
-        drawn = [Unseen(fresh_mod.draw(job.fresh_count)) for _ in range(job.fresh_sets)]
+        drawn = [Unseen(f) for f in more_sets or [fresh_mod.draw(job.fresh_count)
+                                                  for _ in range(job.fresh_sets)]]
+        if len(drawn) != job.fresh_sets or any(len(u.seeds.seeds) != job.fresh_count
+                                                for u in drawn):
+            raise BadInput(f"more fresh sets: the job asks for {job.fresh_sets} of "
+                           f"{job.fresh_count} seeds")
         more = fresh_sets.More(drawn, [lint(job, u, allow_weak, progress).record()
                                        for u in drawn])
     ctx = start(job, options, progress, unseen, prepared)

@@ -78,13 +78,13 @@ def small_job(tmp_path: Path) -> Path:
 def test_broken_controllers_cost_their_flights_and_jobs_change_no_score(tmp_path):
     need_gvisor()
     job = job_mod.load(small_job(tmp_path / "job"))
-    drawn = fresh.draw(8)
+    drawn, more = fresh.draw(8), [fresh.draw(8)]
     results = {}
     for jobs in (1, 3):
         out = tmp_path / f"out-{jobs}"
         log = io.StringIO()
         outcome = run_mod.run(job, run_mod.Options(out, jobs, Setup("gvisor", "kernel")),
-                              progress.Plain(log), fresh_set=drawn)
+                              progress.Plain(log), fresh_set=drawn, more_sets=more)
         assert outcome.status == "done" and outcome.signed == 5, log.getvalue()
         assert verify(out, keys.load_public_key(out / "harness.pub")).ok
         results[jobs] = (out / "result.json").read_bytes()
