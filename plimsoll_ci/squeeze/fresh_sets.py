@@ -9,7 +9,8 @@ gradings; the records are signed into `sets/I/bundle.intoto.jsonl`, and `sets/I/
 reveal) and `sets/I/result.json` are derived from them, as the run's own are. The run's job
 section says K (`fresh_sets`), so a verifier knows how many sets to find; a set's records carry
 the run's job section but for their own fresh set, the plan (the loops' own gradings only) and
-`fresh_set: {index, of}`. The verdicts use the run's own set only.
+`fresh_set: {index, of}`. The verdicts use the run's own set only. What a set's bundle gives (`sets/I/fresh.json`,
+`sets/I/result.json`) is derived in `artifacts.py`, the one road for run and verify.
 """
 
 from __future__ import annotations
@@ -18,13 +19,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from plimsoll_ci.squeeze import account as acct
-from plimsoll_ci.squeeze import records
-from plimsoll_ci.squeeze import result as result_mod
+from plimsoll_ci.squeeze.artifacts import BUNDLE, SETS
 from plimsoll_ci.squeeze.plan import Grading, Unseen, grading_context
 
-SETS = "sets"
-SET_FORMAT = "plimsoll-squeeze-set/1"
-FILES = ("fresh.json", "result.json")  # derived in each sets/I/ (beside its bundle and run.json)
+__all__ = ["SETS", "More", "begin", "bundles", "folder", "set_context", "sign", "tasks"]
 
 
 class More(NamedTuple):
@@ -32,6 +30,7 @@ class More(NamedTuple):
 
     unseen: list[Unseen]
     seed_checks: list[dict[str, Any]]
+    job_sha256: str  # of the job file: in each set's run.json
 
 
 def folder(out: Path, index: int) -> Path:
@@ -41,8 +40,6 @@ def folder(out: Path, index: int) -> Path:
 
 def bundles(out: Path) -> dict[int, bytes]:
     """The bundle of each set this run wrote, by set number."""
-    from plimsoll_ci.squeeze.artifacts import BUNDLE
-
     return {int(d.name): (d / BUNDLE).read_bytes() for d in (Path(out) / SETS).glob("*")
             if d.name.isdigit() and (d / BUNDLE).is_file()}
 
@@ -101,7 +98,7 @@ def tasks(more: More, work: Any, task_of: Any) -> list[SetTask]:
 
 
 def sign(out: Path, signer: Any, more: More, planned: list[SetTask],
-         done: list[tuple[SetTask, Any]], job_sha256: str, sign_fn: Any) -> None:
+         done: list[tuple[SetTask, Any]], sign_fn: Any) -> None:
     """Sign each set's finished gradings (in plan order) into its bundle and finish its run.json
     (`done` when every grading of the set was signed)."""
     import json
@@ -112,43 +109,7 @@ def sign(out: Path, signer: Any, more: More, planned: list[SetTask],
         if mine:
             sign_fn(where, signer, [], mine)
         total = sum(t.index == n for t in planned)
-        doc = account(n, unseen, total, job_sha256,
+        doc = account(n, unseen, total, more.job_sha256,
                       "done" if len(mine) == total else "interrupted", len(mine))
         doc["committed_at"] = json.loads((where / "run.json").read_text())["committed_at"]
         acct.write(where / "run.json", acct.dumps(doc))
-
-
-class SetDerived(NamedTuple):
-    """What one set's bundle gives: its files, its read, and the problems found."""
-
-    files: dict[str, str]
-    read: records.Read
-    problems: list[str]
-
-
-def derive(data: bytes, public: Any, index: int, count: int, job: dict[str, Any]
-           ) -> SetDerived:
-    """Verify and read set `index`'s bundle against the run's job section; its files."""
-    read = records.read(data, public)
-    problems = list(read.problems)
-    if read.job is not None and not problems:
-        want = {k: v for k, v in job.items() if k not in ("sessions", "fresh_sets", "fresh")}
-        want["plan"] = [g for g in job["plan"] if g[1] == "loop"]
-        want["fresh_set"] = {"index": index, "of": count}
-        have = {k: v for k, v in read.job.items() if k != "fresh"}
-        if have != want:
-            problems.append(f"its job section is not the run's for set {index} of {count} "
-                            "(a set of another run, or sets swapped?)")
-        if read.job["fresh"].get("commitment") == job["fresh"].get("commitment"):
-            problems.append("it flew the run's own fresh set, not a set of its own")
-    if problems:
-        return SetDerived({}, read, problems)
-    doc = {"format": SET_FORMAT, "set": index, "of": count,
-           "fresh_commitment": read.job["fresh"]["commitment"],
-           "loops": [{"name": r.grading.group, "controller": r.grading.controller,
-                      "practice": {"landed": r.practice.landed, "total": r.practice.total},
-                      "fresh": {"landed": r.fresh.landed, "total": r.fresh.total},
-                      "record": r.result_sha256} for r in read.records]}
-    return SetDerived({"fresh.json": result_mod.dumps(read.reveal),
-                       "result.json": result_mod.dumps(doc)}, read, [])
-

@@ -286,7 +286,7 @@ def run(job: Job, options: Options, progress: Progress,
             raise BadInput(f"more fresh sets: the job asks for {job.fresh_sets} of "
                            f"{job.fresh_count} seeds")
         more = fresh_sets.More(drawn, [lint(job, u, allow_weak, progress).record()
-                                       for u in drawn])
+                                       for u in drawn], job.sha256)
     ctx = start(job, options, progress, unseen, prepared)
     if more is not None:
         fresh_sets.begin(Path(options.out), more, len(job.loops), progress)
@@ -458,7 +458,7 @@ def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any],
           [(done[i].result, done[i].predicate) for i in finished])
     if more is not None:
         fresh_sets.sign(out, signer, more, extra, [(extra[i - len(tasks)], set_done[i])
-                                                    for i in sorted(set_done)], job.sha256, _sign)
+                                                    for i in sorted(set_done)], _sign)
     account.update({
         "status": status, "finished": acct.now(), "wall_s": round(time.monotonic() - t0, 3),
         "gradings": {"planned": len(tasks), "signed": len(finished)},
