@@ -72,6 +72,13 @@ def render(result: dict[str, Any], evidence: dict[str, Any]) -> str:
     c = result["control"]
     out += ["", f"Control group (no recipe): {c['count']} controllers, practice median "
             f"{num(c['practice_median'])}, fresh median {num(c['fresh_median'])}."]
+    if result.get("fresh_sets"):
+        sets = result["fresh_sets"]
+        out += ["", f"The loops' own controllers also flew {len(sets)} more fresh sets of "
+                f"{sets[0]['count']} flights, each drawn and committed before any flight "
+                f"(`sets/1` .. `sets/{len(sets)}`: commitments "
+                + ", ".join(f"`{x['commitment'][:16]}`" for x in sets)
+                + "): a fresh score is a range. The verdicts use the run's own fresh set."]
     out += ["", "A loop whose own controller carries practice seeds, the generator constant or the "
             "generator source is flagged under every line whatever its gap: it memorized by "
             "construction (`combined_verdict` in `result.json`; `verdict` keeps the arithmetic)."]
