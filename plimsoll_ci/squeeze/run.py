@@ -278,7 +278,10 @@ def run(job: Job, options: Options, progress: Progress,
         unseen, allow_weak = unseen_of(job, options, fresh_set), options.allow_weak_seeds
     check = lint(job, unseen, allow_weak, progress)  # weak seeds stop here: nothing written
     more = None
-    if planned is None and unseen.sealed is None and job.fresh_sets:  # the spread, measured
+    if job.fresh_sets and (planned is not None or unseen.sealed is not None):
+        progress.note(f"fresh.sets {job.fresh_sets}: a run from a plan or on a held-out set "
+                      "flies no more fresh sets (run the job without --plan/--sealed for them)")
+    elif planned is None and job.fresh_sets:  # the spread, measured
         drawn = [Unseen(f) for f in more_sets or [fresh_mod.draw(job.fresh_count)
                                                   for _ in range(job.fresh_sets)]]
         if len(drawn) != job.fresh_sets or any(len(u.seeds.seeds) != job.fresh_count
