@@ -300,11 +300,10 @@ def run(job: Job, options: Options, progress: Progress,
 
             planfile.copy_outputs(options.plan, Path(options.out), work.sessions)
     else:
-        settled = _settle_or_say_why(ctx)
+        settled = _settle_or_say_why(ctx, len(more.unseen) if more is not None else 0)
         if isinstance(settled, Outcome):
             return settled
-        work = settled._replace(job_ctx={**settled.job_ctx, "fresh_sets": job.fresh_sets}) \
-            if more is not None else settled
+        work = settled
     return _grade(ctx, work, check.record(), more)
 
 
@@ -349,11 +348,11 @@ def make_plan(job: Job, options: Options, progress: Progress) -> Outcome:
     return Outcome("planned", 0, None, len(work.sessions), len(work.gradings))
 
 
-def _settle_or_say_why(ctx: _Running) -> Work | Outcome:
+def _settle_or_say_why(ctx: _Running, sets: int = 0) -> Work | Outcome:
     """`_settle`; when it raises (an endpoint refusing the key, a wall breach, no sandbox, a
     bug), run.json says the run failed and why before the error goes on: never "running"."""
     try:
-        return _settle(ctx)
+        return _settle(ctx, sets)
     except BaseException as e:
         account = ctx.account
         if account.get("status") == "running":
@@ -365,7 +364,7 @@ def _settle_or_say_why(ctx: _Running) -> Work | Outcome:
         raise
 
 
-def _settle(ctx: _Running) -> Work | Outcome:
+def _settle(ctx: _Running, sets: int = 0) -> Work | Outcome:
     """Run the job's rebuild sessions, if it builds, and say what to grade; or how the sessions
     stopped (interrupted, breached, no rebuilds)."""
     built: list = []
@@ -374,11 +373,12 @@ def _settle(ctx: _Running) -> Work | Outcome:
         if isinstance(built_or_stop, Outcome):
             return built_or_stop
         built = built_or_stop
-    return local_work(ctx, built)
+    return local_work(ctx, built, sets)
 
 
-def local_work(ctx: _Running, built: list) -> Work:
-    """The gradings of a run that settled its own sessions (`built`: their outcomes)."""
+def local_work(ctx: _Running, built: list, sets: int = 0) -> Work:
+    """The gradings of a run that settled its own sessions (`built`: their outcomes); `sets`:
+    the more fresh sets it flies (every record's job section says how many)."""
     from plimsoll_ci.attest.record import practice_set_digest
 
     job, prepared = ctx.job, ctx.prepared
@@ -392,6 +392,8 @@ def local_work(ctx: _Running, built: list) -> Work:
     job_ctx = plan_mod.job_context(job, practice_set_digest(job.practice), ctx.unseen,
                                    prepared.recipes, prepared.practice_seed_tokens,
                                    recipes.ENCODING, made)
+    if sets:
+        job_ctx["fresh_sets"] = sets
     where = [str(paths.get(g.controller) or job.base / g.controller) for g in gradings]
     return Work(gradings, code, where, job_ctx, sessions.records(built, job_ctx))
 
