@@ -130,6 +130,7 @@ def regrade(args: argparse.Namespace) -> int:
         before = load()
         wall, result = squeeze(job, jobs, drawn, where)
         rows.append((f"squeeze --jobs {jobs}", wall, before, load()))
+        print(f"squeeze --jobs {jobs}: {wall:.1f} s (load {before} -> {load()})", flush=True)
         same = None
         if args.also_jobs:
             before = load()
