@@ -113,14 +113,20 @@ fi
 import json, sys
 from pathlib import Path
 out, status, name, shard = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-verdicts = gaps = ""
+verdicts = arithmetic = gaps = ""
 if (out / "result.json").is_file():
     r = json.loads((out / "result.json").read_text())
-    verdicts = json.dumps({loop["name"]: loop["verdict"] for loop in r["loops"]}, sort_keys=True)
+    # what a gate reads: a loop whose own controller carries practice seeds or the generator is
+    # "flag: carries ..." under every line, never a plain pass
+    verdicts = json.dumps({loop["name"]: loop["combined_verdict"] for loop in r["loops"]},
+                          sort_keys=True)
+    arithmetic = json.dumps({loop["name"]: loop["verdict"] for loop in r["loops"]},
+                            sort_keys=True)
     gaps = json.dumps({loop["name"]: loop["gap"] for loop in r["loops"]}, sort_keys=True)
 bundle = out / "bundle.intoto.jsonl"
 pub = out / "harness.pub"
-print(f"status={status}\nverdicts={verdicts}\ngaps={gaps}\nfolder={out}\nartifact-name={name}")
+print(f"status={status}\nverdicts={verdicts}\narithmetic-verdicts={arithmetic}\ngaps={gaps}")
+print(f"folder={out}\nartifact-name={name}")
 print(f"bundle={bundle if bundle.is_file() else ''}\npublic-key={pub if pub.is_file() else ''}")
 PY
 if [ -f "$OUT/report.md" ]; then

@@ -587,8 +587,10 @@ def summarize(report: Report) -> dict[str, Any]:
         "providers": dict(Counter(r.provider for r in report.records if r.provider)),
         "courses": dict(Counter(r.course for r in report.records if r.kind == "grading")),
         "practice_sets": sorted({r.practice_set for r in report.records if r.practice_set}),
-        "fresh_sets": {"committed": len(commitments), "revealed_and_matching": len(commitments),
-                       "distinct": len(set(commitments))},
+        # a set is counted once however many records flew it (a squeeze flies one set in all)
+        "fresh_sets": {"committed": len(set(commitments)),
+                       "revealed_and_matching": len(set(commitments)),
+                       "distinct": len(set(commitments)), "records": len(commitments)},
         "sealed_sets": sorted(sealed.values(), key=lambda e: (e["committed"], e["commitment"])),
         "uncommitted": {"records": [r.line for r in report.records if r.uncommitted],
                         "flights": sum(r.uncommitted for r in report.records)},

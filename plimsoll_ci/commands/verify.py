@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  courses:       {_plural(s['courses'])}")
         sets = ", ".join(d[:16] + "..." for d in s["practice_sets"]) or "none"
         print(f"  practice sets: {len(s['practice_sets'])} ({sets})")
-        print(f"  fresh sets:    {fresh['committed']} committed, each reveal matches its commitment")
+        print(f"  fresh sets:    {fresh['committed']} committed (flown in {fresh['records']} "
+              f"record{'' if fresh['records'] == 1 else 's'}), each reveal matches its commitment")
         print(f"  sealed sets:   {len(s['sealed_sets'])}" + (
             ", each reveal matches its commitment, each committed before its gradings"
             if s["sealed_sets"] else ""))

@@ -2,7 +2,8 @@
 
     course: hard                  # easy | hard
     practice: practice            # the simulator's 16 practice seeds, or a seed file (one per line)
-    fresh: {count: 64}            # drawn and committed before any flight
+    fresh: {count: 64, sets: 3}   # drawn and committed before any flight; the loops' own
+                                  # controllers fly `sets` more fresh sets (sets/I/): the spread
     lines: {flights: 2, percent: 5}
     recipe_tokens: 32
     loops:
@@ -43,6 +44,7 @@ LOOP_KEYS = ("controller", "recipe", "rebuilds", "build")
 CONTROL_KEYS = ("rebuilds", "build")
 COURSES = ("easy", "hard")
 MAX_FRESH = 10_000
+MAX_SETS = 10  # fresh sets the loops' own controllers fly again (each a run folder of its own)
 MAX_CONTROLLERS = 1000
 MAX_BUILD = 100
 MAX_JOB_BYTES = 1 * MiB  # a job file is a page; the bound keeps /dev/zero and a huge file out
@@ -77,6 +79,7 @@ class Job(NamedTuple):
     control: Group | None
     max_turns: int = 40  # a rebuild session's replies at most
     smoke: int = 4  # throwaway flights a rebuild session's `fly` flies
+    fresh_sets: int = 3  # more fresh sets the loops' own controllers fly (`fresh_sets.py`)
 
     def builds(self) -> int:
         """Rebuilds to make through a model, over every group."""
@@ -237,12 +240,14 @@ def parse(text: str, origin: str, base: Path, digest: str = "") -> Job:
     if course not in COURSES:
         raise r.fail(top["course"].line, f"course must be {' or '.join(COURSES)}")
     practice, source = _practice(r, top.get("practice"))
-    fresh_count = 64
+    fresh_count, fresh_sets = 64, 3
     if "fresh" in top:
-        fresh = r.mapping(top["fresh"], "fresh", ("count",))
+        fresh = r.mapping(top["fresh"], "fresh", ("count", "sets"))
         if "count" not in fresh:
             raise r.fail(top["fresh"].line, "fresh needs count: N (seeds drawn for this run)")
         fresh_count = r.integer(fresh["count"], "fresh.count", 1, MAX_FRESH)
+        if "sets" in fresh:
+            fresh_sets = r.integer(fresh["sets"], "fresh.sets", 0, MAX_SETS)
     lines = Lines(Fraction(2), Fraction(5))
     if "lines" in top:
         given = r.mapping(top["lines"], "lines", ("flights", "percent"))
@@ -274,7 +279,7 @@ def parse(text: str, origin: str, base: Path, digest: str = "") -> Job:
         if "smoke" in given:
             smoke = r.integer(given["smoke"], "sessions.smoke", 1, 64)
     job = Job(Path(origin), base, digest, course, practice, source, fresh_count, lines, budget,
-              tuple(loops), control, max_turns, smoke)
+              tuple(loops), control, max_turns, smoke, fresh_sets)
     _no_controller_twice(r, job)
     return job
 

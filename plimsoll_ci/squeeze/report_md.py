@@ -9,10 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from plimsoll_ci.report.names import md, shown
-from plimsoll_ci.squeeze.result import CHECKS
-
-CHECK_NAMES = {"generator": "generator constant", "source": "generator source",
-               "practice_seeds": "practice seeds"}
+from plimsoll_ci.squeeze.result import CHECK_NAMES, CHECKS
 
 
 def num(x: Any) -> str:
@@ -54,20 +51,31 @@ def render(result: dict[str, Any], evidence: dict[str, Any]) -> str:
         f"**{pc}%** of the practice flights (paper).",
         "",
         "| loop | practice | fresh | rebuilds | rebuilds practice median | rebuilds fresh median "
-        f"| gap | {fl}-flight line | {pc}% line | ship the rebuild | recipe worth |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| gap | {fl}-flight line | {pc}% line | ship the rebuild | recipe worth | code checks |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for loop in result["loops"]:
         p, f, r = loop["practice"], loop["fresh"], loop["rebuilds"]
         out.append(
             f"| {md(loop['name'])} | {p['landed']}/{p['total']} | {f['landed']}/{f['total']} "
             f"| {r['count']} | {num(r['practice_median'])} | {num(r['fresh_median'])} "
-            f"| {signed(loop['gap'])} | **{loop['verdict']['flights']}** "
-            f"| **{loop['verdict']['percent']}** | {'**yes**' if loop['ship_rebuild'] else 'no'} "
-            f"| {signed(loop['recipe_worth'])} |")
+            f"| {signed(loop['gap'])} | **{loop['combined_verdict']['flights']}** "
+            f"| **{loop['combined_verdict']['percent']}** "
+            f"| {'**yes**' if loop['ship_rebuild'] else 'no'} "
+            f"| {signed(loop['recipe_worth'])} | {code_checks_text(loop)} |")
     c = result["control"]
     out += ["", f"Control group (no recipe): {c['count']} controllers, practice median "
             f"{num(c['practice_median'])}, fresh median {num(c['fresh_median'])}."]
+    if result.get("fresh_sets"):
+        sets = result["fresh_sets"]
+        out += ["", f"The loops' own controllers also flew {len(sets)} more fresh sets of "
+                f"{sets[0]['count']} flights, each drawn and committed before any flight "
+                f"(`sets/1` .. `sets/{len(sets)}`: commitments "
+                + ", ".join(f"`{x['commitment'][:16]}`" for x in sets)
+                + "): a fresh score is a range. The verdicts use the run's own fresh set."]
+    out += ["", "A loop whose own controller carries practice seeds, the generator constant or the "
+            "generator source is flagged under every line whatever its gap: it memorized by "
+            "construction (`combined_verdict` in `result.json`; `verdict` keeps the arithmetic)."]
     out += ["", f"Recipes are counted with `{md(tok['encoding'])}`. The practice seeds alone take "
             f"{tok['practice_seed_tokens']} tokens written one per line."]
     records = {(r["group"], r["role"]): [] for r in evidence["records"]}
@@ -119,13 +127,18 @@ def _loop_section(loop: dict[str, Any], result: dict[str, Any], evidence: dict[s
            f"{num(r['fresh_median'])}).",
            f"- Gap: {signed(loop['gap'])} flight{'' if abs(loop['gap']) == 1 else 's'} "
            f"({gap_pct:.1f}% of the practice flights): "
-           f"**{loop['verdict']['flights']}** under the {num(lines_cfg['flights'])}-flight line, "
-           f"**{loop['verdict']['percent']}** under the {num(lines_cfg['percent'])}% line.",
+           f"**{loop['combined_verdict']['flights']}** under the "
+           f"{num(lines_cfg['flights'])}-flight line, "
+           f"**{loop['combined_verdict']['percent']}** under the {num(lines_cfg['percent'])}% line"
+           + _arithmetic_aside(loop) + ".",
            f"- Noise at the rebuilds' practice rate ({noise['rate'] * 100:.1f}%): one standard "
            f"deviation is {noise['sd_flights']:.2f} flights of {p['total']}; luck alone moves a "
            f"score by more than {num(lines_cfg['flights'])} flights in "
            f"{pct(noise['p_beyond']['flights'])} of batches, by more than "
            f"{num(lines_cfg['percent'])}% in {pct(noise['p_beyond']['percent'])}."]
+    if "fresh_sets" in loop:
+        out.append(f"- Fresh score, measured again: {spread_text(loop)} (`sets/`); the verdicts "
+                   "use the run's own fresh set.")
     if loop["ship_rebuild"]:
         out.append(f"- **Ship the rebuild**: the rebuilds' fresh median ({num(r['fresh_median'])}) "
                    f"beats the loop's own fresh score ({f['landed']}) by more than the line: the "
@@ -149,6 +162,39 @@ def _loop_section(loop: dict[str, Any], result: dict[str, Any], evidence: dict[s
         what = ", ".join(CHECK_NAMES[k] for k in CHECKS if x["code_checks"][k])
         out.append(f"  - {md(x['controller'])} ({x['role']}) carries: {what}")
     return out
+
+
+def carried_text(loop: dict[str, Any]) -> str:
+    """What the loop's own controller carries, as a reader reads it ("" when nothing)."""
+    return ", ".join(loop.get("carries", []))
+
+
+def code_checks_text(loop: dict[str, Any]) -> str:
+    """What the loop's own controller and its rebuilds carry, in one short phrase."""
+    checks, count = loop["code_checks"], loop["rebuilds"]["count"]
+    own = carried_text(loop)
+    reb = ", ".join(f"{CHECK_NAMES[k]} {checks[k]['rebuilds']} of {count}" for k in CHECKS
+                    if checks[k]["rebuilds"])
+    return (f"loop carries {own}" if own else "loop carries nothing") + "; " + (
+        f"rebuilds carry {reb}" if reb else "rebuilds carry nothing")
+
+
+def spread_text(loop: dict[str, Any]) -> str:
+    """The loop's own fresh scores on the more fresh sets, and their range."""
+    s = loop["fresh_sets"]
+    scores = [str(x) for x in s["landed"]]
+    listed = scores[0] if len(scores) == 1 else ", ".join(scores[:-1]) + " and " + scores[-1]
+    return (f"on {len(scores)} more fresh set{'s' if len(scores) != 1 else ''} the loop's own "
+            f"controller landed {listed} of {s['total']} (range {s['range']}; "
+            f"{loop['fresh']['landed']} on the run's own)")
+
+
+def _arithmetic_aside(loop: dict[str, Any]) -> str:
+    if not loop.get("carries"):
+        return ""
+    v = loop["verdict"]
+    return (f" (its own controller carries {carried_text(loop)}: it memorized by construction, "
+            f"whatever its gap; the gap alone would say {v['flights']} and {v['percent']})")
 
 
 def _recipe(name: str, evidence: dict[str, Any], loop: dict[str, Any]) -> str:
@@ -212,13 +258,22 @@ def verdict_lines(result: dict[str, Any]) -> list[str]:
     out = []
     lines = result["lines"]
     for lp in result["loops"]:
+        if lp.get("carries"):  # never a plain pass: the flag comes first, the arithmetic after
+            verdict = (f"gap {signed(lp['gap'])}: flag: carries {carried_text(lp)} under every "
+                       f"line (the gap alone: {lp['verdict']['flights']} under "
+                       f"{num(lines['flights'])} flights, {lp['verdict']['percent']} under "
+                       f"{num(lines['percent'])}%)")
+        else:
+            verdict = (f"gap {signed(lp['gap'])}: {lp['verdict']['flights']} under "
+                       f"{num(lines['flights'])} flights, {lp['verdict']['percent']} under "
+                       f"{num(lines['percent'])}%")
         out.append(
-            f"{shown(lp['name'])}: practice {lp['practice']['landed']}/"
-            f"{lp['practice']['total']}, fresh {lp['fresh']['landed']}/{lp['fresh']['total']}; "
-            f"rebuilds' medians {num(lp['rebuilds']['practice_median'])} and {num(lp['rebuilds']['fresh_median'])}"
-            f"; gap {signed(lp['gap'])}: {lp['verdict']['flights']} under "
-            f"{num(lines['flights'])} flights, {lp['verdict']['percent']} under "
-            f"{num(lines['percent'])}%" + ("; SHIP THE REBUILD" if lp["ship_rebuild"] else "")
+            f"{shown(lp['name'])}: practice {lp['practice']['landed']}/{lp['practice']['total']}, fresh "
+            f"{lp['fresh']['landed']}/{lp['fresh']['total']}; rebuilds' medians "
+            f"{num(lp['rebuilds']['practice_median'])} and {num(lp['rebuilds']['fresh_median'])}"
+            f"; {verdict}" + ("; SHIP THE REBUILD" if lp["ship_rebuild"] else "")
+            + (f"; fresh {spread_text(lp)}" if "fresh_sets" in lp else "")
+            + f"; code checks: {code_checks_text(lp)}"
             + (f" (rebuild sessions: {lp['sessions']['graded']} of {lp['sessions']['count']} "
                "graded)" if "sessions" in lp else ""))
     return out

@@ -17,6 +17,8 @@ from plimsoll_ci.squeeze.records import GradingRecord, Read, SessionRecord
 
 EVIDENCE_FORMAT = "plimsoll-squeeze-evidence/1"
 CHECKS = ("generator", "source", "practice_seeds")
+CHECK_NAMES = {"generator": "generator constant", "source": "generator source",
+               "practice_seeds": "practice seeds"}
 
 
 def dumps(doc: Any) -> str:
@@ -55,8 +57,9 @@ def _sessions(made: list[SessionRecord]) -> dict[str, Any]:
             "tokens": sum(s.tokens for s in made), "note": SESSIONS_NOTE}
 
 
-def compute(read: Read) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(result, evidence) from a complete, verified read of a squeeze bundle."""
+def compute(read: Read, sets: list[Read] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(result, evidence) from a complete, verified read of a squeeze bundle (and of its more
+    fresh sets' bundles, checked against it: `fresh_sets.derive`)."""
     job = read.job
     assert job is not None and not read.problems
     lines = v.Lines(v.exact(job["lines"]["flights"]), v.exact(job["lines"]["percent"]))
@@ -97,6 +100,15 @@ def compute(read: Read) -> tuple[dict[str, Any], dict[str, Any]]:
     loops = [sessions_of(name, f"loops.{name}", _loop(name, recs, job, lines, control_fresh,
                                                       figure))
              for name, recs in groups.items()]
+    for loop in loops if sets else []:  # the spread: each loop's own controller on each set
+        mine = [next(r for r in s.records if r.grading.group == loop["name"]) for s in sets]
+        loop["fresh_sets"] = figure(
+            f"loops.{loop['name']}.fresh_sets",
+            {"landed": [r.fresh.landed for r in mine], "total": mine[0].fresh.total,
+             "min": min(r.fresh.landed for r in mine), "max": max(r.fresh.landed for r in mine),
+             "range": max(r.fresh.landed for r in mine) - min(r.fresh.landed for r in mine)},
+            "fresh landed of the loop's own controller on each more fresh set (sets/I/, by I; "
+            "the records are those sets' records)", mine)
     all_recs = read.records
     tokenizer = {"encoding": job["tokenizer"]["encoding"],
                  "practice_seed_tokens": figure(
@@ -113,6 +125,10 @@ def compute(read: Read) -> tuple[dict[str, Any], dict[str, Any]]:
     }
     if kind == "fresh":
         result["fresh_commitment"] = section["commitment"]
+        if sets:
+            result["fresh_sets"] = [{"set": n, "commitment": s.job["fresh"]["commitment"],
+                                     "count": s.job["fresh"]["count"]}
+                                    for n, s in enumerate(sets, 1)]
     else:  # a held-out set committed earlier flew where a fresh set would have
         result["held_out"] = {"commitment": section["commitment"],
                               "committed": section["committedOn"], "count": section["count"],
@@ -164,6 +180,8 @@ def _loop(name: str, recs: list[GradingRecord], job: dict[str, Any], lines: v.Li
     recipe = job["recipes"].get(name)
     worth = v.recipe_worth(fm, control_fresh)
     both = own + rebuilds
+    carried = [CHECK_NAMES[k] for k in CHECKS if _count(own, k)]
+    arithmetic = v.verdict(gap, n, lines)
     return {
         "name": name,
         "practice": figure(f"{at}.practice", {"landed": loop.practice.landed, "total": n},
@@ -183,9 +201,16 @@ def _loop(name: str, recs: list[GradingRecord], job: dict[str, Any], lines: v.Li
         },
         "gap": figure(f"{at}.gap", v.json_number(gap),
                       "loop practice landed minus the rebuilds' practice median", both),
-        "verdict": figure(f"{at}.verdict", v.verdict(gap, n, lines),
+        "verdict": figure(f"{at}.verdict", arithmetic,
                           "flag when the gap is more than the line (flights; percent of the "
                           "practice flights), else pass", both),
+        "carries": figure(f"{at}.carries", carried,
+                          "what the loop's own controller carries (its code checks)", own),
+        "combined_verdict": figure(f"{at}.combined_verdict",
+                                   v.with_code_checks(arithmetic, carried),
+                                   "flag: carries ... under every line when the loop's own "
+                                   "controller carries practice seeds, the generator constant "
+                                   "or the generator source, else the verdict", both),
         "ship_rebuild": figure(f"{at}.ship_rebuild",
                                v.ship_rebuild(loop.fresh.landed, fm, m, n, lines),
                                "the rebuilds' fresh median beats the loop's fresh landed by more "

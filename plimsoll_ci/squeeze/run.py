@@ -28,6 +28,8 @@ Order of events (the order is the guarantee):
    written only after the last flight. On Ctrl-C, SIGTERM or SIGHUP every sandbox is stopped
    first, then the finished gradings are signed, so the bundle verifies up to its last complete
    record (an interrupted session phase signs nothing);
+   With `fresh: {sets: K}` the loops' own controllers also fly K more fresh sets, each drawn and
+   committed (`sets/I/run.json`) before any flight, in the same pool (`fresh_sets.py`);
 7. the reveal, `result.json`, `evidence.json`, `report.md`, `report.html` are derived from the
    bundle's bytes (`artifacts.derive`, the same road `squeeze verify` takes) and `run.json`,
    the unsigned account (times, load, versions, failures), is finished. A shard derives nothing:
@@ -45,7 +47,7 @@ from plimsoll_ci.errors import BadInput
 from plimsoll_ci.files import inside
 from plimsoll_ci.grading import fresh as fresh_mod
 from plimsoll_ci.squeeze import account as acct
-from plimsoll_ci.squeeze import artifacts, checks, pool, recipes, sessions
+from plimsoll_ci.squeeze import artifacts, checks, fresh_sets, pool, recipes, sessions
 from plimsoll_ci.squeeze import plan as plan_mod
 from plimsoll_ci.squeeze.grader import Graded, Setup, Task
 from plimsoll_ci.squeeze.job import Job
@@ -257,9 +259,10 @@ def start(job: Job, options: Options, progress: Progress, unseen: Unseen,
 
 
 def run(job: Job, options: Options, progress: Progress,
-        fresh_set: fresh_mod.FreshSet | None = None) -> Outcome:
-    """Run the job into `options.out` (see the module doc); `fresh_set` only for a set drawn
-    earlier (tests, benchmarks): by default a new one is drawn here."""
+        fresh_set: fresh_mod.FreshSet | None = None, more_sets: list | None = None) -> Outcome:
+    """Run the job into `options.out` (see the module doc); `fresh_set` and `more_sets` (the
+    job's `fresh.sets`) only for sets drawn earlier (tests, benchmarks): by default new ones are
+    drawn here."""
     out = Path(options.out)
     acct.refuse_used(out)  # before any work
     if options.shard is not None and options.plan is None:
@@ -277,7 +280,22 @@ def run(job: Job, options: Options, progress: Progress,
     else:
         unseen, allow_weak = unseen_of(job, options, fresh_set), options.allow_weak_seeds
     check = lint(job, unseen, allow_weak, progress)  # weak seeds stop here: nothing written
+    more = None
+    if job.fresh_sets and (planned is not None or unseen.sealed is not None):
+        progress.note(f"fresh.sets {job.fresh_sets}: a run from a plan or on a held-out set "
+                      "flies no more fresh sets (run the job without --plan/--sealed for them)")
+    elif planned is None and job.fresh_sets:  # the spread, measured
+        drawn = [Unseen(f) for f in more_sets or [fresh_mod.draw(job.fresh_count)
+                                                  for _ in range(job.fresh_sets)]]
+        if len(drawn) != job.fresh_sets or any(len(u.seeds.seeds) != job.fresh_count
+                                                for u in drawn):
+            raise BadInput(f"more fresh sets: the job asks for {job.fresh_sets} of "
+                           f"{job.fresh_count} seeds")
+        more = fresh_sets.More(drawn, [lint(job, u, allow_weak, progress).record()
+                                       for u in drawn], job.sha256)
     ctx = start(job, options, progress, unseen, prepared)
+    if more is not None:
+        fresh_sets.begin(Path(options.out), more, len(job.loops), progress)
     if planned is not None:
         work = planned.work
         if options.shard is None:
@@ -285,11 +303,11 @@ def run(job: Job, options: Options, progress: Progress,
 
             planfile.copy_outputs(options.plan, Path(options.out), work.sessions)
     else:
-        settled = _settle_or_say_why(ctx)
+        settled = _settle_or_say_why(ctx, len(more.unseen) if more is not None else 0)
         if isinstance(settled, Outcome):
             return settled
         work = settled
-    return _grade(ctx, work, check.record())
+    return _grade(ctx, work, check.record(), more)
 
 
 def make_plan(job: Job, options: Options, progress: Progress) -> Outcome:
@@ -333,11 +351,11 @@ def make_plan(job: Job, options: Options, progress: Progress) -> Outcome:
     return Outcome("planned", 0, None, len(work.sessions), len(work.gradings))
 
 
-def _settle_or_say_why(ctx: _Running) -> Work | Outcome:
+def _settle_or_say_why(ctx: _Running, sets: int = 0) -> Work | Outcome:
     """`_settle`; when it raises (an endpoint refusing the key, a wall breach, no sandbox, a
     bug), run.json says the run failed and why before the error goes on: never "running"."""
     try:
-        return _settle(ctx)
+        return _settle(ctx, sets)
     except BaseException as e:
         account = ctx.account
         if account.get("status") == "running":
@@ -349,7 +367,7 @@ def _settle_or_say_why(ctx: _Running) -> Work | Outcome:
         raise
 
 
-def _settle(ctx: _Running) -> Work | Outcome:
+def _settle(ctx: _Running, sets: int = 0) -> Work | Outcome:
     """Run the job's rebuild sessions, if it builds, and say what to grade; or how the sessions
     stopped (interrupted, breached, no rebuilds)."""
     built: list = []
@@ -358,11 +376,12 @@ def _settle(ctx: _Running) -> Work | Outcome:
         if isinstance(built_or_stop, Outcome):
             return built_or_stop
         built = built_or_stop
-    return local_work(ctx, built)
+    return local_work(ctx, built, sets)
 
 
-def local_work(ctx: _Running, built: list) -> Work:
-    """The gradings of a run that settled its own sessions (`built`: their outcomes)."""
+def local_work(ctx: _Running, built: list, sets: int = 0) -> Work:
+    """The gradings of a run that settled its own sessions (`built`: their outcomes); `sets`:
+    the more fresh sets it flies (every record's job section says how many)."""
     from plimsoll_ci.attest.record import practice_set_digest
 
     job, prepared = ctx.job, ctx.prepared
@@ -376,12 +395,16 @@ def local_work(ctx: _Running, built: list) -> Work:
     job_ctx = plan_mod.job_context(job, practice_set_digest(job.practice), ctx.unseen,
                                    prepared.recipes, prepared.practice_seed_tokens,
                                    recipes.ENCODING, made)
+    if sets:
+        job_ctx["fresh_sets"] = sets
     where = [str(paths.get(g.controller) or job.base / g.controller) for g in gradings]
     return Work(gradings, code, where, job_ctx, sessions.records(built, job_ctx))
 
 
-def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any]) -> Outcome:
-    """Grade this run's gradings (a shard: its slice), sign, and (unless a shard) derive."""
+def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any],
+           more: fresh_sets.More | None = None) -> Outcome:
+    """Grade this run's gradings (a shard: its slice) and its more fresh sets' in one pool,
+    sign, and (unless a shard) derive."""
     job, options, prepared, unseen, signer, account, progress = ctx
     out = Path(options.out)
     picked = list(range(len(work.gradings)))
@@ -393,6 +416,11 @@ def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any]) -> Outcome:
                   plan_mod.grading_context(work.job_ctx, work.gradings[i], work.code[i]),
                   seed_check) for i in picked]
     gradings = [work.gradings[i] for i in picked]
+    extra = [] if more is None else fresh_sets.tasks(more, work, lambda i, u, c, sc: Task(
+        work.paths[i], job.course, job.practice, u, c, sc))
+    labels = [g.label() for g in gradings] + [f"{t.grading.label()} on fresh set {t.index}"
+                                               for t in extra]
+    set_done: dict[int, Any] = {}
     account["gradings"]["planned"] = len(tasks)
     if options.shard is not None:
         account["shard"] = {"index": options.shard[0], "count": options.shard[1],
@@ -403,9 +431,14 @@ def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any]) -> Outcome:
     t0 = time.monotonic()
 
     def on_start(index: int) -> None:
-        progress.began(gradings[index].label())
+        progress.began(labels[index])
 
     def on_done(d: pool.Done) -> None:
+        if d.index >= len(tasks):  # a more fresh set's grading
+            set_done[d.index] = d.graded
+            progress.finished(labels[d.index], f"{_summary(d.graded, prepared.scan)[0]} "
+                              f"[{d.wall_s:.1f} s]")
+            return
         # its account first: a signal between the two lines leaves a grading unsigned, never a
         # signed grading without its account (a KeyError that left run.json "running")
         text, info = _summary(d.graded, prepared.scan)
@@ -415,12 +448,13 @@ def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any]) -> Outcome:
         progress.finished(gradings[d.index].label(), f"{text} [{d.wall_s:.1f} s]")
 
     status, code_, error = "done", 0, None
-    progress.start(len(tasks), f"grading {len(tasks)} controllers" + (
+    progress.start(len(tasks) + len(extra), f"grading {len(tasks)} controllers" + (
+        f" and the loops' own on {len(more.unseen)} more fresh sets" if extra else "") + (
         f" (shard {options.shard[0]}/{options.shard[1]} of {len(work.gradings)})"
         if options.shard is not None else ""))
     try:
-        pool.run(tasks, options.setup, options.jobs or pool.usable_cores(), on_start, on_done,
-                 options.grade_fn)
+        pool.run(tasks + [t.task for t in extra], options.setup,
+                 options.jobs or pool.usable_cores(), on_start, on_done, options.grade_fn)
     except pool.Interrupted as e:
         status, code_ = "interrupted", 128 + e.signum
     except pool.GradingFailed as e:
@@ -430,6 +464,9 @@ def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any]) -> Outcome:
     finished = sorted(done)
     _sign(out, signer, [] if options.shard is not None else work.sessions,
           [(done[i].result, done[i].predicate) for i in finished])
+    if more is not None:
+        fresh_sets.sign(out, signer, more, extra, [(extra[i - len(tasks)], set_done[i])
+                                                    for i in sorted(set_done)], _sign)
     account.update({
         "status": status, "finished": acct.now(), "wall_s": round(time.monotonic() - t0, 3),
         "gradings": {"planned": len(tasks), "signed": len(finished)},
@@ -455,10 +492,11 @@ def write_derived(out: Path, public: Any) -> dict[str, Any]:
     """Derive every artifact from the bundle in `out` and write it; the result."""
     import json
 
-    derived = artifacts.derive((out / artifacts.BUNDLE).read_bytes(), public)
+    derived = artifacts.derive((out / artifacts.BUNDLE).read_bytes(), public,
+                               fresh_sets.bundles(out))
     if derived.files is None:  # our own bundle must read back; anything else is a bug
         raise BadInput("the bundle this run wrote does not read back: "
-                       + "; ".join(derived.read.problems[:3]))
+                       + "; ".join([*derived.read.problems, *derived.problems][:3]))
     for name, text in derived.files.items():
         acct.write(out / name, text)
     return json.loads(derived.files["result.json"])
@@ -532,7 +570,7 @@ def _build(ctx: _Running) -> list | Outcome:
             return _ended(ctx, built, "breached", [f"tripwire: {x}" for x in found] + [
                 f"the wall was breached: {len(found)} sealed value(s) reached the model; "
                 "nothing was graded (the session records are signed in the bundle)"])
-        empty = _ungraded_loops(job, built)
+        empty = sessions.ungraded_loops(job, built)
         if empty:
             return _ended(ctx, built, "no_rebuilds", empty)
         paths = sessions.keep_workspaces(built, out)  # before the private folder goes
@@ -540,25 +578,6 @@ def _build(ctx: _Running) -> list | Outcome:
                 for d in built]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _ungraded_loops(job: Job, built: list) -> list[str]:
-    """Loops left with no rebuild to measure a gap against (every session of theirs ended
-    without a controller to grade, and none was imported)."""
-    out = []
-    for g in job.loops:
-        mine = [d for d in built if d.spec.group == g.name]
-        if g.rebuilds or any(d.graded for d in mine):
-            continue
-        ends: dict[str, int] = {}
-        for d in mine:
-            why = d.doc["ended"] if d.doc["verdict"] == "stopped" else d.doc["verdict"]
-            ends[why] = ends.get(why, 0) + 1
-        out.append(f"loops.{g.name}: none of its {len(mine)} rebuild sessions left a controller "
-                   "to grade (" + ", ".join(f"{k} {v}" for k, v in sorted(ends.items()))
-                   + "): no gap can be measured; nothing was graded (raise --max-tokens, or run "
-                   "again when the endpoint is not rate-limiting)")
-    return out
 
 
 def _ended(ctx: _Running, built: list, status: str, why: list[str]) -> Outcome:

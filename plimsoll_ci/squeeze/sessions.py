@@ -155,3 +155,22 @@ def summary(d: rebuild.Done) -> str:
     if doc["workspace"]["carries"]:
         text += f"; its workspace carries {len(doc['workspace']['carries'])} sealed value(s)"
     return text + ")"
+
+
+def ungraded_loops(job: Job, built: list) -> list[str]:
+    """Loops left with no rebuild to measure a gap against (every session of theirs ended
+    without a controller to grade, and none was imported)."""
+    out = []
+    for g in job.loops:
+        mine = [d for d in built if d.spec.group == g.name]
+        if g.rebuilds or any(d.graded for d in mine):
+            continue
+        ends: dict[str, int] = {}
+        for d in mine:
+            why = d.doc["ended"] if d.doc["verdict"] == "stopped" else d.doc["verdict"]
+            ends[why] = ends.get(why, 0) + 1
+        out.append(f"loops.{g.name}: none of its {len(mine)} rebuild sessions left a controller "
+                   "to grade (" + ", ".join(f"{k} {v}" for k, v in sorted(ends.items()))
+                   + "): no gap can be measured; nothing was graded (raise --max-tokens, or run "
+                   "again when the endpoint is not rate-limiting)")
+    return out

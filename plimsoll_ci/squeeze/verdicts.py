@@ -12,6 +12,9 @@ rounded once at the end.
 - **ship_rebuild**: the rebuilds' fresh median beats the loop's own fresh score by more than the
   flights line read as a share of the set (2 of 16 practice flights = 8 of 64 fresh flights).
 - **recipe worth**: the rebuilds' fresh median minus the control group's fresh median.
+- **with code checks**: a loop whose own controller carries practice seeds, the generator constant
+  or the generator's source memorized by construction, whatever its gap: the verdict a reader is
+  shown is `flag: carries ...` under every line (the arithmetic verdict is kept beside it).
 - **noise**: at the rebuilds' practice rate p over n practice flights, one standard deviation is
   sqrt(n p (1 - p)) flights, and `p_beyond` is the chance that luck alone moves a score more than
   the line away from n p (both directions), i.e. P(|X - n p| > line) for X ~ Binomial(n, p).
@@ -84,6 +87,14 @@ def verdict(gap_flights: Number, practice_total: int, lines: Lines) -> dict[str,
     share = g * 100 / practice_total
     return {"flights": "flag" if g > lines.flights else "pass",
             "percent": "flag" if share > lines.percent else "pass"}
+
+
+def with_code_checks(arithmetic: dict[str, str], carried: Sequence[str]) -> dict[str, str]:
+    """The verdict a reader is shown: `flag: carries X, Y` under every line when the loop's own
+    controller carries any of `carried` (names), else the arithmetic verdict."""
+    if not carried:
+        return dict(arithmetic)
+    return {line: f"flag: carries {', '.join(carried)}" for line in arithmetic}
 
 
 def ship_rebuild(loop_fresh: int, rebuild_fresh_median: Number, fresh_total: int,

@@ -30,7 +30,8 @@ from typing import Any, NamedTuple
 
 from plimsoll_ci.attest.keys import PublicKey
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.squeeze import artifacts
+from plimsoll_ci.squeeze import artifacts, fresh_sets
+from plimsoll_ci.squeeze.job import MAX_SETS
 from plimsoll_ci.squeeze.plan import unseen_section
 
 MAX_FILE = 256 << 20  # result.json, evidence.json, the reports, run.json
@@ -222,9 +223,10 @@ def verify(folder: str | Path, public: PublicKey, shard_keys: tuple | None = Non
     data, bundle_name = _bundle_bytes(folder, problems)
     if data is None:
         return Verified(problems, None, 0)
-    derived = artifacts.derive(data, public)
+    derived = artifacts.derive(data, public, _set_bundles(folder, problems))
     if derived.files is None:
         problems += [f"{bundle_name}: {p}" for p in derived.read.problems]
+        problems += list(derived.problems)
         return Verified(problems, None, derived.read.count)
     for name, text in derived.files.items():
         path = folder / name
@@ -236,6 +238,14 @@ def verify(folder: str | Path, public: PublicKey, shard_keys: tuple | None = Non
             problems += _compare(name, have, text)
     _check_run_json(folder, derived.read, problems)
     notes = _held_out_note(derived.read)
+    count = derived.read.job.get("fresh_sets", 0)
+    for n in range(1, count + 1):  # each set's run.json states what its records state
+        found: list[str] = []
+        _check_run_json(fresh_sets.folder(folder, n), _set_read(public, folder, n), found)
+        problems += [f"{fresh_sets.SETS}/{n}/{p}" for p in found]
+    if count:
+        notes.append(f"fresh sets: {count} more, each committed before any flight; every loop's "
+                     "own controller's fresh score on each recomputed from its records")
     from plimsoll_ci.squeeze import merge
 
     shards = folder / merge.SHARDS
@@ -248,6 +258,39 @@ def verify(folder: str | Path, public: PublicKey, shard_keys: tuple | None = Non
     result = json.loads(derived.files["result.json"])
     return Verified(problems, None if problems else result, derived.read.count,
                     len(derived.read.sessions), tuple(notes))
+
+
+def _set_bundles(folder: Path, problems: list[str]) -> dict[int, bytes]:
+    """The bundle of each `sets/I/` folder, by I (read bounded, never through a link)."""
+    sets = folder / fresh_sets.SETS
+    if sets.is_symlink():
+        problems.append(f"{fresh_sets.SETS}: a symbolic link (never followed)")
+        return {}
+    if not sets.is_dir():
+        return {}
+    out: dict[int, bytes] = {}
+    for i, d in enumerate(sorted(sets.iterdir())):
+        if i > 4 * MAX_SETS:
+            problems.append(f"{fresh_sets.SETS}: more than {4 * MAX_SETS} entries")
+            break
+        if d.is_symlink() or not d.is_dir() or not d.name.isdigit() or d.name != str(int(d.name)):
+            problems.append(f"{fresh_sets.SETS}/{d.name}: not a set folder (sets/1, sets/2, ...)")
+            continue
+        found: list[str] = []
+        data, _name = _bundle_bytes(d, found)
+        problems += [f"{fresh_sets.SETS}/{d.name}/{p}" for p in found]
+        if data is not None:
+            out[int(d.name)] = data
+    return out
+
+
+def _set_read(public: PublicKey, folder: Path, n: int) -> Any:
+    """Set `n`'s records as read back (it verified already: `artifacts.derive`)."""
+    from plimsoll_ci.squeeze import records
+
+    found: list[str] = []
+    raw, _name = _bundle_bytes(fresh_sets.folder(folder, n), found)
+    return records.read(raw or b"", public)
 
 
 def _held_out_note(read: Any) -> list[str]:

@@ -17,9 +17,11 @@ from plimsoll_ci.grading import fresh
 _PROVIDERS = (("gvisor", "kernel"), ("docker", "kernel"), ("process", "process"))
 
 
-def demo_run(i: int, flights: int = 4) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The (result document, predicate) of made-up run number `i`."""
-    fresh_set = fresh.draw(flights)
+def demo_run(i: int, flights: int = 4, fresh_set: fresh.FreshSet | None = None
+             ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The (result document, predicate) of made-up run number `i` (on `fresh_set`, default a new
+    one)."""
+    fresh_set = fresh_set or fresh.draw(flights)
     landed = (i * 7) % (flights + 1)
     result = {
         "course": "hard",
@@ -52,6 +54,9 @@ def demo_run(i: int, flights: int = 4) -> tuple[dict[str, Any], dict[str, Any]]:
     return result, predicate
 
 
-def write_demo_bundle(path: str | os.PathLike[str], signer: Signer, count: int) -> int:
-    """Append `count` demo records to the bundle at `path` in one sealed write; the new count."""
-    return bundle.append_runs(path, [demo_run(i) for i in range(count)], signer)
+def write_demo_bundle(path: str | os.PathLike[str], signer: Signer, count: int,
+                      one_fresh_set: bool = False) -> int:
+    """Append `count` demo records to the bundle at `path` in one sealed write (every record on
+    one fresh set, as a squeeze flies it, when `one_fresh_set`); the new count."""
+    shared = fresh.draw(4) if one_fresh_set else None
+    return bundle.append_runs(path, [demo_run(i, fresh_set=shared) for i in range(count)], signer)

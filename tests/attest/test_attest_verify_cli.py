@@ -31,8 +31,16 @@ def test_verify_prints_a_summary_of_a_good_bundle(signed, capsys):
     assert "records:       3" in out
     assert signer.keyid in out
     assert "tiers:         kernel 2, process 1" in out
-    assert "fresh sets:    3 committed, each reveal matches" in out
+    assert "fresh sets:    3 committed (flown in 3 records), each reveal matches" in out
     assert "practice sets: 1" in out
+
+
+def test_verify_counts_a_fresh_set_flown_by_many_records_once(tmp_path, capsys):
+    signer = keys.write_keypair(tmp_path / "ci")
+    path = tmp_path / "runs.intoto.jsonl"
+    demo.write_demo_bundle(path, signer, 14, one_fresh_set=True)
+    assert main(["verify", "--pub", str(tmp_path / "ci.pub"), str(path)]) == 0
+    assert "fresh sets:    1 committed (flown in 14 records), each reveal" in capsys.readouterr().out
 
 
 def test_verify_never_prints_a_fresh_seed(signed, capsys):

@@ -11,6 +11,7 @@ import os
 import select
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 
@@ -101,6 +102,14 @@ class Browser:
         for kind in ("rawKeyDown", "keyUp"):
             self.call("Input.dispatchKeyEvent", {"type": kind, "key": name, "code": name,
                                                  "windowsVirtualKeyCode": code}, session=True)
+
+    def screenshot(self, path: str) -> None:
+        """A PNG of the whole page, written to `path`."""
+        import base64
+
+        got = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True},
+                        session=True)
+        Path(path).write_bytes(base64.b64decode(got["data"]))
 
     def requests(self) -> list[str]:
         """URLs of every request the page made."""

@@ -20,8 +20,10 @@ CHROMIUM = ("chromium", "chromium-browser")
 
 def synthetic_read(loops: dict[str, tuple[int, int, list[tuple[int, int]]]],
                    control: list[tuple[int, int]] = (), lines: tuple = (2, 5),
-                   practice: int = 16, fresh: int = 64) -> Read:
-    """A verified read as the records would give it: loop -> (practice, fresh, [rebuilds])."""
+                   practice: int = 16, fresh: int = 64,
+                   carrying: dict[str, dict] | None = None) -> Read:
+    """A verified read as the records would give it: loop -> (practice, fresh, [rebuilds]);
+    `carrying`: controller path (`loops/NAME.py`) -> its code checks (default: carries nothing)."""
     plan: list[Grading] = []
     scores: dict[Grading, tuple[int, int]] = {}
     for name, (p, f, rebuilds) in loops.items():
@@ -47,8 +49,9 @@ def synthetic_read(loops: dict[str, tuple[int, int, list[tuple[int, int]]]],
         p, f = scores[g]
         records.append(GradingRecord(n, f"{n:064x}", g, Score(p, practice), Score(f, fresh),
                                      {"gate_frame": practice + fresh - p - f} if p + f <
-                                     practice + fresh else {}, {"generator": [], "source": [],
-                                                                "practice_seeds": []},
+                                     practice + fresh else {},
+                                     (carrying or {}).get(g.controller) or {
+                                         "generator": [], "source": [], "practice_seeds": []},
                                      "gvisor", "kernel"))
     return Read(records, job, {"salt": "3" * 64, "seeds": list(range(fresh))}, [], len(records))
 

@@ -42,7 +42,7 @@ HOVER = (REPO / "plimsoll_sim" / "controllers" / "hover.py").read_text()
 LANDED = (8742514865654379576, 3641603986678484279, 445363685911929936)
 JOB = """\
 course: hard
-fresh: {count: 8}
+fresh: {count: 8, sets: 1}
 loops:
   honest:
     controller: loop.py
@@ -371,11 +371,11 @@ def test_sigterm_during_the_sessions_stops_every_sandbox_and_signs_nothing(tmp_p
 
 
 def test_a_build_run_gives_the_same_result_for_any_jobs(tmp_path, gvisor):
-    small = ("course: hard\nfresh: {count: 4}\nloops:\n  honest:\n    controller: loop.py\n"
-             "    recipe: honest.txt\n    build: 2\ncontrol: {build: 1}\n"
+    small = ("course: hard\nfresh: {count: 4, sets: 1}\nloops:\n  honest:\n"
+             "    controller: loop.py\n    recipe: honest.txt\n    build: 2\ncontrol: {build: 1}\n"
              "sessions: {max_turns: 6, smoke: 1}\n")
     job = job_mod.load(job_folder(tmp_path / "job", small))
-    drawn = fresh.draw(4)
+    drawn, more = fresh.draw(4), [fresh.draw(4)]
     results = []
     with ChatServer([builder()] * 40) as server:
         config = ModelConfig(base_url=server.url, model="scripted", max_tokens=100_000,
@@ -384,7 +384,7 @@ def test_a_build_run_gives_the_same_result_for_any_jobs(tmp_path, gvisor):
             out = tmp_path / f"out-{jobs}"
             outcome = run_mod.run(job, run_mod.Options(
                 out, jobs, Setup(gvisor), model=run_mod.Model(config, {"OPENAI_API_KEY": KEY})),
-                progress.Plain(io.StringIO()), fresh_set=drawn)
+                progress.Plain(io.StringIO()), fresh_set=drawn, more_sets=more)
             assert outcome.status == "done"
             results.append((out / "result.json").read_bytes())
     assert results[0] == results[1]
@@ -410,7 +410,7 @@ def test_a_recipe_a_model_would_be_sent_that_carries_a_practice_seed_is_refused_
 
 ONE_REBUILD = """\
 course: hard
-fresh: {count: 4}
+fresh: {count: 4, sets: 1}
 loops:
   honest:
     controller: loop.py

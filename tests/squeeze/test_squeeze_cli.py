@@ -15,7 +15,7 @@ from plimsoll_ci.squeeze import progress
 
 TINY = """\
 course: easy
-fresh: {count: 4}
+fresh: {count: 4, sets: 1}
 loops:
   solo:
     controller: loop.py
@@ -171,6 +171,7 @@ def test_a_controller_carrying_a_withheld_entry_is_refused_and_the_job_goes_on(t
     assert leaky_rec["not_landed"] == {"refused": 20} and leaky_rec["tier"] == "process"
     assert json.loads((out / "result.json").read_text())["loops"][0]["rebuilds"]["count"] == 2
     assert squeeze("verify", str(out), "--pub", str(out / "harness.pub")).returncode == 0
-    for p in out.iterdir():
-        assert b"blue-falcon" not in p.read_bytes(), p.name
+    for p in out.rglob("*"):
+        if p.is_file():
+            assert b"blue-falcon" not in p.read_bytes(), p.name
     assert "blue-falcon" not in r.stdout + r.stderr

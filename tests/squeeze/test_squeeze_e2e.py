@@ -19,6 +19,8 @@ from plimsoll_ci.attest import keys
 from plimsoll_ci.squeeze.verify import verify
 
 pytestmark = [pytest.mark.gvisor, pytest.mark.slow]
+# the example cheater's own controller carries all three: its verdict says so under every line
+CARRIED = "flag: carries generator constant, generator source, practice seeds"
 
 
 def cli(*args: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -48,6 +50,9 @@ def test_the_example_flags_the_cheater_and_ships_its_rebuild(ran):
     assert (honest["name"], cheater["name"]) == ("honest", "cheater")
     assert cheater["practice"] == {"landed": 16, "total": 16}
     assert cheater["verdict"] == {"flights": "flag", "percent": "flag"}
+    assert cheater["carries"] == ["generator constant", "generator source", "practice seeds"]
+    assert cheater["combined_verdict"] == {"flights": CARRIED, "percent": CARRIED}
+    assert honest["combined_verdict"] == honest["verdict"] and honest["carries"] == []
     assert cheater["gap"] == 5 and cheater["ship_rebuild"] is True
     assert honest["ship_rebuild"] is False and honest["gap"] == 1
     assert honest["verdict"] == {"flights": "pass", "percent": "flag"}
@@ -82,21 +87,52 @@ def test_every_artifact_is_there_and_the_key_is_ephemeral(ran):
     out, r = ran
     names = {p.name for p in out.iterdir()}
     assert names == {"bundle.intoto.jsonl", "harness.pub", "fresh.json", "run.json",
-                     "result.json", "evidence.json", "report.md", "report.html"}
+                     "result.json", "evidence.json", "report.md", "report.html", "sets"}
     run = json.loads((out / "run.json").read_text())
     assert run["status"] == "done" and run["gradings"] == {"planned": 26, "signed": 26}
+    assert run["fresh_commitment"] in r.stderr
     assert run["key"]["ephemeral"] is True
-    assert b"PRIVATE" not in b"".join(p.read_bytes() for p in out.iterdir())
+    assert b"PRIVATE" not in b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
     committed = r.stderr.index("committed before any flight")
-    assert committed < r.stderr.index("[1/26]")  # the commitment is out before any result
+    assert committed < r.stderr.index("[1/32]")  # the commitment is out before any result
     assert run["fresh_commitment"] in r.stderr
     assert "the 16 practice seeds take 79 tokens (cl100k_base)" in r.stderr
+
+
+def test_the_loops_own_controllers_fly_three_more_fresh_sets_each_a_run_folder(ran):
+    out, r = ran
+    result = result_of(out)
+    assert sorted(p.name for p in (out / "sets").iterdir()) == ["1", "2", "3"]
+    commitments = set()
+    for n in (1, 2, 3):
+        here = out / "sets" / str(n)
+        assert {p.name for p in here.iterdir()} == {"bundle.intoto.jsonl", "fresh.json",
+                                                     "run.json", "result.json"}
+        run = json.loads((here / "run.json").read_text())
+        assert run["status"] == "done" and run["gradings"] == {"planned": 2, "signed": 2}
+        assert r.stderr.index(run["fresh_commitment"]) < r.stderr.index("[1/32]")
+        commitments.add(run["fresh_commitment"])
+        doc = json.loads((here / "result.json").read_text())
+        assert [lp["name"] for lp in doc["loops"]] == ["honest", "cheater"]
+        for lp in result["loops"]:
+            mine = next(x for x in doc["loops"] if x["name"] == lp["name"])
+            assert lp["fresh_sets"]["landed"][n - 1] == mine["fresh"]["landed"]
+    assert len(commitments | {result["fresh_commitment"]}) == 4  # four sets, all different
+    for lp in result["loops"]:
+        spread = lp["fresh_sets"]
+        assert len(spread["landed"]) == 3 and spread["total"] == 64
+        assert spread["range"] == max(spread["landed"]) - min(spread["landed"])
+    report = (out / "report.md").read_text()
+    assert report.count("Fresh score, measured again: on 3 more fresh sets") == 2
+    assert "fresh on 3 more fresh sets the loop's own controller landed" in r.stdout
 
 
 def test_no_practice_seed_appears_in_any_artifact_or_output(ran):
     out, r = ran
     guard = LeakGuard(str(s) for s in sim.PRACTICE_SEEDS)
-    for p in out.iterdir():
+    for p in out.rglob("*"):
+        if p.is_dir():
+            continue
         guard.file(p)
     guard.text(r.stdout, "stdout")
     guard.text(r.stderr, "stderr")
@@ -211,10 +247,39 @@ def _resign(out: Path) -> None:
     forger = keys.generate()
     (out / "bundle.intoto.jsonl").unlink()
     bundle.append_runs(out / "bundle.intoto.jsonl", runs, forger)
-    derived = artifacts.derive((out / "bundle.intoto.jsonl").read_bytes(), forger.public)
+    for one in (out / "sets").iterdir():  # every set re-signed as it was
+        from plimsoll_ci.squeeze.records import signed_runs
+
+        path = one / "bundle.intoto.jsonl"
+        again = [(r.result, r.predicate) for r in signed_runs(path.read_bytes())]
+        path.unlink()
+        bundle.append_runs(path, again, forger)
+    from plimsoll_ci.squeeze.fresh_sets import bundles
+
+    derived = artifacts.derive((out / "bundle.intoto.jsonl").read_bytes(), forger.public,
+                               bundles(out))
     for name, text in derived.files.items():
         (out / name).write_text(text)
     (out / "harness.pub").write_bytes(forger.public.pem())
+
+
+def _flip_set_byte(out: Path) -> None:
+    lines = _lines(out / "sets" / "2" / "bundle.intoto.jsonl")
+    lines[0] = lines[0].replace(b'"landed":true', b'"landed":false', 1)
+    _set_lines(out / "sets" / "2" / "bundle.intoto.jsonl", lines)
+
+
+def _swap_sets(out: Path) -> None:
+    a, b = out / "sets" / "1", out / "sets" / "2"
+    a.rename(out / "sets" / "x")
+    b.rename(a)
+    (out / "sets" / "x").rename(b)
+
+
+def _link_set(out: Path) -> None:
+    real = out.parent / "elsewhere"
+    (out / "sets" / "2").rename(real)
+    (out / "sets" / "2").symlink_to(real, target_is_directory=True)
 
 
 def _other_key(out: Path) -> None:
@@ -232,6 +297,8 @@ TAMPER = [
      "result.json: loops[1].gap: the file says 0, the records say 5"),
     ("result verdict", _edit_json("result.json", lambda d: d["loops"][1]["verdict"].update(
         flights="pass")), "result.json: loops[1].verdict.flights"),
+    ("result combined verdict", _edit_json("result.json", lambda d: d["loops"][1][
+        "combined_verdict"].update(flights="pass")), "result.json: loops[1].combined_verdict"),
     ("result ship", _edit_json("result.json", lambda d: d["loops"][1].update(
         ship_rebuild=False)), "result.json: loops[1].ship_rebuild"),
     ("result spacing", _replace("result.json", '  "course"', '   "course"'),
@@ -242,11 +309,12 @@ TAMPER = [
      "evidence.json: figures[0].value"),
     ("evidence record", _edit_json("evidence.json", lambda d: d["records"][3].update(
         controller="rebuilds/honest/other.py")), "evidence.json: records[3].controller"),
-    ("report verdict", _replace("report.md", "| **flag** | **flag** | **yes** |",
+    ("report verdict", _replace("report.md", f"| **{CARRIED}** | **{CARRIED}** | **yes** |",
                                 "| **pass** | **pass** | no |"), "report.md line"),
     ("report cut", lambda out: (out / "report.md").write_text(
         (out / "report.md").read_text().rsplit("\n## ", 1)[0]), "report.md"),
-    ("html verdict", _replace("report.html", 'class="flag">flag</td>', 'class="pass">pass</td>'),
+    ("html verdict", _replace("report.html", f'class="flag">{CARRIED}</td>',
+                              'class="pass">pass</td>'),
      "report.html line"),
     ("html script", _replace("report.html", "l.gap>line", "l.gap>line+99"), "report.html line"),
     ("fresh seed", _edit_json("fresh.json", lambda d: d["seeds"].__setitem__(0, 1000000001)),
@@ -267,6 +335,22 @@ TAMPER = [
      "run.json: status"),
     ("run commitment", _edit_json("run.json", lambda d: d.update(fresh_commitment="0" * 64)),
      "run.json: fresh_commitment"),
+    ("set result", _edit_json("sets/2/result.json", lambda d: d["loops"][0]["fresh"].update(
+        landed=64)), "sets/2/result.json: loops[0].fresh.landed"),
+    ("set fresh seed", _edit_json("sets/1/fresh.json", lambda d: d["seeds"].__setitem__(
+        0, 1000000001)), "sets/1/fresh.json: seeds[0]"),
+    ("set gone", lambda out: shutil.rmtree(out / "sets" / "3"),
+     "sets/3/bundle.intoto.jsonl: missing (the records say the run flew 3 more fresh sets)"),
+    ("set extra", lambda out: shutil.copytree(out / "sets" / "1", out / "sets" / "4"),
+     "sets/4: not one of the run's 3 fresh sets"),
+    ("sets swapped", _swap_sets, "sets/1/bundle.intoto.jsonl: its job section is not the "
+     "run's for set 1 of 3"),
+    ("set record byte", _flip_set_byte, "sets/2/bundle.intoto.jsonl: bundle line 1"),
+    ("set run status", _edit_json("sets/3/run.json", lambda d: d.update(status="interrupted")),
+     "sets/3/run.json: status"),
+    ("set linked", _link_set, "sets/2: not a set folder"),
+    ("main result spread", _edit_json("result.json", lambda d: d["loops"][0]["fresh_sets"][
+        "landed"].__setitem__(1, 0)), "result.json: loops[0].fresh_sets.landed[1]"),
 ]
 
 
@@ -284,7 +368,8 @@ def test_verify_refuses_a_changed_artifact_naming_the_file(ran, tmp_path, name, 
 def test_the_cli_exits_1_and_lists_the_problems(ran, tmp_path):
     out = shutil.copytree(ran[0], tmp_path / "out")
     _edit_json("result.json", lambda d: d["loops"][1].update(gap=0))(out)
-    _replace("report.md", "| **flag** | **flag** | **yes** |", "| **pass** | **pass** | no |")(out)
+    _replace("report.md", f"| **{CARRIED}** | **{CARRIED}** | **yes** |",
+             "| **pass** | **pass** | no |")(out)
     r = cli("verify", str(out), "--pub", str(ran[0] / "harness.pub"))
     assert r.returncode == 1
     assert "result.json: loops[1].gap" in r.stdout and "report.md line" in r.stdout

@@ -69,6 +69,13 @@ def test_a_seed_file_practice_set_and_defaults(tmp_path):
     job = job_mod.load(job_path)
     assert job.practice == (5000000001, 5000000002) and job.practice_source == "seeds.txt"
     assert job.fresh_count == 64 and (job.lines.flights, job.lines.percent) == (2, 5)
+    assert job.fresh_sets == 3  # the spread is measured on three more fresh sets by default
+
+
+def test_fresh_sets_is_read_from_the_fresh_section(tmp_path):
+    job = job_mod.load(folder(tmp_path, GOOD.replace("fresh: {count: 8}",
+                                                     "fresh: {count: 8, sets: 1}")))
+    assert (job.fresh_count, job.fresh_sets) == (8, 1)
 
 
 @pytest.mark.parametrize("edit, line, words", [
@@ -77,6 +84,8 @@ def test_a_seed_file_practice_set_and_defaults(tmp_path):
     (("course: hard\n", ""), 1, "missing course"),
     (("fresh: {count: 8}", "fresh: {count: 0}"), 3, "fresh.count must be a whole number"),
     (("fresh: {count: 8}", "fresh: {count: 8, sealed: x}"), 3, "unknown key 'sealed'"),
+    (("fresh: {count: 8}", "fresh: {count: 8, sets: 11}"), 3,
+     "fresh.sets must be a whole number from 0 to 10"),
     (("lines: {flights: 2, percent: 5}", "lines: {flights: 2, percent: 500}"), 4,
      "lines.percent must be a number"),
     (("lines: {flights: 2, percent: 5}", "lines: {flights: two}"), 4, "lines.flights"),

@@ -35,7 +35,7 @@ def page(tmp_path):
 
 
 def shown(browser) -> dict[str, str]:
-    return browser.js("Object.fromEntries([...document.querySelectorAll('tbody tr')].map("
+    return browser.js("Object.fromEntries([...document.querySelectorAll('#verdicts tbody tr')].map("
                       "(r, i) => [r.dataset.loop, document.getElementById('verdict-' + i)"
                       ".textContent]))")
 

@@ -55,7 +55,7 @@ BROKEN = {
 }
 JOB = """\
 course: hard
-fresh: {count: 8}
+fresh: {count: 8, sets: 1}
 loops:
   steady:
     controller: loop.py
@@ -78,13 +78,13 @@ def small_job(tmp_path: Path) -> Path:
 def test_broken_controllers_cost_their_flights_and_jobs_change_no_score(tmp_path):
     need_gvisor()
     job = job_mod.load(small_job(tmp_path / "job"))
-    drawn = fresh.draw(8)
+    drawn, more = fresh.draw(8), [fresh.draw(8)]
     results = {}
     for jobs in (1, 3):
         out = tmp_path / f"out-{jobs}"
         log = io.StringIO()
         outcome = run_mod.run(job, run_mod.Options(out, jobs, Setup("gvisor", "kernel")),
-                              progress.Plain(log), fresh_set=drawn)
+                              progress.Plain(log), fresh_set=drawn, more_sets=more)
         assert outcome.status == "done" and outcome.signed == 5, log.getvalue()
         assert verify(out, keys.load_public_key(out / "harness.pub")).ok
         results[jobs] = (out / "result.json").read_bytes()
@@ -143,17 +143,18 @@ def test_a_signal_stops_every_sandbox_and_leaves_a_bundle_that_verifies(tmp_path
     seen: list[str] = []
     first = threading.Event()
 
+    # 26 gradings and the two loops' own controllers on each of the example's 3 more fresh sets
     def drain() -> None:
         for line in proc.stderr:  # type: ignore[union-attr]
             seen.append(line)
-            if "[1/26]" in line:
+            if "[1/32]" in line:
                 first.set()
         first.set()  # (the end: no first grading, the assertion below says so)
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     first.wait(240)  # the first finished grading
-    assert any("[1/26]" in x for x in seen), "".join(seen)
+    assert any("[1/32]" in x for x in seen), "".join(seen)
     until = time.monotonic() + 60
     while not _procs_under(str(temp)) and time.monotonic() < until and proc.poll() is None:
         time.sleep(0.05)  # between two gradings: wait for the next sandbox to start
