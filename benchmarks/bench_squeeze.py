@@ -83,7 +83,7 @@ def hackathon_job(where: Path) -> Path:
     rebuilds, copied round), 4 control controllers; 96 controllers, no more fresh sets."""
     import shutil
 
-    import sim
+    import plimsoll_sim as sim
 
     honest = (EXAMPLE / "loops" / "honest.py").read_text()
     hexed = ", ".join(hex(s) for s in sim.PRACTICE_SEEDS)

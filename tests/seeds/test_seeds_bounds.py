@@ -69,7 +69,7 @@ def test_seeds_lint_refuses_a_seed_file_over_one_mib_and_a_fifo_without_blocking
 def test_a_seed_file_for_grade_or_a_recipe_is_read_within_its_bound(tmp_path):
     with pytest.raises(BadInput, match="seed file /dev/zero: not a regular file"):
         seeds.read_seed_file("/dev/zero")
-    r, took = cli("grade", "--controller", str(REPO / "sim/controllers/honest.py"), "--course",
+    r, took = cli("grade", "--controller", str(REPO / "plimsoll_sim/controllers/honest.py"), "--course",
                   "hard", "--seed-file", "/dev/zero", "--provider", "process")
     refused(r, "seed file /dev/zero: not a regular file")
     assert took < 20
@@ -110,9 +110,9 @@ def test_squeeze_run_sealed_refuses_a_held_out_set_over_10000_before_any_flight(
     s, c = hand_made(tmp_path, 10_001)
     job = tmp_path / "job" / "squeeze.yaml"
     (job.parent / "rebuilds").mkdir(parents=True)
-    (job.parent / "loop.py").write_text((REPO / "sim/controllers/honest.py").read_text())
+    (job.parent / "loop.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
     (job.parent / "rebuilds" / "hover.py").write_text(
-        (REPO / "sim/controllers/hover.py").read_text())
+        (REPO / "plimsoll_sim/controllers/hover.py").read_text())
     job.write_text("course: easy\nloops:\n  l:\n    controller: loop.py\n"
                    "    rebuilds: [rebuilds/*.py]\n")
     out = tmp_path / "out"
@@ -143,7 +143,7 @@ def test_a_horizon_in_range_is_taken(value, limit):
 
 
 def test_a_withheld_set_given_to_grade_is_read_within_its_bound(tmp_path):
-    r, took = cli("grade", "--controller", str(REPO / "sim/controllers/honest.py"), "--course",
+    r, took = cli("grade", "--controller", str(REPO / "plimsoll_sim/controllers/honest.py"), "--course",
                   "hard", "--seeds", "1", "--withheld", "/dev/zero", "--provider", "process")
     refused(r, "withheld set /dev/zero: not a regular file")
     assert took < 20

@@ -11,9 +11,9 @@ import shutil
 import textwrap
 
 import pytest
-import sim
 from squeezekit import chromium, synthetic_read
 
+import plimsoll_sim as sim
 from plimsoll_ci.squeeze import checks, report_html, report_md
 from plimsoll_ci.squeeze.result import compute
 
