@@ -141,13 +141,17 @@ def _endpoints(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]
     args.model = names
     if urls and not args.base_url:
         args.base_url = next(iter(urls.values()))
+    from plimsoll_ci.envname import variable
+
     keys: dict[str, str] = {}
-    for entry in args.model_key_env:
+    for n, entry in enumerate(args.model_key_env, 1):
         name, sep, var = entry.partition("=")
+        # the entry is never repeated: a key pasted here must not be printed back
         if not sep or name not in names or not var:
-            raise BadInput(f"--model-key-env {entry}: give NAME=VAR for a model named with "
-                           "--model")
-        keys[name] = var
+            raise BadInput(f"--model-key-env (number {n}) takes the NAME of an environment "
+                           "variable, as MODEL=VAR for a model named with --model MODEL=URL; "
+                           "what was given is not repeated here")
+        keys[name] = variable(var, "--model-key-env")
     if keys and set(keys) == set(names):  # every model has its own key: no shared one needed
         args.api_key_env = keys[names[0]]
     return urls, keys

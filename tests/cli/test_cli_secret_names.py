@@ -44,6 +44,7 @@ ENV_FLAGS = [
     (["eval", "run"], "--api-key-env", ["--repo", ".", "--tasks", "t", "--out", "o"]),
     (["eval", "run"], "--signing-key-env", ["--repo", ".", "--tasks", "t", "--out", "o"]),
     (["eval", "run"], "--key-env", ["--repo", ".", "--tasks", "t", "--out", "o"]),
+    (["eval", "run"], "--model-key-env", ["--repo", ".", "--tasks", "t", "--out", "o"]),
 ]
 
 
