@@ -23,9 +23,10 @@ TAIL_BYTES = 8 * 1024  # of each command's output kept in results.json
 
 def command_doc(c: CommandOutcome, scrub: Callable[[str], str]) -> dict[str, Any]:
     """One command's (or the guarded test's) entry: argv, exit code, seconds, the output's last
-    8 KiB, redacted."""
+    8 KiB, each argument and the output redacted."""
     tail = c.output.encode("utf-8", "replace")[-TAIL_BYTES:].decode("utf-8", "replace")
-    return {"argv": [printable(x) for x in c.argv], "exit_code": c.exit_code,
+    # the argv is the model's text too: a withheld value in it is held back like one in output
+    return {"argv": [printable(scrub(x)) for x in c.argv], "exit_code": c.exit_code,
             "timed_out": c.timed_out, "refused": c.refused, "seconds": round(c.seconds, 3),
             "output_tail": printable(scrub(tail))}
 

@@ -185,9 +185,9 @@ def _scrubber(keys: list[Any], request: EvalRequest) -> Callable[[str], str]:
             try:
                 found = scan_items([Item("output", text.encode("utf-8", "replace"))], s)
             except Exception:  # noqa: BLE001 - a set this scan cannot read: hold it all back
-                return "[output held back: it could not be checked against the withheld sets]"
+                return "[held back: it could not be checked against the withheld sets]"
             if found.findings:
-                return (f"[output held back: it holds withheld entry "
+                return (f"[held back: it holds withheld entry "
                         f"{found.findings[0].entry}]")
         return text
 

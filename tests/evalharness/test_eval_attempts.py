@@ -301,3 +301,29 @@ def test_a_command_cannot_write_past_the_disk_quota_of_its_copy(gvisor, chat_ser
     [a] = result.attempts
     [command] = a.commands
     assert command.exit_code != 0 and "No space left on device" in command.output
+
+
+def test_a_kept_output_holding_a_withheld_value_is_held_back_naming_only_its_entry(
+        gvisor, chat_server, repo, tmp_path):
+    """A command that prints a withheld value (in hex here): results.json and report.md keep
+    the entry's id in its place, never the value, in any notation."""
+    from plimsoll_ci.withheld import build_set, parse
+
+    secret = "3107713414"
+    doc, _ = build_set([("answers.txt:1", secret)], key=b"eval-test-key")
+    wset = parse(doc, key=b"eval-test-key")
+    chat_server.push(reply([fix("off-by-one")],
+                           [["python", "-c", f"print('the answer is', hex({secret}))"]]))
+    out = tmp_path / "out"
+    result = evaluate(chat_server.url, repo, tasks(tmp_path, "off-by-one"), out, runs=1,
+                      withheld=(wset,))
+    [a] = result.attempts
+    assert a.commands[0].exit_code == 0
+    [doc] = result.documents
+    held = "[held back: it holds withheld entry answers.txt:1]"
+    assert doc["commands"][0]["output_tail"] == held
+    assert doc["commands"][0]["argv"][:2] == ["python", "-c"]
+    assert doc["commands"][0]["argv"][2] == held  # the model's own argument named the value
+    for name in ("results.json", "report.md"):
+        text = (out / name).read_text()
+        assert secret not in text and hex(int(secret)) not in text, name
