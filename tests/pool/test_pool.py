@@ -150,9 +150,11 @@ def test_in_order_raises_a_workers_exception_where_its_result_is_taken() -> None
     taken: list[int] = []
     work = pool.InOrder(workers)
     try:
-        work.put(_slow, (1, 0.0), lambda r: taken.append(r[0]))
-        work.put(_boom, (2,), taken.append)
+        # taken at the put that finds it done, or at the drain: wherever its turn comes, after
+        # the earlier result was taken
         with pytest.raises(ValueError, match="bad input 2"):
+            work.put(_slow, (1, 0.0), lambda r: taken.append(r[0]))
+            work.put(_boom, (2,), taken.append)
             work.drain()
     finally:
         workers.shutdown(wait=True, cancel_futures=True)
