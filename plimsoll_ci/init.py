@@ -172,7 +172,7 @@ def missing(plan: Plan) -> list[str]:
         seen = ", ".join(str(p) for p in plan.values_candidates) or "none found"
         out.append(f"which file holds the values that must never ship: give --values FILE "
                    f"(candidates: {seen})")
-    elif plan.select is None and plan.select_candidates is not None and _structured(plan):
+    elif plan.select is None and _structured(plan):
         seen = ", ".join(plan.select_candidates) or "none"
         out.append(f"{plan.values} is structured: give --select PATH (paths: {seen})")
     if not plan.ship:

@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write no GitHub workflow")
     parser.add_argument("-y", "--yes", action="store_true",
                         help="ask nothing (also so in CI and without a terminal)")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="text (default) or json: what was written, the key's path (never "
+                             "the key), the entries; json asks nothing")
 
 
 def _ask(question: str, default: str) -> str:
@@ -64,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     from plimsoll_ci import init
     from plimsoll_ci.report.names import shown
 
-    quiet = args.yes or os.environ.get("CI") == "true" or not sys.stdin.isatty()
+    quiet = (args.yes or args.format == "json" or os.environ.get("CI") == "true"
+             or not sys.stdin.isatty())
     plan = init.survey(Path(args.repo))
     if args.ship:
         plan.ship = _ship_sets(args.ship)
@@ -91,6 +95,13 @@ def run(args: argparse.Namespace) -> int:
                                              workflow=not args.no_workflow))
     for w in done.warnings:
         print(f"plimsoll-ci: warning: {shown(w)}", file=sys.stderr)
+    if args.format == "json":
+        import json
+
+        print(json.dumps({"written": done.written, "extended": done.extended,
+                          "key_file": str(done.key_file), "key_reused": done.key_reused,
+                          "entries": done.entries}, indent=2))
+        return 0
     for rel in done.written:
         print(f"wrote {shown(rel)}")
     for rel in done.extended:

@@ -174,3 +174,26 @@ def test_the_workflow_init_writes_validates_against_the_github_workflow_schema(
                         str(repo / ".github/workflows/plimsoll-ship-scan.yml")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_init_json_names_what_it_wrote_and_where_the_key_is_never_the_key(
+        tmp_path: Path, keys: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    repo = make_harness(tmp_path / "h")
+    code, out, _ = run(capsys, str(repo), "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert set(doc["written"]) == {"withheld.json", "plimsoll.yaml", ".pre-commit-config.yaml",
+                                   ".github/workflows/plimsoll-ship-scan.yml"}
+    assert doc["extended"] == [".gitignore"] and doc["entries"] == len(SEEDS)
+    assert Path(doc["key_file"]) == keys / "h.key" and doc["key_reused"] is False
+    assert (keys / "h.key").read_text().strip() not in out
+
+
+def test_init_help_names_its_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["init", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert all(f in out for f in ("--values", "--select", "--ship", "--key-file", "--format"))
