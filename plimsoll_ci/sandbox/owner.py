@@ -19,9 +19,11 @@ import hashlib
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -131,16 +133,44 @@ def tempdir(kind: str, base: str | os.PathLike[str] | None = None,
     default the temporary folder), which a later run reaps if this process dies without removing
     it. `kind` is a lower-case word naming what it holds (grade, run, squeeze, ...).
 
-    `keep(path)` records the folder for this process's own clean-up: it is called before a
-    SIGTERM, SIGINT or SIGHUP that arrives meanwhile is handled, so a stop can never fall between
-    the folder's creation and its record (a folder made but not yet recorded was left behind)."""
+    `keep(path)` records the folder for this process's own clean-up. Where it was made is
+    recorded before it exists, so `sweep(kind)` finds it even when a stop lands between its
+    creation and `keep`: holding the stop signals in this thread does not close that window
+    once another thread runs (a finished sandbox's stderr reader), because the kernel hands the
+    signal to that thread and Python runs the handler here at once."""
     if not re.fullmatch(r"[a-z0-9]+", kind):
         raise ValueError(f"folder kind {kind!r}: lower-case letters and digits only")
+    where = os.path.abspath(tempfile.gettempdir() if base is None else base)
+    with _MADE_LOCK:
+        _MADE.add((where, kind))
     with _signals_held():
-        made = Path(tempfile.mkdtemp(prefix=f"plimsoll-{kind}-{me().token}-", dir=base))
+        made = Path(tempfile.mkdtemp(prefix=f"plimsoll-{kind}-{me().token}-", dir=where))
         if keep is not None:
             keep(made)
     return made
+
+
+_MADE: set[tuple[str, str]] = set()  # (folder, kind): where this process makes its folders
+_MADE_LOCK = threading.Lock()
+
+
+def sweep(kind: str) -> int:
+    """Remove every `kind` folder this process made and has not removed, recorded or not (a
+    stop's last step, once nothing of this process uses them); how many there were."""
+    prefix = f"plimsoll-{kind}-{me().token}-"
+    with _MADE_LOCK:
+        places = sorted(where for where, k in _MADE if k == kind)
+    removed = 0
+    for where in places:
+        try:
+            names = os.listdir(where)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(prefix):
+                shutil.rmtree(os.path.join(where, name), ignore_errors=True)
+                removed += 1
+    return removed
 
 
 _HELD = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -148,8 +178,9 @@ _HELD = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Within the block, the stop signals wait (this thread blocks them); on leaving, one that
-    came meanwhile is delivered and its handler runs."""
+    """Within the block, the stop signals wait while this thread is the only one (it blocks
+    them); on leaving, one that came meanwhile is delivered and its handler runs. With other
+    threads running, one of them may take the signal: `sweep` covers that window."""
     try:
         before = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     except (AttributeError, OSError, ValueError):  # no such call here: nothing to hold

@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from plimsoll_ci.sandbox import stage
 
 CONTROLLER = "class Controller:\n    def step(self, obs):\n        return {}\n"
@@ -72,9 +74,13 @@ def test_a_worker_that_dies_without_a_word_fails_the_run_naming_its_exit_code(
     assert said == "the worker grading task 1 died (exit code 3); nothing of it was signed"
 
 
-# A signal that lands right after the folder is made: mkdtemp is wrapped to send it then.
+# A signal that lands right after the folder is made: mkdtemp is wrapped to send it then. With
+# `thread`, another thread runs meanwhile (a finished sandbox's stderr reader in a squeeze
+# worker): the kernel hands it the signal, which this thread holds, and Python runs the handler
+# in this thread at once, before the folder is recorded (a squeeze stopped by SIGTERM left a
+# `plimsoll-grade-*` folder about one run in four).
 WINDOW = """
-import os, signal, sys, tempfile
+import os, signal, sys, tempfile, threading, time
 from pathlib import Path
 from plimsoll_ci.sandbox import owner, stage
 
@@ -83,13 +89,19 @@ real = tempfile.mkdtemp
 def mkdtemp(*args, **kwargs):
     made = real(*args, **kwargs)
     os.kill(os.getpid(), signal.SIGTERM)
+    until = time.monotonic() + 2  # time for another thread to take it, if one runs
+    while time.monotonic() < until:
+        time.sleep(0.01)
     return made
 
 def stop(signum, frame):
     raise SystemExit(143)
 
+if sys.argv[2] == "thread":
+    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
 owner.tempfile = type(sys)("tempfile_in_the_window")
 owner.tempfile.mkdtemp = mkdtemp
+owner.tempfile.gettempdir = tempfile.gettempdir
 signal.signal(signal.SIGTERM, stop)
 try:
     stage.stage(sys.argv[1])
@@ -101,11 +113,13 @@ print(sorted(p.name for p in Path(tempfile.gettempdir()).iterdir()))
 """
 
 
-def test_a_signal_right_after_a_folder_is_made_still_finds_it_recorded(private_tmp: Path,
-                                                                        tmp_path: Path) -> None:
+@pytest.mark.parametrize("threads", ["alone", "thread"])
+def test_a_signal_right_after_a_folder_is_made_still_finds_it_recorded(
+        private_tmp: Path, tmp_path: Path, threads: str) -> None:
     controller = tmp_path / "controller.py"
     controller.write_text(CONTROLLER)
-    out = subprocess.run([sys.executable, "-c", WINDOW, str(controller)], capture_output=True,
-                         text=True, timeout=60, env=dict(os.environ, TMPDIR=str(private_tmp)))
+    out = subprocess.run([sys.executable, "-c", WINDOW, str(controller), threads],
+                         capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, TMPDIR=str(private_tmp)))
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["stopped", "[]"]
