@@ -195,7 +195,7 @@ def _printable(doc: Any) -> Any:
     return doc
 
 
-def _digest(transcript: dict[str, Any]) -> str:
+def transcript_digest(transcript: dict[str, Any]) -> str:
     """SHA-256 of the transcript's RFC 8785 canonical JSON (the model session's own digest, over
     the printable transcript)."""
     return hashlib.sha256(canonical.dumps(transcript)).hexdigest()
@@ -232,5 +232,5 @@ def run_attempt(setup: Setup, client: ModelClient, task: Task, run: int) -> Atte
         model=client.config.model, task=task, run=run, test=test, diff=diff,
         edits=rounds.edits, commands=rounds.commands, tokens=session.outcome().tokens,
         seconds=round(time.monotonic() - t0, 3), stopped=rounds.stopped, nothing=rounds.nothing,
-        notes=notes, probe=probe, transcript=transcript, transcript_sha256=_digest(transcript),
+        notes=notes, probe=probe, transcript=transcript, transcript_sha256=transcript_digest(transcript),
         evidence=guarded.evidence, started=started, finished=dt.datetime.now(dt.UTC))

@@ -17,14 +17,20 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from plimsoll_ci.attest import eval_record
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.evalharness import report, wall
-from plimsoll_ci.evalharness.attempt import DEFAULT_ALLOW, Attempt, Setup, run_attempt
+from plimsoll_ci.evalharness.attempt import (
+    DEFAULT_ALLOW,
+    Attempt,
+    Setup,
+    run_attempt,
+    transcript_digest,
+)
 from plimsoll_ci.evalharness.contract import printable
 from plimsoll_ci.evalharness.probe import preflight
 from plimsoll_ci.evalharness.snapshot import Snapshot, take
@@ -173,25 +179,61 @@ def _predicate(a: Attempt, doc: dict[str, Any], context: dict[str, Any],
 def _scrubber(keys: list[Any], request: EvalRequest) -> Callable[[str], str]:
     """What every kept output passes through: the keys redacted, and an output holding a
     withheld or sealed entry held back whole (its entry named, never its value)."""
-    from plimsoll_ci.scan import Item, scan_items
     from plimsoll_ci.scrub import Scrubber
 
     scrubber = Scrubber([k for k in keys if isinstance(k, str)])
-    sets = [*request.withheld, *([request.sealed] if request.sealed is not None else [])]
+    held = _holder(request)
 
     def scrub(text: str) -> str:
         text = scrubber.text(text) if scrubber else text
+        return held(text) or text
+
+    return scrub
+
+
+def _holder(request: EvalRequest) -> Callable[[str], str | None]:
+    """`held(text)`: what replaces `text` when it holds a withheld or sealed entry (naming the
+    entry, never its value), else None."""
+    from plimsoll_ci.scan import Item, scan_items
+
+    sets = [*request.withheld, *([request.sealed] if request.sealed is not None else [])]
+
+    def held(text: str) -> str | None:
         for s in sets:
             try:
                 found = scan_items([Item("output", text.encode("utf-8", "replace"))], s)
             except Exception:  # noqa: BLE001 - a set this scan cannot read: hold it all back
                 return "[held back: it could not be checked against the withheld sets]"
             if found.findings:
-                return (f"[held back: it holds withheld entry "
-                        f"{found.findings[0].entry}]")
-        return text
+                return f"[held back: it holds withheld entry {found.findings[0].entry}]"
+        return None
 
-    return scrub
+    return held
+
+
+def _kept(a: Attempt, held: Callable[[str], str | None]) -> Attempt:
+    """The attempt as its diff and transcript are kept: a file's section of the diff, or a
+    string of the transcript (a reply, a command's argument, a fed-back output), that holds a
+    withheld or sealed entry is held back whole, its entry named; the transcript's digest is
+    the kept one's, so the signed record and `eval verify` name what was written."""
+    if held(a.diff.text) is not None:
+        parts = re.split(r"(?m)^(?=diff --git )", a.diff.text)
+        a = replace(a, diff=a.diff._replace(text="".join(
+            part if (why := held(part)) is None else part.partition("\n")[0] + f"\n{why}\n"
+            for part in parts if part)))
+    if held(json.dumps(a.transcript, ensure_ascii=False)) is not None:
+        def walk(doc: Any) -> Any:
+            if isinstance(doc, str):
+                return held(doc) or doc
+            if isinstance(doc, list):
+                return [walk(x) for x in doc]
+            if isinstance(doc, dict):
+                return {k: walk(v) for k, v in doc.items()}
+            return doc
+
+        transcript = walk(a.transcript)
+        a = replace(a, transcript=transcript, transcript_sha256=transcript_digest(transcript))
+    return a
 
 
 def _line(a: Attempt) -> str:
@@ -331,6 +373,8 @@ def _finish(request: EvalRequest, attempts: list[Attempt], context: dict[str, An
     tripwire = (wall.scan_requests(out / "requests", request.sealed)
                 if request.sealed is not None else None)
     docs, kept, runs = [], [], []
+    held = _holder(request)
+    attempts = [_kept(a, held) for a in attempts]
     for a in attempts:
         where = f"{names[a.model]}/{a.task.name}/{a.run}"
         diff_sha = _write(out / "diffs" / f"{where}.diff", a.diff.text)

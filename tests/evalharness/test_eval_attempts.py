@@ -327,3 +327,38 @@ def test_a_kept_output_holding_a_withheld_value_is_held_back_naming_only_its_ent
     for name in ("results.json", "report.md"):
         text = (out / name).read_text()
         assert secret not in text and hex(int(secret)) not in text, name
+
+
+def test_a_withheld_value_the_model_writes_is_held_back_in_its_diff_and_transcript(
+        gvisor, chat_server, repo, tmp_path):
+    """The model writes a withheld value into a file and into its reply: the kept diff holds
+    that file's section back and the transcript each string holding it, naming only the entry;
+    the other file's change is kept, and the signed records still verify against what was
+    written (the transcript's digest is the kept one's)."""
+    from plimsoll_ci.attest import keys
+    from plimsoll_ci.evalharness.verify import verify
+    from plimsoll_ci.withheld import build_set, parse
+
+    secret = "3107713414"
+    doc, _ = build_set([("answers.txt:1", secret)], key=b"eval-test-key")
+    wset = parse(doc, key=b"eval-test-key")
+    chat_server.push(reply([fix("off-by-one"), ("notes.txt", f"the answer: {secret}\n")],
+                           [["echo", "recalled", secret]]))
+    out = tmp_path / "out"
+    signer = keys.generate()
+    result = evaluate(chat_server.url, repo, tasks(tmp_path, "off-by-one"), out, runs=1,
+                      withheld=(wset,), signer=signer, bundle=str(out / "attempts.intoto.jsonl"))
+    [a] = result.attempts
+    assert a.test_passed
+    held = "[held back: it holds withheld entry answers.txt:1]"
+    diff = (out / "diffs" / "scripted" / "off-by-one" / "1.diff").read_text()
+    assert "diff --git a/notes.txt b/notes.txt\n" + held in diff
+    assert "+++ b/" + fix("off-by-one")[0] in diff  # the fix's own section is kept
+    transcript = (out / "transcripts" / "scripted" / "off-by-one" / "1.json").read_text()
+    assert held in transcript
+    for path in out.rglob("*"):
+        if path.is_file() and "requests" not in path.relative_to(out).parts:
+            text = path.read_text(errors="replace")
+            assert secret not in text and hex(int(secret)) not in text, path
+    found = verify(out, signer.public)
+    assert found.ok, found.problems
