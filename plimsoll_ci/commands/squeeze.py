@@ -202,7 +202,8 @@ def _options(args: argparse.Namespace):  # -> (Job, run.Options)
 
         process.require_wall()  # PLIMSOLL_BWRAP=required: no wall, no grading (exit 2)
     if args.min_tier is not None:
-        from plimsoll_ci.sandbox import all_providers, tiers
+        from plimsoll_ci import tiers
+        from plimsoll_ci.sandbox import all_providers
 
         tiers.require(all_providers.get(args.provider).configured_tier(), args.min_tier,
                       f"provider {args.provider}")
