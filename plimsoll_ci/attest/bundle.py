@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 from plimsoll_ci.attest import canonical, dsse, eval_record, record
 from plimsoll_ci.attest.keys import PublicKey, Signer
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.files import read_bounded
+from plimsoll_ci.files import cannot_read, read_bounded
 
 LINE_DOMAIN = b"plimsoll-ci bundle-line v1\x00"
 GENESIS = "0" * 64
@@ -535,7 +535,7 @@ def append_runs(
         except FileNotFoundError:
             old = None
         except OSError as e:
-            raise BadInput(f"bundle {path}: cannot read ({e.strerror})") from None
+            raise BadInput(f"bundle {path}: {cannot_read(e)}") from None
         if old is None:
             body, count, head = b"", 0, GENESIS
         else:
