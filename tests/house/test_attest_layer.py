@@ -1,5 +1,6 @@
 """`attest/` is the trust root: it imports nothing of the project but the neutral modules below it
-(the time and digest forms it shares with `grading/`, the tier names, errors, bounded reads)."""
+(the time and digest forms it shares with `grading/`, the tier names, errors, bounded reads, the
+one way workers are started)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "plimsoll_ci"
 
 # The neutral low layer: modules that import nothing of the project but one another and `errors`.
 NEUTRAL = {"plimsoll_ci", "plimsoll_ci.errors", "plimsoll_ci.envname", "plimsoll_ci.files",
-           "plimsoll_ci.timestamps", "plimsoll_ci.digests", "plimsoll_ci.tiers"}
+           "plimsoll_ci.timestamps", "plimsoll_ci.digests", "plimsoll_ci.tiers", "plimsoll_ci.pool"}
 
 
 def _is_type_checking(node: ast.If) -> bool:
