@@ -42,28 +42,40 @@ class Bounds(NamedTuple):
 CONFIG = Bounds()  # plimsoll.yaml, a squeeze job, an eval task's front matter
 
 
-@functools.cache
 def bounded_loader() -> type:
     """The safe loader class that refuses nesting and alias expansion past its `bounds` and
     recursive aliases (`ConfigError` with a line; `origin` and `bounds` are the loader's
-    attributes, set by `compose` and `load`)."""
+    attributes, set by `compose` and `load`). Its events come from libyaml when PyYAML has it."""
+    import yaml
+
+    return loader_class(getattr(getattr(yaml, "_yaml", None), "CParser", None) is not None)
+
+
+@functools.cache
+def loader_class(libyaml: bool) -> type:
+    """`bounded_loader()` over libyaml's events (`libyaml`, when PyYAML was built with it) or over
+    PyYAML's own parser: the same composing, bounds and errors (the problem's wording aside)."""
     import yaml
     from yaml.composer import Composer
     from yaml.constructor import SafeConstructor
     from yaml.resolver import Resolver
 
-    parser = getattr(getattr(yaml, "_yaml", None), "CParser", None)
+    base: type = yaml.SafeLoader
+    if libyaml:
+        parser = yaml._yaml.CParser
 
-    class _Events(Composer, parser, SafeConstructor, Resolver):  # type: ignore[misc, valid-type]
-        """libyaml's events, composed here (its own composer is never called)."""
+        class _Events(Composer, parser, SafeConstructor, Resolver):  # type: ignore[misc]
+            """libyaml's events, composed here (its own composer is never called)."""
 
-        def __init__(self, stream: Any) -> None:
-            parser.__init__(self, stream)
-            Composer.__init__(self)
-            SafeConstructor.__init__(self)
-            Resolver.__init__(self)
+            def __init__(self, stream: Any) -> None:
+                parser.__init__(self, stream)
+                Composer.__init__(self)
+                SafeConstructor.__init__(self)
+                Resolver.__init__(self)
 
-    class BoundedLoader(yaml.SafeLoader if parser is None else _Events):  # type: ignore[misc]
+        base = _Events
+
+    class BoundedLoader(base):  # type: ignore[misc, valid-type]
         origin = "<yaml>"
         bounds = CONFIG
 
@@ -140,14 +152,14 @@ def compose(text: str, origin: str, bounds: Bounds = CONFIG) -> Any:
     return _run(bounded_loader(), text, origin, "get_single_node", bounds)
 
 
-def load(text: str, origin: str, loader_class: type | None = None,
+def load(text: str, origin: str, loader: type | None = None,
          bounds: Bounds = CONFIG) -> Any:
-    """The value of `text`, constructed by `loader_class` (a subclass of `bounded_loader()` with
+    """The value of `text`, constructed by `loader` (a subclass of `bounded_loader()` with
     the caller's constructors; default: the bounded loader itself) within `bounds`;
     `ConfigError` naming `origin` and the line."""
 
-    cls = loader_class or bounded_loader()
-    if not issubclass(cls, bounded_loader()):
+    cls = loader or bounded_loader()
+    if not issubclass(cls, (bounded_loader(), loader_class(False))):
         raise TypeError("load() takes a subclass of yamlsafe.bounded_loader()")
     return _run(cls, text, origin, "get_single_data", bounds)
 

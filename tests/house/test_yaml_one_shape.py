@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from plimsoll_ci import ship, valuefiles
+from plimsoll_ci import ship, valuefiles, yamlsafe
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.evalharness import tasks
 from plimsoll_ci.squeeze import job as job_mod
@@ -65,3 +65,18 @@ def test_a_file_of_a_million_brackets_is_refused_not_a_crash() -> None:
     assert valuefiles.structure("notes.txt", b"[" * 1_000_000) is None
     with pytest.raises(BadInput, match=r"seeds\.yaml line 1: nested more than 64 levels deep"):
         valuefiles.parse(b"[" * 1_000_000, "yaml", "seeds.yaml")
+
+
+@pytest.mark.parametrize("bad, line", BROKEN, ids=[f"line-{n}-{i}" for i, (_, n) in
+                                                    enumerate(BROKEN)])
+def test_the_loader_names_the_same_line_with_or_without_libyaml(bad: str, line: int) -> None:
+    import yaml
+
+    if not getattr(yaml, "__with_libyaml__", False):
+        pytest.skip("PyYAML without libyaml: only its own parser to compare")
+    said = []
+    for libyaml in (True, False):
+        with pytest.raises(BadInput) as e:
+            yamlsafe.load(bad, "f.yaml", yamlsafe.loader_class(libyaml))
+        said.append(_said(e.value, "f.yaml")[0])
+    assert said == [line, line]
