@@ -8,6 +8,7 @@ Two rules of the house live here, below every package that reads input (`attest/
   refuses it when it, or a folder on the way, is a link that leaves that folder.
 
 Both raise `BadInput` (exit 2) naming the file and the bound; neither ever names a file's bytes.
+Every message that says a file could not be read says it one way, `cannot_read(e)`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,17 @@ from pathlib import Path
 from plimsoll_ci.errors import BadInput
 
 MiB = 1024 * 1024
+
+
+def cannot_read(e: BaseException) -> str:
+    """How every message says a file could not be read: `cannot read (Permission denied)`. The
+    reason is the system's (`strerror`), never the error's text, which repeats the path (a key
+    file's path may be the key itself) or a decoded value; else the error's kind."""
+    if isinstance(e, UnicodeDecodeError):
+        reason = f"not UTF-8 at byte {e.start}"
+    else:
+        reason = getattr(e, "strerror", None) or e.__class__.__name__
+    return f"cannot read ({reason})"
 
 
 def _size(n: int) -> str:
@@ -47,7 +59,7 @@ def read_bounded(path: str | os.PathLike[str], limit: int, what: str | None = No
     except OSError as e:
         if not follow and os.path.islink(path):
             raise BadInput(f"{name}: is a symbolic link; give the file itself") from None
-        raise BadInput(f"{name}: cannot be read ({e.strerror or e})") from None
+        raise BadInput(f"{name}: {cannot_read(e)}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -68,7 +80,7 @@ def read_bounded(path: str | os.PathLike[str], limit: int, what: str | None = No
                 raise BadInput(f"{name}: over the bound of {_size(limit)} (it grew while read)")
         return b"".join(chunks)
     except OSError as e:
-        raise BadInput(f"{name}: cannot be read ({e.strerror or e})") from None
+        raise BadInput(f"{name}: {cannot_read(e)}") from None
     finally:
         os.close(fd)
 

@@ -24,6 +24,8 @@ import stat
 from collections.abc import Iterator
 from typing import BinaryIO, NamedTuple
 
+from plimsoll_ci.files import cannot_read
+
 _OPEN = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
 NOT_REGULAR = "not a regular file (a pipe, socket or device): its name was scanned, its contents " \
               "not read"
@@ -135,7 +137,7 @@ def read(disk: OnDisk, whole: int) -> Opened:
         if e.errno == errno.ELOOP and not disk.link:
             return Opened(b"", None, 0, "replaced by a symbolic link after it was listed, not "
                                         "followed: its contents were not scanned")
-        return Opened(b"", None, 0, f"cannot read ({e.strerror}): its contents were not scanned")
+        return Opened(b"", None, 0, f"{cannot_read(e)}: its contents were not scanned")
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -158,7 +160,7 @@ def read(disk: OnDisk, whole: int) -> Opened:
         size = max(st.st_size, os.fstat(fd).st_size)
     except OSError as e:
         os.close(fd)
-        return Opened(b"", None, 0, f"cannot read ({e.strerror}): its contents were not scanned")
+        return Opened(b"", None, 0, f"{cannot_read(e)}: its contents were not scanned")
     return Opened(b"", os.fdopen(fd, "rb"), size)
 
 

@@ -1,6 +1,7 @@
 """Worker processes for scans that split across cores: the one way plimsoll-ci forks workers.
 
-- `default_jobs()`: how many workers this process may use (its CPUs, at most 8).
+- `usable_cores()`: the CPUs this process may run on; `default_jobs()`: how many workers it may
+  use (those CPUs, at most 8).
 - `start(jobs, init, initargs, close)`: a pool of forked workers, each set up once by
   `init(*initargs)` (its own engine, its own `git cat-file` stream) after closing the inherited
   descriptors `close` (the caller's pipes to a running process); None when one job is asked for
@@ -16,6 +17,13 @@
 Workers are forked (the engine and the withheld set are inherited, not pickled), only from a
 single-threaded process (forking a threaded one can deadlock), and ignore Ctrl-C: the parent gets
 it, stops the pool and keeps what finished.
+
+Who uses it: the ship scan (`scan.Verdicts`, `start`), history's blob scan (`start`), the
+tripwire over a large folder of requests (`run`) and a bundle's verifier with `workers` (`run`).
+One module starts processes its own way, on purpose: `squeeze/pool.py`. Its workers each run a
+grading in a sandbox for minutes, so they are spawned (no inherited threads, locks or heap),
+stopped one by one with SIGTERM so each grading's own `finally` stops its sandbox, and told
+SIGTERM by the kernel when the parent dies (`PR_SET_PDEATHSIG`); a scan worker needs none of it.
 """
 
 from __future__ import annotations
@@ -36,13 +44,18 @@ T = TypeVar("T")
 MAX_JOBS = 8
 
 
-def default_jobs(limit: int = MAX_JOBS) -> int:
-    """Worker processes to use: the CPUs this process may run on, at most `limit`."""
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity, else the CPUs online)."""
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
-    return max(1, min(n, limit))
+    return max(1, n)
+
+
+def default_jobs(limit: int = MAX_JOBS) -> int:
+    """Worker processes to use: the CPUs this process may run on, at most `limit`."""
+    return max(1, min(usable_cores(), limit))
 
 
 def can_fork() -> bool:

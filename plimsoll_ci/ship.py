@@ -71,6 +71,7 @@ from typing import NamedTuple
 
 from plimsoll_ci import git
 from plimsoll_ci.errors import BadInput, ConfigError, PlimsollError
+from plimsoll_ci.files import cannot_read
 from plimsoll_ci.scan import Item
 from plimsoll_ci.shipconfig import CONFIG_NAME as CONFIG_NAME
 from plimsoll_ci.shipconfig import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
@@ -241,8 +242,7 @@ def _read(p: Path, cap: int = MAX_READ) -> bytes:
         with open(p, "rb") as fh:
             return fh.read(cap + 1)
     except OSError as e:
-        raise BadInput(f"{p}: cannot read a shipped file ({e.strerror}); fix its permissions") \
-            from None
+        raise BadInput(f"shipped file {p}: {cannot_read(e)}; fix its permissions") from None
 
 
 def from_worktree(root: Path | None, config: Config, set_name: str | None = None) -> list[ShippedFile]:

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from plimsoll_ci import git, withheld, yamlsafe
 from plimsoll_ci.errors import BadInput, ConfigError, WithheldSetError
-from plimsoll_ci.files import MiB, read_bounded
+from plimsoll_ci.files import MiB, cannot_read, read_bounded
 from plimsoll_ci.globs import Globs
 
 CONFIG_NAME = "plimsoll.yaml"
@@ -331,7 +331,7 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     try:  # (as text: line ends as `\n`, as `read_text` gives them)
         text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as e:
-        raise ConfigError(f"{p}: cannot read the config ({e.__class__.__name__})") from None
+        raise ConfigError(f"{p}: {cannot_read(e)}; a config is UTF-8 text") from None
     cfg = parse_config(text, str(p), p.resolve().parent)
     return cfg._replace(path=p.resolve())
 

@@ -17,12 +17,13 @@ The select syntax, kept small::
 A key is written as it is (`Seed ID`), except one holding `.`, `[` or `]`, which is reached by
 its position (`[N]`). A selected number is a number entry; a string is read as a line of a plain
 file is (text, or a number when it is one: JSON and CSV keep 64-bit seeds in strings); a boolean,
-a null or a list or mapping is refused. YAML is read with PyYAML's safe loader (YAML 1.1: `0777`
-is octal; quote a value to keep it as written).
+a null or a list or mapping is refused. YAML is read with `yamlsafe`'s loader, PyYAML's safe one
+(YAML 1.1: `0777` is octal; quote a value to keep it as written), within this module's bounds.
 
 Bounds: a values file is read up to `VALUES_BOUND` bytes (`files.read_bounded`); a structured
 document is walked through at most `MAX_NODES` nodes (an alias counts each time it is met, so a
-"billion laughs" file is refused, not expanded) and `MAX_DEPTH` levels. Messages name the file,
+"billion laughs" file is refused, not expanded) and `MAX_DEPTH` levels; a YAML one is held to the
+same two bounds while it is composed (`yamlsafe`), before anything is built. Messages name the file,
 the path and the line, never a value (keys are shown only when they are plain names).
 """
 
@@ -175,9 +176,9 @@ def _twice(origin: str, where: str) -> str:
 def _yaml(text: str, origin: str) -> Any:
     import yaml
 
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from plimsoll_ci import yamlsafe
 
-    class Loader(base):  # type: ignore[misc, valid-type]
+    class Loader(yamlsafe.bounded_loader()):  # type: ignore[misc]
         pass
 
     def construct_map(loader: Any, node: Any) -> _Map:
@@ -205,15 +206,9 @@ def _yaml(text: str, origin: str) -> Any:
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_map)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_seq)
-    try:
-        return yaml.load(text, Loader=Loader)  # noqa: S506 - a safe loader's subclass
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = f" line {mark.line + 1}" if mark else ""
-        raise BadInput(f"values file {origin}{line}: not valid YAML ({e.problem or e.context}); "
-                       "fix it, or give a plain file of one value a line") from None
-    except yaml.YAMLError as e:
-        raise BadInput(f"values file {origin}: not valid YAML ({type(e).__name__})") from None
+    # the one YAML loader (nesting and aliases bounded while composing, one error shape)
+    return yamlsafe.load(text, f"values file {origin}", Loader,
+                         yamlsafe.Bounds(MAX_DEPTH, MAX_NODES))
 
 
 def _csv(text: str, origin: str) -> _Seq:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput, WithheldSetError
-from plimsoll_ci.files import MiB, read_bounded
+from plimsoll_ci.files import MiB, cannot_read, read_bounded
 from plimsoll_ci.match.canonical import classify, digest, file_digest, key_id
 from plimsoll_ci.match.fingerprint import fingerprints
 from plimsoll_ci.match.index import number_shape, text_shape_dict
@@ -101,7 +101,7 @@ def key_from(env: str | None = None, file: str | None = None,
         try:
             data = Path(file).read_bytes().rstrip(b"\r\n")
         except OSError as e:
-            raise BadInput(f"key file {file}: cannot read ({e.strerror})") from None
+            raise BadInput(f"key file {file}: {cannot_read(e)}") from None
         if not data:
             raise BadInput(f"key file {file}: empty")
         return data

@@ -1,17 +1,22 @@
-"""YAML that a user hands us (`plimsoll.yaml`, `squeeze.yaml`, an eval task's front matter), read
-within bounds.
+"""YAML that a user hands us (`plimsoll.yaml`, `squeeze.yaml`, an eval task's front matter, a
+values file), read within bounds.
 
-One loader and one error handler for every YAML file plimsoll-ci reads as configuration:
+One loader and one error handler for every YAML file plimsoll-ci reads:
 
-- `bounded_loader()`: a `yaml.SafeLoader` subclass that counts, while composing, how deep the
-  document nests (at most `MAX_DEPTH` levels) and how many nodes it holds once every alias is
-  expanded (at most `MAX_NODES`), and refuses an alias to a node that contains it. An alias bomb
-  (9 levels of 9 aliases: 9^9 nodes) or 5,000 levels of `[[[` stops at the line that crosses the
-  bound, in milliseconds, before anything walks the tree; a recursive alias stops where it is used.
-- `compose(text, origin)` (the node tree, for a reader that keeps every node's line) and
-  `load(text, origin, loader)` (constructed values, with the caller's constructors);
-- `config_error(e, origin)`: a PyYAML error as the `ConfigError` (exit 2) every caller prints,
-  `origin line N: problem; fix the YAML syntax` (line 1 when PyYAML gives no place).
+- `bounded_loader()`: a safe loader that counts, while composing, how deep the document nests and
+  how many nodes it holds once every alias is expanded (within the `Bounds` of the read: `CONFIG`,
+  64 levels and 100,000 values, for a configuration file; a values file passes its own), and
+  refuses an alias to a node that contains it. An alias bomb (9 levels of 9 aliases: 9^9 nodes)
+  or 5,000 levels of `[[[` stops at the line that crosses the bound, in milliseconds, before
+  anything walks the tree; a recursive alias stops where it is used. Its events come from
+  libyaml's parser when PyYAML was built with it (a values file may be 64 MiB), else from
+  PyYAML's own; the nodes are composed here either way, never by libyaml's composer, which
+  recurses in C without a bound (a million `[` crashed the process).
+- `compose(text, origin, bounds)` (the node tree, for a reader that keeps every node's line) and
+  `load(text, origin, loader, bounds)` (constructed values, with the caller's constructors);
+- `config_error(e, origin, text)`: a PyYAML error as the `ConfigError` (exit 2) every caller
+  prints, `origin line N: problem; fix the YAML syntax`, N counted from 1 (line 1 when PyYAML
+  gives no place).
 
 PyYAML is imported when a YAML file is first read, never at import time (the hook's cold start).
 """
@@ -19,7 +24,7 @@ PyYAML is imported when a YAML file is first read, never at import time (the hoo
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import ConfigError
 
@@ -27,15 +32,52 @@ MAX_DEPTH = 64  # a job file or plimsoll.yaml nests 4 or 5 levels
 MAX_NODES = 100_000  # nodes once aliases are expanded; a job of 1,000 controllers holds ~3,000
 
 
-@functools.cache
+class Bounds(NamedTuple):
+    """How deep a document may nest and how many values it may hold, aliases expanded."""
+
+    depth: int = MAX_DEPTH
+    nodes: int = MAX_NODES
+
+
+CONFIG = Bounds()  # plimsoll.yaml, a squeeze job, an eval task's front matter
+
+
 def bounded_loader() -> type:
-    """The `yaml.SafeLoader` subclass that refuses deep nesting, alias expansion past
-    `MAX_NODES` and recursive aliases (`ConfigError` with a line; `origin` is the loader's
-    `origin` attribute, set by `compose` and `load`)."""
+    """The safe loader class that refuses nesting and alias expansion past its `bounds` and
+    recursive aliases (`ConfigError` with a line; `origin` and `bounds` are the loader's
+    attributes, set by `compose` and `load`). Its events come from libyaml when PyYAML has it."""
     import yaml
 
-    class BoundedLoader(yaml.SafeLoader):
+    return loader_class(getattr(getattr(yaml, "_yaml", None), "CParser", None) is not None)
+
+
+@functools.cache
+def loader_class(libyaml: bool) -> type:
+    """`bounded_loader()` over libyaml's events (`libyaml`, when PyYAML was built with it) or over
+    PyYAML's own parser: the same composing, bounds and errors (the problem's wording aside)."""
+    import yaml
+    from yaml.composer import Composer
+    from yaml.constructor import SafeConstructor
+    from yaml.resolver import Resolver
+
+    base: type = yaml.SafeLoader
+    if libyaml:
+        parser = yaml._yaml.CParser
+
+        class _Events(Composer, parser, SafeConstructor, Resolver):  # type: ignore[misc]
+            """libyaml's events, composed here (its own composer is never called)."""
+
+            def __init__(self, stream: Any) -> None:
+                parser.__init__(self, stream)
+                Composer.__init__(self)
+                SafeConstructor.__init__(self)
+                Resolver.__init__(self)
+
+        base = _Events
+
+    class BoundedLoader(base):  # type: ignore[misc, valid-type]
         origin = "<yaml>"
+        bounds = CONFIG
 
         def __init__(self, stream: Any) -> None:
             super().__init__(stream)
@@ -60,9 +102,9 @@ def bounded_loader() -> type:
                 node = super().compose_node(parent, index)
                 self._count(weight, line, f"alias *{anchor}")
                 return node
-            if self._depth >= MAX_DEPTH:
-                raise self._refuse(line, f"nested more than {MAX_DEPTH} levels deep; a "
-                                   "configuration needs a few")
+            if self._depth >= self.bounds.depth:
+                raise self._refuse(line, f"nested more than {self.bounds.depth} levels deep; "
+                                   "a configuration or a values file needs a few")
             self._depth += 1
             before = self._nodes
             try:
@@ -75,8 +117,8 @@ def bounded_loader() -> type:
 
         def _count(self, weight: int, line: int, what: str) -> None:
             self._nodes += weight
-            if self._nodes > MAX_NODES:
-                raise self._refuse(line, f"{what} expands the document past {MAX_NODES:,} "
+            if self._nodes > self.bounds.nodes:
+                raise self._refuse(line, f"{what} expands the document past {self.bounds.nodes:,} "
                                    "values (aliases are expanded where used); write the "
                                    "values out, without aliases that multiply")
 
@@ -93,38 +135,42 @@ def config_error(e: Exception, origin: str, text: str = "") -> ConfigError:
         line = mark.line + 1 if mark else 1
         problem = e.problem or e.context or "malformed YAML"
     elif isinstance(e, yaml.reader.ReaderError):
-        line = text.count("\n", 0, max(e.position, 0)) + 1
+        # The first such character is the one refused; libyaml gives a byte offset, PyYAML a
+        # character index, so the line is found from the character itself.
+        at = text.find(chr(e.character)) if isinstance(e.character, int) else -1
+        line = text.count("\n", 0, at if at >= 0 else max(e.position, 0)) + 1
         problem = f"character {e.character!r} is not allowed in YAML"
     else:
         line, problem = 1, f"malformed YAML ({e.__class__.__name__})"
     return ConfigError(f"{origin} line {line}: {problem}; fix the YAML syntax")
 
 
-def compose(text: str, origin: str) -> Any:
-    """The node tree of `text` (a `yaml.Node`, or None for an empty document), every bound kept;
+def compose(text: str, origin: str, bounds: Bounds = CONFIG) -> Any:
+    """The node tree of `text` (a `yaml.Node`, or None for an empty document), within `bounds`;
     `ConfigError` naming `origin` and the line."""
 
-    return _run(bounded_loader(), text, origin, "get_single_node")
+    return _run(bounded_loader(), text, origin, "get_single_node", bounds)
 
 
-def load(text: str, origin: str, loader_class: type | None = None) -> Any:
-    """The value of `text`, constructed by `loader_class` (a subclass of `bounded_loader()` with
-    the caller's constructors; default: the bounded loader itself); `ConfigError` naming `origin`
-    and the line."""
+def load(text: str, origin: str, loader: type | None = None,
+         bounds: Bounds = CONFIG) -> Any:
+    """The value of `text`, constructed by `loader` (a subclass of `bounded_loader()` with
+    the caller's constructors; default: the bounded loader itself) within `bounds`;
+    `ConfigError` naming `origin` and the line."""
 
-    cls = loader_class or bounded_loader()
-    if not issubclass(cls, bounded_loader()):
+    cls = loader or bounded_loader()
+    if not issubclass(cls, (bounded_loader(), loader_class(False))):
         raise TypeError("load() takes a subclass of yamlsafe.bounded_loader()")
-    return _run(cls, text, origin, "get_single_data")
+    return _run(cls, text, origin, "get_single_data", bounds)
 
 
-def _run(cls: type, text: str, origin: str, method: str) -> Any:
+def _run(cls: type, text: str, origin: str, method: str, bounds: Bounds) -> Any:
     import yaml
 
     loader = None
     try:
         loader = cls(text)  # the reader checks every character here
-        loader.origin = origin
+        loader.origin, loader.bounds = origin, bounds
         return getattr(loader, method)()
     except yaml.YAMLError as e:
         raise config_error(e, origin, text) from None

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 from plimsoll_ci.attest import canonical, dsse, eval_record, record
 from plimsoll_ci.attest.keys import PublicKey, Signer
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.files import read_bounded
+from plimsoll_ci.files import cannot_read, read_bounded
 
 LINE_DOMAIN = b"plimsoll-ci bundle-line v1\x00"
 GENESIS = "0" * 64
@@ -293,21 +293,16 @@ def _inspect_chunk(first: int, raws: list[bytes], public_der: bytes) -> list[_In
 
 def _inspect_all(lines: list[bytes], public: PublicKey, workers: int) -> list[_Inspected]:
     # Serial by default: on a shared 2-core machine the workers' start-up and pickling cost more
-    # than they save (see benchmarks/bench_verify.py). Workers are forked (no re-import of
-    # `__main__`); callers ask for them only from a single-threaded process.
+    # than they save (see benchmarks/bench_verify.py). Workers are the forked ones of `pool`
+    # (no re-import of `__main__`; in this process when forking is not safe here).
     if workers <= 1 or len(lines) < 2:
         return [_inspect(n, raw, public) for n, raw in enumerate(lines, 1)]
-    import concurrent.futures
-    import multiprocessing
+    from plimsoll_ci import pool
 
     size = -(-len(lines) // (workers * 4))
-    starts = range(0, len(lines), size)
     der = public.der()
-    context = multiprocessing.get_context("fork")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        chunks = pool.map(_inspect_chunk, [s + 1 for s in starts],
-                          [lines[s : s + size] for s in starts], [der] * len(starts))
-        return [item for chunk in chunks for item in chunk]
+    calls = [(s + 1, lines[s : s + size], der) for s in range(0, len(lines), size)]
+    return [item for chunk in pool.run(_inspect_chunk, calls, workers) for item in chunk]
 
 
 def verify_bytes(
@@ -535,7 +530,7 @@ def append_runs(
         except FileNotFoundError:
             old = None
         except OSError as e:
-            raise BadInput(f"bundle {path}: cannot read ({e.strerror})") from None
+            raise BadInput(f"bundle {path}: {cannot_read(e)}") from None
         if old is None:
             body, count, head = b"", 0, GENESIS
         else:

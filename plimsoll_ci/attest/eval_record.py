@@ -30,8 +30,10 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from plimsoll_ci.attest import record
+from plimsoll_ci.digests import is_sha256_hex
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.sandbox.tiers import TIERS
+from plimsoll_ci.tiers import TIERS
+from plimsoll_ci.timestamps import is_utc_time, utc_text
 
 PREDICATE_TYPE = "https://plimsoll-ci.dev/eval-attempt/v1"
 RESULT_NAME = "eval-attempt.json"
@@ -60,8 +62,8 @@ def make_predicate(**facts: Any) -> dict[str, Any]:
      tool_version) = AttemptFacts(**facts)
     if tool_version is None:
         from plimsoll_ci import __version__ as tool_version
-    start = record._timestamp(started, "start time")
-    end = record._timestamp(finished, "end time")
+    start = utc_text(started, "start time")
+    end = utc_text(finished, "end time")
     predicate = {
         "attempt": dict(attempt),
         "inputs": dict(inputs),
@@ -93,7 +95,7 @@ def make_statement(result_doc: Any, predicate: Mapping[str, Any]) -> dict[str, A
 
 
 def _digest(obj: Any, where: str, p: list[str]) -> None:
-    if record._keys(obj, {"sha256"}, where, p) and not record.is_sha256_hex(obj["sha256"]):
+    if record._keys(obj, {"sha256"}, where, p) and not is_sha256_hex(obj["sha256"]):
         p.append(f"{where} is not a SHA-256 in lowercase hex")
 
 
@@ -124,11 +126,11 @@ def check_predicate(pred: Any) -> list[str]:
             p.append("inputs.turns must be a whole number from 1")
         repo = i["repository"]
         if record._keys(repo, {"files", "sha256"}, "inputs.repository", p):
-            if not _count(repo["files"]) or not record.is_sha256_hex(repo["sha256"]):
+            if not _count(repo["files"]) or not is_sha256_hex(repo["sha256"]):
                 p.append("inputs.repository needs a file count and a SHA-256 in lowercase hex")
         task = i["task"]
         if record._keys(task, {"probe", "sha256", "test", "touch"}, "inputs.task", p):
-            if not (isinstance(task["probe"], bool) and record.is_sha256_hex(task["sha256"])
+            if not (isinstance(task["probe"], bool) and is_sha256_hex(task["sha256"])
                     and _strings(task["test"]) and task["test"] and _strings(task["touch"])):
                 p.append("inputs.task needs probe, a SHA-256, the test command and touch paths")
     m = pred["model"]
@@ -150,7 +152,7 @@ def check_predicate(pred: Any) -> list[str]:
     _digest(pred["result"], "result", p)
     run = pred["run"]
     if record._keys(run, {"finishedOn", "startedOn"}, "run", p):
-        if not (record.is_utc_time(run["startedOn"]) and record.is_utc_time(run["finishedOn"])):
+        if not (is_utc_time(run["startedOn"]) and is_utc_time(run["finishedOn"])):
             p.append("run times must be UTC times like 2026-01-31T12:00:00Z")
         elif run["finishedOn"] < run["startedOn"]:
             p.append("run finished before it started")

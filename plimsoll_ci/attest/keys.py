@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from plimsoll_ci.envname import said, variable
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.files import read_bounded
+from plimsoll_ci.files import cannot_read, read_bounded
 
 MAX_KEY_BYTES = 64 * 1024  # a PEM key is a few hundred bytes; anything bigger is not a key
 
@@ -189,7 +189,7 @@ def load_signer(
         try:
             st = path.stat()
         except OSError as e:
-            raise BadInput(f"key file {path}: cannot read ({e.strerror})") from None
+            raise BadInput(f"key file {path}: {cannot_read(e)}") from None
         if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             raise BadInput(
                 f"key file {path}: readable by others (mode {stat.S_IMODE(st.st_mode):04o}); "

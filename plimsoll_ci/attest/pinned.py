@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.attest.bundle import Report, verify_bytes
 from plimsoll_ci.attest.keys import PublicKey, load_public_key
-
-_KEYID = re.compile(r"[0-9a-f]{64}")
+from plimsoll_ci.digests import is_sha256_hex
 
 
 class Pinned(NamedTuple):
@@ -70,7 +68,7 @@ def claimed_keyid(data: bytes) -> str | None:
     except (ValueError, KeyError, IndexError, TypeError):
         return None
     # shown in messages: only a key id's own shape (64 hex digits) is ever printed
-    return sig if isinstance(sig, str) and _KEYID.fullmatch(sig) else None
+    return sig if is_sha256_hex(sig) else None
 
 
 def verify_pinned(data: bytes, pinned: Sequence[Pinned],

@@ -35,15 +35,16 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import re
-import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from plimsoll_ci import digests
 from plimsoll_ci.attest import canonical
+from plimsoll_ci.digests import is_sha256_hex
+from plimsoll_ci.digests import practice_set_digest as practice_set_digest  # its callers' name
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.grading import fresh
-from plimsoll_ci.sandbox.tiers import TIERS  # weakest first
+from plimsoll_ci.tiers import TIERS  # weakest first
+from plimsoll_ci.timestamps import is_utc_time, utc_text
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 # v2 records are written in RFC 8785 canonical JSON (digests any JCS library recomputes); v1
@@ -60,35 +61,6 @@ FORM_OF_TYPE = {PREDICATE_TYPE: canonical.JCS, PREDICATE_TYPE_V2: canonical.JCS,
                 CHECKPOINT_TYPE_V1: canonical.V1}
 RESULT_NAME = "grading-result.json"
 CHECKPOINT_SUBJECT = "bundle-head"
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
-_SHA256_HEX = re.compile("[0-9a-f]{64}")
-_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
-
-
-def is_utc_time(value: Any) -> bool:
-    """True for a real UTC time written exactly like 2026-01-31T12:00:00Z."""
-    if not isinstance(value, str) or not _TIME.fullmatch(value):
-        return False
-    try:
-        dt.datetime.fromisoformat(value)
-    except ValueError:
-        return False
-    return True
-
-
-def is_sha256_hex(value: Any) -> bool:
-    """True for exactly 64 lowercase hex digits."""
-    return isinstance(value, str) and _SHA256_HEX.fullmatch(value) is not None
-
-
-def practice_set_digest(seeds: Iterable[int]) -> str:
-    """SHA-256 (hex) naming a practice set: b"plimsoll-ci practice-set v1\\x00" || count (u32 BE)
-    || each distinct seed (u64 BE), sorted. No salt: practice seeds are known to the loop anyway."""
-    ordered = sorted(set(seeds))
-    if any(isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < 2**64 for x in ordered):
-        raise BadInput("practice set: seeds must be integers in 0..2**64-1")
-    packed = struct.pack(f">I{len(ordered)}Q", len(ordered), *ordered)
-    return hashlib.sha256(b"plimsoll-ci practice-set v1\x00" + packed).hexdigest()
 
 
 def result_digest(result_doc: Any) -> str:
@@ -97,16 +69,6 @@ def result_digest(result_doc: Any) -> str:
         return hashlib.sha256(canonical.dumps(result_doc)).hexdigest()
     except ValueError as e:
         raise BadInput(f"result document: cannot be written as canonical JSON ({e})") from None
-
-
-def _timestamp(value: dt.datetime | str, what: str) -> str:
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            raise BadInput(f"{what}: a datetime without a time zone; pass an aware UTC time")
-        return value.astimezone(dt.UTC).strftime(TIME_FORMAT)
-    if not is_utc_time(value):
-        raise BadInput(f"{what}: {value!r} is not a UTC time like 2026-01-31T12:00:00Z")
-    return value
 
 
 class RunFacts(NamedTuple):
@@ -134,9 +96,9 @@ def make_predicate(**facts: Any) -> dict[str, Any]:
     """The grading-run predicate; checks what it can so a bad record is never signed.
 
     `controller_files` maps each controller file's path to the SHA-256 (hex) the trusted side
-    computed; `fresh_commitment` / `fresh_reveal` come from `plimsoll_ci.grading.fresh.commit` and
+    computed; `fresh_commitment` / `fresh_reveal` come from `plimsoll_ci.digests.commit` and
     `.reveal` and must match; `sealed_set` / `sealed_reveal` from a `grading.seedsets.SealedSet`
-    (`.commitment.record()`, `fresh.reveal(.fresh)`) and must match, the commitment dated no later
+    (`.commitment.record()`, `digests.reveal(.fresh)`) and must match, the commitment dated no later
     than `started`; `seed_check` from `grading.seedlint.SeedCheck.record()`; `started` /
     `finished` are aware datetimes or `...Z` strings. The keywords are `RunFacts`' fields (a
     missing or unknown one is a TypeError).
@@ -161,7 +123,7 @@ def make_predicate(**facts: Any) -> dict[str, Any]:
             raise BadInput(f"{what}: a reveal without a commitment; pass its commitment too")
         if committed is not None and revealed is None:
             raise BadInput(f"{what}: committed but not revealed; pass its reveal after grading")
-    start, end = _timestamp(started, "start time"), _timestamp(finished, "end time")
+    start, end = utc_text(started, "start time"), utc_text(finished, "end time")
     if end < start:
         raise BadInput(f"run times: finished {end} is before started {start}")
     predicate = {
@@ -363,7 +325,7 @@ def check_seed_sets(pred: Mapping[str, Any],
         problems.append("fresh set revealed but never committed to")
     elif committed is not None and revealed is None:
         problems.append("fresh set committed to but never revealed")
-    elif committed is not None and not fresh.check_reveal(committed["commitment"], revealed,
+    elif committed is not None and not digests.check_reveal(committed["commitment"], revealed,
                                                           integers):
         problems.append("fresh set reveal does not match its commitment")
     if predicate_type != PREDICATE_TYPE:
@@ -376,10 +338,10 @@ def check_seed_sets(pred: Mapping[str, Any],
     if revealed is None:
         return [*problems, "sealed set committed to but never revealed"]
     try:
-        seeds = fresh.from_reveal(revealed).seeds
+        seeds = digests.from_reveal(revealed).seeds
     except ValueError as e:
         return [*problems, f"sealed set reveal: {e}"]
-    if not fresh.check_reveal(sealed["commitment"], revealed):
+    if not digests.check_reveal(sealed["commitment"], revealed):
         problems.append("sealed set reveal does not match its commitment")
     if len(seeds) != sealed["count"]:
         problems.append(f"sealed set reveal holds {len(seeds)} seeds, the commitment "
@@ -433,8 +395,8 @@ def make_session_predicate(*, result_doc: Mapping[str, Any], started: dt.datetim
     from plimsoll_ci import __version__
 
     predicate = {**fields, "result": {"sha256": result_digest(result_doc)},
-                 "run": {"finishedOn": _timestamp(finished, "end time"),
-                         "startedOn": _timestamp(started, "start time")},
+                 "run": {"finishedOn": utc_text(finished, "end time"),
+                         "startedOn": utc_text(started, "start time")},
                  "tool": {"name": "plimsoll-ci", "version": __version__}}
     problems = check_session_predicate(predicate)
     if problems:

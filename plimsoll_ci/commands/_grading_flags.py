@@ -1,7 +1,7 @@
 """The flags every command that grades shares (`grade`, `squeeze run`), defined once.
 
 - `add_sandbox_arguments`: `--provider` (from `sandbox.all_providers.PROVIDERS`) and `--min-tier`
-  (from `sandbox.tiers.TIERS`);
+  (from `plimsoll_ci.tiers.TIERS`);
 - `add_withheld_arguments`: `--withheld SET` (repeatable) and its HMAC key
   (`--withheld-key-env` / `--withheld-key-file`);
 - `add_limit_arguments`: the CPU budget (`--cpu-per-tick`, `--cpu-per-flight`, `--cpu-startup`,
@@ -24,7 +24,7 @@ _BUDGET = (("cpu_per_tick", "per_tick_s"), ("cpu_per_flight", "per_flight_s"),
 
 
 class LazyChoices:
-    """Choices read from a sandbox table (`plimsoll_ci.sandbox.MODULE.NAME`) when argparse first
+    """Choices read from a table (`MODULE.NAME`, a module path in full) when argparse first
     needs them."""
 
     def __init__(self, module: str, name: str) -> None:
@@ -33,7 +33,7 @@ class LazyChoices:
     def _names(self) -> list[str]:
         import importlib
 
-        return list(getattr(importlib.import_module(f"plimsoll_ci.sandbox.{self.module}"),
+        return list(getattr(importlib.import_module(self.module),
                             self.name))
 
     def __iter__(self) -> Iterator[str]:
@@ -43,8 +43,8 @@ class LazyChoices:
         return value in self._names()
 
 
-PROVIDER_CHOICES = LazyChoices("all_providers", "PROVIDERS")
-TIER_CHOICES = LazyChoices("tiers", "TIERS")
+PROVIDER_CHOICES = LazyChoices("plimsoll_ci.sandbox.all_providers", "PROVIDERS")
+TIER_CHOICES = LazyChoices("plimsoll_ci.tiers", "TIERS")
 
 
 def add_sandbox_arguments(parser: argparse.ArgumentParser | Any, listed: bool = False) -> None:

@@ -59,3 +59,16 @@ def stop_everything() -> tuple[int, int]:
     from plimsoll_ci.sandbox import session, stage
 
     return session.close_all(), stage.cleanup_all()
+
+
+def reap_leftovers(prog: str) -> None:
+    """Remove what killed runs left behind (their sandboxes and folders), and say so on stderr
+    as `prog` (the one reaping every grading command does before it starts)."""
+    import sys
+
+    from plimsoll_ci.sandbox import leftovers
+
+    reaped = leftovers.reap_once()
+    if reaped is not None and reaped.total:
+        print(f"{prog}: removed the leftovers of a killed run: {reaped.summary()}",
+              file=sys.stderr, flush=True)

@@ -171,7 +171,7 @@ def _run(args: argparse.Namespace) -> int:
     from plimsoll_ci.evalharness.run import EvalRequest, run_eval, tripwire_lines
     from plimsoll_ci.report.names import shown
     from plimsoll_ci.sandbox.command import CommandLimits
-    from plimsoll_ci.sandbox.tiers import rank
+    from plimsoll_ci.tiers import rank
     from plimsoll_ci.withheld import key_from, load
 
     urls, keys = _endpoints(args)

@@ -92,23 +92,18 @@ def _progress(display, label: str):
     return on
 
 
-def _reap() -> None:
-    """Remove what killed runs left behind (their sandboxes and folders), and say so."""
-    from plimsoll_ci.sandbox import leftovers
-
-    reaped = leftovers.reap_once()
-    if reaped is not None and reaped.total:
-        print(f"plimsoll-ci grade: removed the leftovers of a killed run: {reaped.summary()}",
-              file=sys.stderr, flush=True)
-
-
 def run(args: argparse.Namespace) -> int:
     """Parse the flags into a request, grade (and sign), print the result or the refusal."""
     import json
 
     from plimsoll_ci.commands import _grading_flags as flags
     from plimsoll_ci.commands._common import write_output
-    from plimsoll_ci.commands._interrupt import Interrupted, signals_interrupt, stop_everything
+    from plimsoll_ci.commands._interrupt import (
+        Interrupted,
+        reap_leftovers,
+        signals_interrupt,
+        stop_everything,
+    )
     from plimsoll_ci.commands._progress import Display
     from plimsoll_ci.commands._signing import signer_from_args
     from plimsoll_ci.grading.request import GradeRequest
@@ -127,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     with signals_interrupt():
         display = Display(sys.stderr, args.progress, prog="plimsoll-ci grade")
         try:
-            _reap()
+            reap_leftovers("plimsoll-ci grade")
             result = grade_and_sign(request, signer, args.bundle,
                                     _progress(display, args.controller))
         except Interrupted as e:

@@ -202,7 +202,8 @@ def _options(args: argparse.Namespace):  # -> (Job, run.Options)
 
         process.require_wall()  # PLIMSOLL_BWRAP=required: no wall, no grading (exit 2)
     if args.min_tier is not None:
-        from plimsoll_ci.sandbox import all_providers, tiers
+        from plimsoll_ci import tiers
+        from plimsoll_ci.sandbox import all_providers
 
         tiers.require(all_providers.get(args.provider).configured_tier(), args.min_tier,
                       f"provider {args.provider}")
@@ -244,21 +245,12 @@ def _options(args: argparse.Namespace):  # -> (Job, run.Options)
                                 allow_weak_seeds=args.allow_weak_seeds, plan=plan, shard=shard)
 
 
-def _reap() -> None:
-    """Remove what killed runs left behind (their sandboxes and folders), and say so."""
-    from plimsoll_ci.sandbox import leftovers
-
-    reaped = leftovers.reap_once()
-    if reaped is not None and reaped.total:
-        print(f"plimsoll-ci squeeze: removed the leftovers of a killed run: {reaped.summary()}",
-              file=sys.stderr, flush=True)
-
-
 def _plan(args: argparse.Namespace) -> int:
+    from plimsoll_ci.commands._interrupt import reap_leftovers
     from plimsoll_ci.squeeze import progress, run
 
     job, options = _options(args)
-    _reap()
+    reap_leftovers("plimsoll-ci squeeze")
     outcome = run.make_plan(job, options, progress.make())
     if outcome.status == "planned":
         print(f"plan in {args.out}: {outcome.planned} gradings; grade them with `plimsoll-ci "
@@ -269,11 +261,12 @@ def _plan(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from plimsoll_ci.commands._interrupt import reap_leftovers
     from plimsoll_ci.squeeze import progress
     from plimsoll_ci.squeeze import run as run_mod
 
     job, options = _options(args)
-    _reap()
+    reap_leftovers("plimsoll-ci squeeze")
     outcome = run_mod.run(job, options, progress.make())
     if options.shard is not None and outcome.status == "done":
         i, n = options.shard

@@ -60,6 +60,7 @@ def build_document(args: argparse.Namespace, tag: str) -> tuple[dict, list[str]]
     from pathlib import Path
 
     from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.files import cannot_read
     from plimsoll_ci.grading.seedlint import value_warnings
     from plimsoll_ci.withheld import build_set, entry_name, key_from, read_values
 
@@ -83,7 +84,7 @@ def build_document(args: argparse.Namespace, tag: str) -> tuple[dict, list[str]]
         try:
             return Path(p).read_bytes()
         except OSError as e:
-            raise BadInput(f"{p}: cannot read ({e.strerror})") from None
+            raise BadInput(f"{p}: {cannot_read(e)}") from None
 
     files = [(entry_name(p), read(p)) for p in args.file]
     sources = [(entry_name(p), read(p)) for p in args.source]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.evalharness.snapshot import Snapshot, tree_digest
+from plimsoll_ci.files import cannot_read
 
 MAX_TEXT = 1024 * 1024  # a change to a larger file is summarized
 MAX_ENTRIES = 50_000  # files read from one copy; past this the rest is noted, not read
@@ -101,7 +102,7 @@ def read_tree(root: Path) -> tuple[dict[str, Entry], list[str]]:
                 else:
                     tree[rel] = Entry("special", hashlib.sha256(b"special").hexdigest(), 0, None)
             except OSError as e:
-                notes.append(f"{rel}: cannot read ({e.strerror})")
+                notes.append(f"{rel}: {cannot_read(e)}")
     return tree, notes
 
 

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from plimsoll_ci import tiers
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import checks as checks_mod
 from plimsoll_ci.grading import fresh as fresh_mod
@@ -29,7 +30,7 @@ from plimsoll_ci.grading.lockstep import fly
 from plimsoll_ci.grading.request import MAX_BATCH, GradeRequest, Progress, ProgressFn
 from plimsoll_ci.grading.result import CpuUse, Flight, GradeResult, Timing
 from plimsoll_ci.grading.seeds import Seed
-from plimsoll_ci.sandbox import all_providers, tiers
+from plimsoll_ci.sandbox import all_providers
 from plimsoll_ci.sandbox import stage as stage_mod
 from plimsoll_ci.sandbox.startup import Startup, StartupFailure, open_sandbox
 

@@ -12,7 +12,7 @@ sorted and distinct, so a 64-bit seed survives any JSON reader):
 
 - the set, `plimsoll-seed-set/1`: `{bits, drawn, format, salt, seeds}`: private until revealed;
 - the commitment, `plimsoll-seed-commitment/1`: `{bits, commitment, committed, count, format}`,
-  where `commitment` is the fresh-set commitment of `grading.fresh` (salted SHA-256 of the sorted
+  where `commitment` is the fresh-set commitment of `plimsoll_ci.digests` (salted SHA-256 of the sorted
   seeds): publish it before any flight; without the salt it tells nothing about a seed;
 - the reveal, `plimsoll-seed-reveal/1`: `{bits, format, salt, seeds}`: publish it after.
 """
@@ -27,12 +27,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from plimsoll_ci.attest.record import TIME_FORMAT, is_sha256_hex, is_utc_time
+from plimsoll_ci.digests import is_sha256_hex
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.files import MiB, read_bounded
 from plimsoll_ci.grading import fresh as fresh_mod
 from plimsoll_ci.grading.fresh import FreshSet
 from plimsoll_ci.grading.seeds import MAX_SEEDS  # a held-out set, drawn or hand-made: 10,000
+from plimsoll_ci.timestamps import is_utc_time, now_text
 
 SET_FORMAT = "plimsoll-seed-set/1"
 COMMIT_FORMAT = "plimsoll-seed-commitment/1"
@@ -78,11 +79,6 @@ class SealedSet(NamedTuple):
     def seeds(self) -> tuple[int, ...]:
         """The seeds, sorted (never print them: `seeds reveal` is the one place that does)."""
         return self.fresh.seeds
-
-
-def now_text(now: dt.datetime | None = None) -> str:
-    """`now` (default: the clock) as a UTC time like 2026-01-31T12:00:00Z."""
-    return (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).strftime(TIME_FORMAT)
 
 
 def dumps(doc: dict[str, Any]) -> str:

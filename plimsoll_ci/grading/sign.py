@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from plimsoll_ci import digests
 from plimsoll_ci.attest import bundle as bundle_mod
 from plimsoll_ci.attest import record
 from plimsoll_ci.attest.keys import Signer
@@ -46,7 +47,7 @@ def run_record(result: GradeResult) -> tuple[dict[str, Any], dict[str, Any]]:
         result_doc=doc, controller_files=result.controller_files, course=result.course,
         provider=result.provider, tier=result.tier, evidence=result.evidence,
         cpu_budget=result.budget.record(), started=result.started, finished=result.finished,
-        practice_set_digest=record.practice_set_digest(result.practice_set)
+        practice_set_digest=digests.practice_set_digest(result.practice_set)
         if flew_practice(result) else None,
         fresh_commitment=result.commitment,
         fresh_reveal=None if result.fresh is None else fresh_mod.reveal(result.fresh),

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from plimsoll_ci import configmemo, shipconfig
 from plimsoll_ci.errors import ConfigError
+from plimsoll_ci.files import cannot_read
 from plimsoll_ci.git import blob_id
 
 MEMO_FOLDER = ("plimsoll", "history-configs")  # under the git folder, beside the hook's memos
@@ -60,7 +61,7 @@ def external(path: str, folder: Path | None) -> shipconfig.Config:
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise ConfigError(f"{p}: cannot read the config ({e.__class__.__name__})") from None
+            raise ConfigError(f"{p}: {cannot_read(e)}; a config is UTF-8 text") from None
 
     decl = declared(blob_id(data), text, str(p), folder)
     cfg = shipconfig.anchor(decl, str(p), p.resolve().parent)

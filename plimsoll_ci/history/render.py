@@ -19,13 +19,14 @@ from plimsoll_ci.history.records import (
 from plimsoll_ci.report.names import md, shown
 from plimsoll_ci.report.sarif import RULES as SCAN_RULES
 from plimsoll_ci.report.sarif import Rule, artifact_uri, sarif_log, sarif_region, sarif_rule
+from plimsoll_ci.timestamps import now_text
 
 FORMAT = "plimsoll-history/2"
 
 
 def iso(ts: int) -> str:
     """A commit time as ISO 8601 UTC."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now_text(datetime.fromtimestamp(ts, UTC))
 
 
 def duration(seconds: int) -> str:

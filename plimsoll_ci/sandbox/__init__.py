@@ -12,5 +12,6 @@ follows `provider.Provider`). A provider never falls back to another: asking for
 runsc is missing is an error, and a sandbox whose start-up checks do not support its configured
 tier is recorded one tier lower (and refused under `--min-tier`).
 
-This package's `__init__` imports nothing, so `sandbox.tiers` stays cheap to import.
+Tiers (`plimsoll_ci.tiers`) live below this package, beside `attest/`, which checks them in a
+record. This package's `__init__` imports nothing.
 """

@@ -24,7 +24,6 @@ This is the eval harness's capability; gradings speak the runner protocol instea
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import resource
@@ -33,7 +32,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -42,6 +40,7 @@ from typing import NamedTuple
 from plimsoll_ci.errors import BadInput, SandboxError
 from plimsoll_ci.sandbox import all_providers, rootfs
 from plimsoll_ci.sandbox import cpu as cpumod
+from plimsoll_ci.sandbox.session import Tail, drain
 
 TIMEOUT_EXIT = 124  # as coreutils' timeout(1)
 NOT_FOUND_EXIT = 127  # as a shell says for a program it cannot find
@@ -102,53 +101,8 @@ class _Started(NamedTuple):
 
     wait: Callable[[float], int | None]  # exit code, or None when still running after S seconds
     kill: Callable[[], None]  # stop the sandbox and everything in it (repeatable)
-    tail: _Tail
+    tail: Tail
     evidence: dict
-
-
-class _Tail:
-    """The last N bytes of a stream, read to its end by a thread (so a chatty command never
-    blocks and never fills memory)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.chunks: collections.deque[bytes] = collections.deque()
-        self.size = 0
-        self.total = 0
-        self.lock = threading.Lock()
-        self.thread: threading.Thread | None = None
-
-    def add(self, data: bytes) -> None:
-        with self.lock:
-            self.total += len(data)
-            self.chunks.append(data)
-            self.size += len(data)
-            while self.size - len(self.chunks[0]) >= self.limit and len(self.chunks) > 1:
-                self.size -= len(self.chunks.popleft())
-
-    def drain(self, fd: int) -> None:
-        """Read `fd` to its end on a daemon thread, then close it."""
-
-        def run() -> None:
-            while True:
-                try:
-                    chunk = os.read(fd, 1 << 16)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                self.add(chunk)
-            os.close(fd)
-
-        self.thread = threading.Thread(target=run, name="sandbox-command-output", daemon=True)
-        self.thread.start()
-
-    def text(self, settle: float = 2.0) -> str:
-        if self.thread is not None:
-            self.thread.join(settle)
-        with self.lock:
-            data = b"".join(self.chunks)[-self.limit:] if self.limit else b""
-        return data.decode("utf-8", "replace")
 
 
 def open_up(folder: Path) -> None:
@@ -213,7 +167,7 @@ def run_in_sandbox(provider: str, folder: Path, argv: Sequence[str],
         if timed_out:
             code = TIMEOUT_EXIT
         assert code is not None
-        return CommandResult(argv, code, timed_out, run.tail.text(), run.tail.total,
+        return CommandResult(argv, code, timed_out, run.tail.text(settle=2.0), run.tail.total,
                              round(time.monotonic() - started, 3), provider, tier, run.evidence)
     finally:
         if run is not None and not isinstance(run, CommandResult):
@@ -261,10 +215,10 @@ def _group_killer(proc: subprocess.Popen, then: Callable[[], None] = lambda: Non
     return kill
 
 
-def _piped(proc: subprocess.Popen, limits: CommandLimits) -> _Tail:
+def _piped(proc: subprocess.Popen, limits: CommandLimits) -> Tail:
     assert proc.stdout is not None
-    tail = _Tail(limits.output_bytes)
-    tail.drain(os.dup(proc.stdout.fileno()))
+    tail = Tail(limits.output_bytes)
+    tail.thread = drain(os.dup(proc.stdout.fileno()), tail.add, "sandbox-command-output")
     proc.stdout.close()
     return tail
 
@@ -456,7 +410,7 @@ def _docker(folder: Path, argv: tuple[str, ...], limits: CommandLimits,
             labels={"plimsoll-ci": "eval-command", "plimsoll-ci.work": str(work)})
     except docker.errors.DockerException as e:
         raise SandboxError(f"provider docker: cannot create the container ({e})") from None
-    tail = _Tail(limits.output_bytes)
+    tail = Tail(limits.output_bytes)
 
     def remove() -> None:
         try:

@@ -44,6 +44,60 @@ class Received(NamedTuple):
     wall: float
 
 
+class Tail:
+    """The last `limit` bytes of a stream (at least that many once they came) and how many came
+    in all; `add` is safe from a draining thread. One for a session's stderr, one for a command's
+    output (`sandbox.command`)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.chunks: collections.deque[bytes] = collections.deque()
+        self.size = 0
+        self.total = 0
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None  # the drain filling it, when there is one
+
+    def add(self, data: bytes) -> None:
+        """Keep `data` at the end, dropping whole old chunks the limit no longer needs."""
+        with self.lock:
+            self.total += len(data)
+            self.chunks.append(data)
+            self.size += len(data)
+            while len(self.chunks) > 1 and self.size - len(self.chunks[0]) >= self.limit:
+                self.size -= len(self.chunks.popleft())
+
+    def text(self, settle: float = 0.0) -> str:
+        """The kept bytes as printable text, after waiting up to `settle` seconds for the drain."""
+        if self.thread is not None and settle > 0:
+            self.thread.join(settle)
+        with self.lock:
+            data = b"".join(self.chunks)[-self.limit:] if self.limit else b""
+        return data.decode("utf-8", "replace")
+
+
+def drain(fd: int, take: Callable[[bytes], None], name: str) -> threading.Thread:
+    """Read `fd` to its end on a daemon thread named `name`, handing each chunk to `take`, then
+    close it: the one loop that drains a sandbox's pipe (so a chatty one never blocks us)."""
+
+    def run() -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                break
+            if not chunk:
+                break
+            take(chunk)
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
 class Stream:
     """Byte source turned into lines; `feed` may demultiplex (docker) before lines are cut."""
 
@@ -94,9 +148,7 @@ class Session:
         self._kill = kill
         self.host_evidence = host_evidence
         self.start_seconds = time.monotonic() - started
-        self.stderr_tail: collections.deque[bytes] = collections.deque()
-        self.stderr_bytes = 0
-        self._stderr_lock = threading.Lock()
+        self.stderr = Tail(STDERR_TAIL)
         self._open_fds = {self.write_fd, self.stream.fd}
         self.closed = False
         self.code_path = "/controller"  # where the runner finds the controller, inside
@@ -105,18 +157,12 @@ class Session:
 
     # stderr is drained by a thread for pipe-based providers, inline for multiplexed ones
     def note_stderr(self, data: bytes) -> None:
-        with self._stderr_lock:
-            self.stderr_bytes += len(data)
-            self.stderr_tail.append(data)
-            size = sum(len(x) for x in self.stderr_tail)
-            while size > STDERR_TAIL and len(self.stderr_tail) > 1:
-                size -= len(self.stderr_tail.popleft())
+        """Keep `data` in the stderr tail."""
+        self.stderr.add(data)
 
     def stderr_text(self) -> str:
         """The last few KB the sandbox wrote to stderr, as printable text."""
-        with self._stderr_lock:
-            data = b"".join(self.stderr_tail)[-STDERR_TAIL:]
-        return data.decode("utf-8", "replace")
+        return self.stderr.text()
 
     def cpu(self) -> float:
         """CPU seconds used by the sandbox so far (host-side accounting)."""
@@ -230,29 +276,6 @@ def close_all() -> int:
     return len(live)
 
 
-def drain(fd: int, session_ref: list) -> threading.Thread:
-    """Start a thread that reads `fd` to its end into the session's stderr tail."""
-
-    def run() -> None:
-        while True:
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except OSError:
-                break
-            if not chunk:
-                break
-            if session_ref:
-                session_ref[0].note_stderr(chunk)
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-
-    t = threading.Thread(target=run, name="sandbox-stderr", daemon=True)
-    t.start()
-    return t
-
-
 class Piped(NamedTuple):
     """A started runner process wired for the protocol (see `pipe_up`)."""
 
@@ -265,7 +288,12 @@ def pipe_up(proc: subprocess.Popen) -> Piped:
     a bounded line `Stream`, stdin as the channel's write end (the session closes both)."""
     assert proc.stdin and proc.stdout and proc.stderr
     ref: list = []
-    drain(os.dup(proc.stderr.fileno()), ref)
+
+    def take(chunk: bytes) -> None:
+        if ref:
+            ref[0].note_stderr(chunk)
+
+    drain(os.dup(proc.stderr.fileno()), take, "sandbox-stderr")
     proc.stderr.close()
     stream = Stream(os.dup(proc.stdout.fileno()))
     proc.stdout.close()

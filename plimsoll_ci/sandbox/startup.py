@@ -13,8 +13,9 @@ import json
 import time
 from typing import NamedTuple
 
+from plimsoll_ci import tiers
 from plimsoll_ci.errors import SandboxError
-from plimsoll_ci.sandbox import all_providers, tiers
+from plimsoll_ci.sandbox import all_providers
 from plimsoll_ci.sandbox.session import Limits, Received, Session
 from plimsoll_ci.sandbox.stage import Stage
 

@@ -7,7 +7,6 @@ versions, per-grading wall time: an account, not evidence) up to date with atomi
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import platform
 from pathlib import Path
@@ -15,13 +14,14 @@ from typing import Any
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.squeeze.artifacts import PUBLIC_KEY
+from plimsoll_ci.timestamps import now_text
 
 RUN_FORMAT = "plimsoll-squeeze-run/1"
 
 
 def now() -> str:
     """The clock as a UTC time like 2026-01-31T12:00:00Z."""
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now_text()
 
 
 def load() -> list[float]:

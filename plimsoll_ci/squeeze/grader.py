@@ -66,6 +66,7 @@ def grade(task: Task, setup: Setup) -> Graded:
     """Grade `task` in a fresh sandbox; the record to sign (BadInput / SandboxError when the
     grading itself cannot happen: those stop the job, a failing controller does not)."""
     from plimsoll_ci.attest import record
+    from plimsoll_ci.digests import practice_set_digest
     from plimsoll_ci.grading.request import GradeRequest
     from plimsoll_ci.grading.run import grade as run_grade
     from plimsoll_ci.grading.seeds import Seed
@@ -97,7 +98,7 @@ def grade(task: Task, setup: Setup) -> Graded:
         result_doc=result, controller_files=files, course=task.course,
         provider=result["provider"], tier=result["tier"], evidence=result["evidence"],
         cpu_budget=setup.budget.record(), started=graded.started, finished=graded.finished,
-        practice_set_digest=record.practice_set_digest(task.practice),
+        practice_set_digest=practice_set_digest(task.practice),
         seed_check=task.seed_check, **task.unseen.predicate_fields())
     return Graded(result, predicate)
 

@@ -140,7 +140,7 @@ def load(folder: str | Path) -> Plan:
 def follow(plan: Plan, job: Job, prepared: Any, sealed: Any) -> Planned:
     """Check that `job` is the job `plan` was made of (the job file, every controller's files,
     the recipes) and say what to fly and grade; BadInput naming what differs."""
-    from plimsoll_ci.attest.record import practice_set_digest
+    from plimsoll_ci.digests import practice_set_digest
 
     if job.sha256 != plan.doc["job"]["sha256"]:
         raise BadInput(f"{job.path}: not the job file the plan {plan.folder} was made of (its "

@@ -1,6 +1,7 @@
 """Gradings in parallel: `jobs` worker processes, each grading one controller at a time.
 
-Workers are started with `spawn` (no inherited threads or locks) and ignore SIGINT: only this
+The one place that starts worker processes other than through `plimsoll_ci.pool` (whose forked
+pool suits scans: see its docstring). Workers are started with `spawn` (no inherited threads or locks) and ignore SIGINT: only this
 process decides when to stop. On Ctrl-C or SIGTERM it stops handing out work, sends each worker
 SIGTERM, which raises `SystemExit` inside the grading, so the grader's own `finally` blocks stop
 the sandbox and remove its folder, and then waits for them. A worker that does not stop in time is
@@ -26,6 +27,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import PlimsollError
+from plimsoll_ci.pool import usable_cores as usable_cores  # its callers' name
 from plimsoll_ci.squeeze.grader import Graded, Setup, Task
 
 STOP_WAIT_S = 60.0
@@ -53,14 +55,6 @@ class Done(NamedTuple):
     index: int
     graded: Graded
     wall_s: float
-
-
-def usable_cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def _stop_me(signum: int, frame: Any) -> None:

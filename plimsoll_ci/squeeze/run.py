@@ -382,7 +382,7 @@ def _settle(ctx: _Running, sets: int = 0) -> Work | Outcome:
 def local_work(ctx: _Running, built: list, sets: int = 0) -> Work:
     """The gradings of a run that settled its own sessions (`built`: their outcomes); `sets`:
     the more fresh sets it flies (every record's job section says how many)."""
-    from plimsoll_ci.attest.record import practice_set_digest
+    from plimsoll_ci.digests import practice_set_digest
 
     job, prepared = ctx.job, ctx.prepared
     made = frozenset((d.spec.group, d.spec.index) for d in built if d.graded)
@@ -583,7 +583,7 @@ def _build(ctx: _Running) -> list | Outcome:
 def _ended(ctx: _Running, built: list, status: str, why: list[str]) -> Outcome:
     """A run that cannot grade (`breached`: the tripwire found a sealed value the harness sent;
     `no_rebuilds`): sign the session records, grade nothing, exit 1."""
-    from plimsoll_ci.attest.record import practice_set_digest
+    from plimsoll_ci.digests import practice_set_digest
 
     job, options, prepared, unseen, signer, account, progress = ctx
     made = frozenset((d.spec.group, d.spec.index) for d in built if d.graded)

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from plimsoll_ci.engine import Scanner
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import cannot_read
 from plimsoll_ci.scan import scan_items
 from plimsoll_ci.tripwire.formats import CANARY_FORMAT
 from plimsoll_ci.tripwire.requests import scan_requests
@@ -145,7 +146,7 @@ def load(path: str) -> Canary:
         with open(path, "rb") as fh:
             raw = fh.read()
     except OSError as e:
-        raise BadInput(f"canary file {path}: cannot read ({e.strerror}); "
+        raise BadInput(f"canary file {path}: {cannot_read(e)}; "
                        "make one with `plimsoll-ci canary make`") from None
     try:
         doc = json.loads(raw)

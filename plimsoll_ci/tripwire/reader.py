@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import cannot_read
 from plimsoll_ci.redact import pointer_escape
 from plimsoll_ci.tripwire.formats import NUMBERED, RECORD_FORMAT, RECORDER_LOCK, UNFINISHED
 
@@ -202,7 +203,7 @@ class RequestReader:
             with open(path, "rb") as fh:
                 data = fh.read()
         except OSError as e:
-            self.notes.append(f"{rel}: cannot read ({e.strerror}); only its name was checked")
+            self.notes.append(f"{rel}: {cannot_read(e)}; only its name was checked")
             return None
         self.files += 1
         self.bytes += len(data)

@@ -42,11 +42,11 @@ import itertools
 import json
 import os
 import threading
-import time
 import urllib.parse
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.scrub import Scrubber, streaming
+from plimsoll_ci.timestamps import now_text
 from plimsoll_ci.tripwire.formats import CREDENTIAL_REDACTED, NUMBERED, RECORD_FORMAT, RECORDER_LOCK
 
 _CREDENTIAL_WORDS = ("key", "token", "secret", "auth", "password", "passwd", "credential",
@@ -220,7 +220,7 @@ class RecordingFolder:
         doc = {
             "format": RECORD_FORMAT,
             "seq": seq,
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "time": now_text(),
             "client": client,
             "method": method,
             "target": target,

@@ -19,9 +19,9 @@ answered any of them, the detail says so.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterable
 
+from plimsoll_ci import pool
 from plimsoll_ci.engine import Finding, Limits, Scanner
 from plimsoll_ci.redact import Redactor
 from plimsoll_ci.scan import ScanResult
@@ -49,15 +49,6 @@ def scan_pieces(pieces: Iterable[Piece], wset: WithheldSet,
     findings, notes = matching.find(pieces, wset, limits)
     done = redacted(ScanResult(sorted(findings, key=_order), notes, 0, 0), wset, limits)
     return done.findings, done.notes
-
-
-def default_jobs() -> int:
-    """Worker processes to use: the CPUs this process may run on (at most 8)."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    return max(1, min(n, 8))
 
 
 def _scan_files(root: str, files: list[str], wset: WithheldSet, limits: Limits | None,
@@ -119,27 +110,16 @@ def scan_requests(root: str, wset: WithheldSet, limits: Limits | None = None,
     Large folders are split into `jobs` runs of consecutive files (a session's turns stay
     together, so its repeats stay cached) scanned by forked worker processes.
     """
-    import multiprocessing
-    import threading
-
     reader = RequestReader(read_limits)
     folders, files = reader.listing(root)
     findings, notes = matching.find(reader.names(folders, []), wset, limits)
-    jobs = default_jobs() if jobs is None else max(1, jobs)
-    # fork only from a single-threaded process (forking a threaded one can deadlock)
-    if jobs > 1 and len(files) >= _PARALLEL_FROM and threading.active_count() == 1 and \
-            "fork" in multiprocessing.get_all_start_methods():
-        from concurrent.futures import ProcessPoolExecutor
-
+    jobs = pool.default_jobs() if jobs is None else max(1, jobs)
+    chunks = [files]
+    if jobs > 1 and len(files) >= _PARALLEL_FROM:
         size = -(-len(files) // jobs)
         chunks = [files[i:i + size] for i in range(0, len(files), size)]
-        with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) \
-                as pool:
-            parts = list(pool.map(_scan_files, [root] * len(chunks), chunks,
-                                  [wset] * len(chunks), [limits] * len(chunks),
-                                  [read_limits] * len(chunks)))
-    else:
-        parts = [_scan_files(root, files, wset, limits, read_limits)]
+    # forked workers when forking is safe here (one thread), else each run in this process
+    parts = pool.run(_scan_files, [(root, c, wset, limits, read_limits) for c in chunks], jobs)
     n_files = n_bytes = 0
     sent: dict[str, Sent] = {}
     for f, n, nf, nb, s in parts:

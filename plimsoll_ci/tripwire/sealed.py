@@ -6,6 +6,7 @@ import json
 
 from plimsoll_ci import withheld
 from plimsoll_ci.errors import BadInput
+from plimsoll_ci.files import cannot_read
 from plimsoll_ci.tripwire import canary
 from plimsoll_ci.tripwire.formats import CANARY_FORMAT
 from plimsoll_ci.withheld import WithheldSet
@@ -17,7 +18,7 @@ def load_sealed(path: str, key: bytes | None = None) -> WithheldSet:
         with open(path, "rb") as fh:
             head = fh.read(4096)
     except OSError as e:
-        raise BadInput(f"--sealed {path}: cannot read ({e.strerror}); "
+        raise BadInput(f"--sealed {path}: {cannot_read(e)}; "
                        "make one with `plimsoll-ci sealed build`") from None
     if CANARY_FORMAT.encode() in head:
         try:

@@ -91,8 +91,8 @@ def test_verify_refuses_the_wrong_public_key(signed, tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--pub", "{pub}", "{dir}/missing.intoto.jsonl"], "cannot be read"),
-        (["--pub", "{dir}/missing.pub", "{bundle}"], "cannot be read"),
+        (["--pub", "{pub}", "{dir}/missing.intoto.jsonl"], "cannot read"),
+        (["--pub", "{dir}/missing.pub", "{bundle}"], "cannot read"),
         # threat row 5: a device or a FIFO is never read (no MemoryError, no hang)
         (["--pub", "{pub}", "/dev/zero"], "/dev/zero: not a regular file"),
         (["--pub", "/dev/zero", "{bundle}"], "/dev/zero: not a regular file"),

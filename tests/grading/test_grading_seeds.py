@@ -53,5 +53,5 @@ def test_a_seed_file_error_names_the_file_and_line(tmp_path):
     (tmp_path / "empty.txt").write_text("# nothing\n")
     with pytest.raises(BadInput, match="no seeds in it"):
         seeds.read_seed_file(str(tmp_path / "empty.txt"))
-    with pytest.raises(BadInput, match=r"missing\.txt: cannot be read"):
+    with pytest.raises(BadInput, match=r"missing\.txt: cannot read"):
         seeds.read_seed_file(str(tmp_path / "missing.txt"))

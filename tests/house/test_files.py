@@ -46,7 +46,7 @@ def test_read_bounded_without_follow_refuses_a_link(tmp_path: Path) -> None:
 
 
 def test_read_bounded_names_a_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(BadInput, match="nope.json: cannot be read"):
+    with pytest.raises(BadInput, match="nope.json: cannot read"):
         read_bounded(tmp_path / "nope.json", 10)
 
 

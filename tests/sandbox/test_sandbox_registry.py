@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
+from plimsoll_ci import tiers
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.sandbox import all_providers, tiers
+from plimsoll_ci.sandbox import all_providers
 from plimsoll_ci.sandbox.all_providers import PROVIDERS
 
 

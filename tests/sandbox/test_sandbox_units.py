@@ -8,8 +8,8 @@ import struct
 
 import pytest
 
+from plimsoll_ci import tiers
 from plimsoll_ci.errors import BadInput, SandboxError
-from plimsoll_ci.sandbox import tiers
 from plimsoll_ci.sandbox.runner import PackError, pack, unpack
 
 GVISOR_PROBES = {

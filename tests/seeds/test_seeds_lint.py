@@ -132,7 +132,7 @@ def test_lint_reads_a_seed_file_with_lists_and_comments_as_grade_does(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["{tmp}/missing.txt"], "missing.txt: cannot be read"),
+    (["{tmp}/missing.txt"], "missing.txt: cannot read"),
     (["{tmp}/bad.txt"], "line 2"),
     (["{tmp}/set.commit"], "that is a commitment"),
     (["--horizon", "lots", "{tmp}/good.txt"], "argument --horizon: 'lots': give 2**K"),

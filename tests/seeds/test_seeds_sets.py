@@ -76,7 +76,7 @@ def test_draw_refuses_to_overwrite_and_leaves_the_set_as_it_was(tmp_path):
     (["draw", "4", "-o", "{tmp}/a.json", "--bits", "32"], "--bits: 32 is out of range"),
     (["draw", "4", "-o", "{tmp}/a.json", "--bits", "65"], "--bits: 65 is out of range"),
     (["draw", "4", "-o", "{tmp}/no/such/folder/a.json"], "cannot create it"),
-    (["commit", "{tmp}/missing.json"], "missing.json: cannot be read"),
+    (["commit", "{tmp}/missing.json"], "missing.json: cannot read"),
     (["commit", "{tmp}/notjson.json"], "not JSON"),
     (["reveal", "{tmp}/held.commit"], "that is a commitment"),
     (["check", "{tmp}/held.json", "{tmp}/held.json"], "format is not plimsoll-seed-commitment/1"),

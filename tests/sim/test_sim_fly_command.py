@@ -111,7 +111,7 @@ def test_fly_names_the_line_of_a_bad_seed_file(capsys, tmp_path):
     assert code == 2 and "no seeds" in err
     code, _, err = fly(capsys, "--controller", HONEST, "--course", "easy", "--seed-file",
                        str(tmp_path / "missing.txt"))
-    assert code == 2 and "missing.txt: cannot be read" in err
+    assert code == 2 and "missing.txt: cannot read" in err
 
 
 @pytest.mark.parametrize(

@@ -155,7 +155,7 @@ def test_an_empty_or_missing_job_file_is_bad_input(tmp_path):
     empty.write_text("")
     with pytest.raises(ConfigError, match="empty job file"):
         job_mod.load(empty)
-    with pytest.raises(ConfigError, match="nope.yaml: cannot be read"):
+    with pytest.raises(ConfigError, match="nope.yaml: cannot read"):
         job_mod.load(tmp_path / "nope.yaml")
 
 

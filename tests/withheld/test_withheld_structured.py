@@ -225,10 +225,11 @@ def test_sealed_build_reads_structured_files_the_same_way(folder, capsys, guard)
     # a billion laughs: nine levels of aliases, each ten of the one before
     ("laughs.yaml", "a: &a [1,2,3,4,5,6,7,8,9,10]\n" + "".join(
         f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
-        for p, c in zip("abcdefgh", "bcdefghi", strict=True)), "more than 2,000,000 nodes"),
+        for p, c in zip("abcdefgh", "bcdefghi", strict=True)), "past 2,000,000 values"),
     ("deep.json", "[" * 100 + "1" + "]" * 100, "nested deeper than 64 levels"),
     ("deeper.json", "[" * 100_000 + "]" * 100_000, "nested too deeply"),
-    ("bad.yaml", "heldout:\n  seeds: [1, 2\n", "bad.yaml line 3: not valid YAML"),
+    ("bad.yaml", "heldout:\n  seeds: [1, 2\n", "values file bad.yaml line 3: "),
+    ("deeper.yaml", "[" * 1_000_000, "deeper.yaml line 1: nested more than 64 levels deep"),
     ("bad.json", '{"seeds": [1, 2,]}', "not valid JSON at line 1 column 17"),
     ("bad.toml", "seeds = [1, 2\n", "not valid TOML"),
     ("twice.yaml", "heldout:\n  seeds: [1]\nheldout:\n  seeds: [2]\n",

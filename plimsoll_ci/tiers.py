@@ -3,6 +3,9 @@
 A tier is never a claim of hardware attestation. It is the provider's configured strength, kept
 only when every start-up check that tier needs was seen passing from inside the sandbox before the
 controller was imported; otherwise the run is recorded one tier lower, and `--min-tier` refuses it.
+
+A neutral module below `sandbox/` (which judges a sandbox's checks) and `attest/` (which checks a
+record's tier against the one list): it imports nothing of the project but `errors`.
 """
 
 from __future__ import annotations
