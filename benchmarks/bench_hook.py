@@ -238,7 +238,7 @@ def main() -> int:
             print(line)
         for name, (hook, e) in envs.items():
             exe = str(Path(hook[0]).with_name("python")) if args.venv else sys.executable
-            total, own, top = import_ms(exe, ["-c", "import plimsoll_ci.cli, plimsoll_ci.hook, "
+            total, own, top = import_ms(exe, ["-c", "import plimsoll_ci.cli, plimsoll_ci.shipscan.hook, "
                                               "plimsoll_ci.commands.hook"], e, repo)
             print(f"  imports of the hook's entry point [{name}]: {total:.0f} ms in all, "
                   f"plimsoll_ci's own {own:.0f} ms; heaviest: {', '.join(top)} (-X importtime, "

@@ -140,7 +140,7 @@ def _write(path: Path, text: str) -> str:
 
 
 def _ship_scan(snapshot: Snapshot, withheld: tuple[Any, ...]) -> Any:
-    from plimsoll_ci.scan import Item, combine, scan_items
+    from plimsoll_ci.shipscan.scan import Item, combine, scan_items
 
     if not withheld:
         return None
@@ -173,8 +173,8 @@ def _predicate(a: Attempt, doc: dict[str, Any], context: dict[str, Any],
 def _scrubber(keys: list[Any], request: EvalRequest) -> Callable[[str], str]:
     """What every kept output passes through: the keys redacted, and an output holding a
     withheld or sealed entry held back whole (its entry named, never its value)."""
-    from plimsoll_ci.scan import Item, scan_items
     from plimsoll_ci.scrub import Scrubber
+    from plimsoll_ci.shipscan.scan import Item, scan_items
 
     scrubber = Scrubber([k for k in keys if isinstance(k, str)])
     sets = [*request.withheld, *([request.sealed] if request.sealed is not None else [])]
@@ -209,7 +209,7 @@ def _line(a: Attempt) -> str:
 def tripwire_lines(result: Any) -> list[str]:
     """The tripwire's findings as report lines: recorded file (under the output folder), place,
     sealed id; never a value."""
-    from plimsoll_ci.report import place
+    from plimsoll_ci.shipscan.report import place
 
     if result is None:
         return []

@@ -27,7 +27,7 @@ from plimsoll_ci.history.records import (
 from plimsoll_ci.history.redact import Redactor
 from plimsoll_ci.history.session import Session, open_session, rev_args
 from plimsoll_ci.history.windows import occurrences, once
-from plimsoll_ci.scan import Finding, Scanner
+from plimsoll_ci.shipscan.scan import Finding, Scanner
 
 
 def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None) -> BisectResult:

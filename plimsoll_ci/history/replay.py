@@ -18,7 +18,7 @@ from plimsoll_ci.history.redact import Redactor
 from plimsoll_ci.history.session import Session, open_repository, open_session, rev_args, tips
 from plimsoll_ci.history.windows import Record, propagate, windows
 from plimsoll_ci.pool import collector_paused
-from plimsoll_ci.scan import Scanner
+from plimsoll_ci.shipscan.scan import Scanner
 
 EAGER_COMMITS = 100  # from this many commits (and a cold cache), workers scan during the walk
 

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.redact import pointer_escape
+from plimsoll_ci.shipscan.redact import pointer_escape
 from plimsoll_ci.tripwire.formats import NUMBERED, RECORD_FORMAT, RECORDER_LOCK, UNFINISHED
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from plimsoll_ci.history.cache import ScanCache
-from plimsoll_ci.scan import Finding, Verdict
+from plimsoll_ci.shipscan.scan import Finding, Verdict
 
 A, B, C, D = ("a" * 40, "b" * 40, "c" * 40, "d" * 40)
 

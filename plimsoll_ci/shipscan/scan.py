@@ -6,7 +6,7 @@ GitHub Action, the canary check): a `ShipScan` session takes shipped files (`Ite
 (`plimsoll_ci.engine.Scanner`), consults a pluggable `VerdictCache`, places name findings in the
 shown tree, cuts files at the file bound, de-duplicates, redacts (`Redactor`), counts and sorts;
 `decide_mode` alone decides refuse or warn, and the result carries that mode to the renderers
-(`plimsoll_ci.report`). `make_limits` is the one way to build the scan's `Limits`.
+(`plimsoll_ci.shipscan.report`). `make_limits` is the one way to build the scan's `Limits`.
 
 - A path is shown one way everywhere (`shown_path`): `/`-separated, no `./`, no doubled `/`.
 - `files` is the number of distinct shown files; `bytes` ("bytes scanned") is the sum of their
@@ -18,7 +18,7 @@ shown tree, cuts files at the file bound, de-duplicates, redacts (`Redactor`), c
 Over 600 lines because it is the one front end: `Verdicts` (batching, cache, file bound, names)
 and the placers on it (`ShipScan`; the tripwire's and history's elsewhere) share one protocol and
 are read together. The folder walk behind `scan PATH` and the checked read of each file stand
-alone in `plimsoll_ci.ondisk`; `scan_paths` only hands their files to a session.
+alone in `plimsoll_ci.shipscan.ondisk`; `scan_paths` only hands their files to a session.
 """
 
 from __future__ import annotations
@@ -33,11 +33,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple, Protocol
 
-from plimsoll_ci import ondisk, pool
+from plimsoll_ci import pool
 from plimsoll_ci.engine import Finding, Limits, Scanner, dedupe, memory_floor
 from plimsoll_ci.errors import BadInput, ConfigError
 from plimsoll_ci.git import blob_id
-from plimsoll_ci.redact import REDACTED, Redactor
+from plimsoll_ci.shipscan import ondisk
+from plimsoll_ci.shipscan.redact import REDACTED, Redactor
 from plimsoll_ci.withheld import WithheldSet
 
 __all__ = ["REDACTED", "Finding", "Item", "Limits", "MemoryCache", "Placer", "Redactor",
@@ -51,8 +52,9 @@ MODES = ("refuse", "warn")
 def engine_files() -> list[Path]:
     """The source files whose change changes what a scan finds: a cache keys on them."""
     here = Path(__file__).resolve().parent
-    return [*sorted((here / "engine").glob("*.py")), here / "scan.py",
-            *sorted((here / "match").glob("*.py"))]
+    package = here.parent
+    return [*sorted((package / "engine").glob("*.py")), here / "scan.py",
+            *sorted((package / "match").glob("*.py"))]
 
 
 class ScanResult(NamedTuple):

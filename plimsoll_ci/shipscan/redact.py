@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from plimsoll_ci.engine import Scanner
-    from plimsoll_ci.scan import ScanResult
+    from plimsoll_ci.shipscan.scan import ScanResult
 
 REDACTED = "[withheld]"
 
