@@ -228,7 +228,8 @@ def main() -> int:
         _summary(f"## plimsoll ship scan\n\n:x: error: {first}\n")
         return e.exit_code
 
-    from plimsoll_ci.shipscan import report, scan
+    from plimsoll_ci.shipscan import report
+    from plimsoll_ci.shipscan.results import combine
 
     if not results:
         _out("findings", "0")
@@ -237,8 +238,8 @@ def main() -> int:
         return 0
     # One result for the run: each commit's findings once, named by the commit that first shipped
     # them; the mode (hence SARIF levels, annotations and `fail-on: auto`) is the scans' own.
-    combined = scan.combine([(f"commit {c[:12]}" if mode == "each-commit" else "", r)
-                             for c, r in results])
+    combined = combine([(f"commit {c[:12]}" if mode == "each-commit" else "", r)
+                        for c, r in results])
     print(report.render(combined, fmt))
     sarif_path.parent.mkdir(parents=True, exist_ok=True)
     sarif_path.write_text(report.render(combined, "sarif"), encoding="utf-8")

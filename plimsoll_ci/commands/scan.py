@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from plimsoll_ci.commands._common import limit_overrides, warn_set_notes, write_output
     from plimsoll_ci.errors import BadInput
     from plimsoll_ci.shipscan import baseline
-    from plimsoll_ci.shipscan.scan import ShipScan, decide_mode, make_limits, scan_paths
+    from plimsoll_ci.shipscan.results import decide_mode
+    from plimsoll_ci.shipscan.scan import ShipScan, make_limits, scan_paths
     from plimsoll_ci.withheld import key_from
 
     if args.jobs < 0:

@@ -54,7 +54,7 @@ def _sealed(path: str, key: bytes | None) -> object:
 def run(args: argparse.Namespace) -> int:
     """Exit 1 when any sealed value is found in a request, 0 when none, 2 on bad input."""
     from plimsoll_ci.commands._common import warn_set_notes, write_output
-    from plimsoll_ci.shipscan.scan import decide_mode
+    from plimsoll_ci.shipscan.results import decide_mode
     from plimsoll_ci.tripwire.report import render
     from plimsoll_ci.tripwire.requests import scan_requests
     from plimsoll_ci.withheld import key_from

@@ -140,7 +140,8 @@ def _write(path: Path, text: str) -> str:
 
 
 def _ship_scan(snapshot: Snapshot, withheld: tuple[Any, ...]) -> Any:
-    from plimsoll_ci.shipscan.scan import Item, combine, scan_items
+    from plimsoll_ci.shipscan.results import combine
+    from plimsoll_ci.shipscan.scan import Item, scan_items
 
     if not withheld:
         return None

@@ -25,22 +25,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from plimsoll_ci.shipscan.redact import Redactor
     from plimsoll_ci.shipscan.report import render
-    from plimsoll_ci.shipscan.scan import (
-        Item,
-        ScanResult,
-        ShipScan,
-        Verdict,
-        decide_mode,
-        make_limits,
-        scan_items,
-        scan_paths,
-    )
+    from plimsoll_ci.shipscan.results import ScanResult, Verdict, decide_mode
+    from plimsoll_ci.shipscan.scan import Item, ShipScan, make_limits, scan_items, scan_paths
     from plimsoll_ci.shipscan.ship import collect
     from plimsoll_ci.shipscan.shipconfig import Config, find_config, load_withheld
 
 _WHERE = {
-    "Redactor": "redact", "render": "report", "ScanResult": "scan", "Verdict": "scan",
-    "decide_mode": "scan", "Item": "scan", "ShipScan": "scan", "make_limits": "scan",
+    "Redactor": "redact", "render": "report", "ScanResult": "results", "Verdict": "results",
+    "decide_mode": "results", "Item": "scan", "ShipScan": "scan", "make_limits": "scan",
     "scan_items": "scan", "scan_paths": "scan", "collect": "ship", "Config": "shipconfig",
     "find_config": "shipconfig", "load_withheld": "shipconfig",
 }

@@ -26,7 +26,8 @@ from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.files import read_bounded
-from plimsoll_ci.shipscan.scan import Finding, ScanResult
+from plimsoll_ci.shipscan.results import ScanResult
+from plimsoll_ci.shipscan.scan import Finding
 
 FORMAT = "plimsoll-baseline/1"
 MAX_BYTES = 16 * 1024 * 1024  # a baseline is a list of ids and digests; 16 MiB is ~100k entries

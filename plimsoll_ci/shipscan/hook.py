@@ -55,14 +55,8 @@ from plimsoll_ci.match.canonical import digest as value_digest
 from plimsoll_ci.pool import collector_paused
 from plimsoll_ci.shipscan import baseline, configmemo, scan, ship
 from plimsoll_ci.shipscan.baseline import Baseline
-from plimsoll_ci.shipscan.scan import (
-    Limits,
-    ScanResult,
-    ShipScan,
-    Verdict,
-    decide_mode,
-    make_limits,
-)
+from plimsoll_ci.shipscan.results import ScanResult, Verdict, decide_mode
+from plimsoll_ci.shipscan.scan import Limits, ShipScan, make_limits
 from plimsoll_ci.withheld import GUESSABLE_BITS, shape_bits
 
 # --------------------------------------------------------------------------- clean-content cache

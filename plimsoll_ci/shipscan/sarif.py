@@ -16,7 +16,8 @@ from urllib.parse import quote
 
 from plimsoll_ci import __version__
 from plimsoll_ci.names import shipped_as, shown, via
-from plimsoll_ci.shipscan.scan import Finding, ScanResult
+from plimsoll_ci.shipscan.results import ScanResult
+from plimsoll_ci.shipscan.scan import Finding
 
 TOOL_NAME = "plimsoll-ci"
 REPOSITORY = "https://github.com/plimsoll-ci/plimsoll-ci"

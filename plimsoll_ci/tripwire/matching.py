@@ -21,7 +21,8 @@ import re
 from collections.abc import Iterable
 
 from plimsoll_ci.engine import Finding, Limits
-from plimsoll_ci.shipscan.scan import Item, MemoryCache, Verdict, Verdicts
+from plimsoll_ci.shipscan.results import Verdict
+from plimsoll_ci.shipscan.scan import Item, MemoryCache, Verdicts
 from plimsoll_ci.tripwire.reader import Piece, join_place
 from plimsoll_ci.withheld import WithheldSet
 

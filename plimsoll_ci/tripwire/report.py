@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from plimsoll_ci.shipscan import report
-from plimsoll_ci.shipscan.scan import ScanResult
+from plimsoll_ci.shipscan.results import ScanResult
 from plimsoll_ci.tripwire.canary import CheckResult
 from plimsoll_ci.tripwire.formats import CANARY_CHECK_FORMAT
 

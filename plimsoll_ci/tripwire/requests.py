@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from plimsoll_ci.engine import Finding, Limits, Scanner
 from plimsoll_ci.shipscan.redact import Redactor
-from plimsoll_ci.shipscan.scan import ScanResult
+from plimsoll_ci.shipscan.results import ScanResult
 from plimsoll_ci.tripwire import matching
 from plimsoll_ci.tripwire.reader import Piece, ReadLimits, RequestReader, Sent, upstream_answered
 from plimsoll_ci.withheld import WithheldSet

@@ -13,18 +13,15 @@ import pytest
 from scankit import SEED, make_set, zip_bytes
 
 from plimsoll_ci.errors import BadInput, ConfigError
+from plimsoll_ci.shipscan.results import Verdict, combine, decide_mode, shown_path
 from plimsoll_ci.shipscan.scan import (
     Item,
     Limits,
     Redactor,
     Scanner,
     ShipScan,
-    Verdict,
-    combine,
-    decide_mode,
     make_limits,
     scan_items,
-    shown_path,
 )
 
 S = SEED.encode()
