@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.git import Commit, Repo, ls_tree, rev_list
+from plimsoll_ci.git import Repo, ls_tree
 from plimsoll_ci.git import run as git
+from plimsoll_ci.gitlog import Commit, rev_list
 from plimsoll_ci.history.blobscan import BlobScans, scan_names
 from plimsoll_ci.history.cache import save
 from plimsoll_ci.history.judge import Judge

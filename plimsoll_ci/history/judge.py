@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from plimsoll_ci.errors import PlimsollError
-from plimsoll_ci.git import MODE_SUBMODULE, ZERO_OID, CatFile, Change, Commit, TreeEntry, blob_id
+from plimsoll_ci.git import MODE_SUBMODULE, ZERO_OID, CatFile, TreeEntry, blob_id
+from plimsoll_ci.gitlog import Change, Commit
 from plimsoll_ci.history import configs
 from plimsoll_ci.history.session import Session
 from plimsoll_ci.shipscan import ship, shipconfig

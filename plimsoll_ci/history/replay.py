@@ -8,7 +8,8 @@ import sys
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.git import ZERO_OID, Log, RevList, ls_tree
+from plimsoll_ci.git import ZERO_OID, ls_tree
+from plimsoll_ci.gitlog import Log, RevList
 from plimsoll_ci.history.blobscan import BlobScans, load_engine, scan_names, start_workers
 from plimsoll_ci.history.cache import save
 from plimsoll_ci.history.judge import Delta, Judge, ShipState, Tree

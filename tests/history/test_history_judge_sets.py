@@ -7,7 +7,8 @@ from pathlib import Path
 
 from history_repos import GitRepo
 
-from plimsoll_ci.git import ZERO_OID, Change, Commit
+from plimsoll_ci.git import ZERO_OID
+from plimsoll_ci.gitlog import Change, Commit
 from plimsoll_ci.history.judge import Delta, Judge, Shipped
 from plimsoll_ci.history.records import Notes, Options
 from plimsoll_ci.history.session import open_session
