@@ -52,7 +52,7 @@ def engine_files() -> list[Path]:
     """The source files whose change changes what a scan finds: a cache keys on them."""
     here = Path(__file__).resolve().parent
     package = here.parent
-    return [*sorted((package / "engine").glob("*.py")), here / "scan.py",
+    return [*sorted((package / "engine").glob("*.py")), here / "scan.py", here / "results.py",
             *sorted((package / "match").glob("*.py"))]
 
 
