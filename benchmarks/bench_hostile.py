@@ -154,7 +154,7 @@ def main() -> int:
     print(f"inputs under {root} (~{args.mb} MB each); memory budget {budget / MIB:.0f} MiB")
 
     base_code = ("import numpy, sys; from plimsoll_ci.withheld import load; "
-                 "from plimsoll_ci.scan import Scanner; Scanner(load(sys.argv[1]))")
+                 "from plimsoll_ci.shipscan.scan import Scanner; Scanner(load(sys.argv[1]))")
     _, _, base = run_child([sys.executable, "-c", base_code, str(setfile)])
     print(f"{'baseline (python, numpy, the set)':36} {base / MIB:7.0f} MiB")
     over = 0

@@ -50,7 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from plimsoll_ci.scan import BATCH_BYTES, PARALLEL_FROM  # noqa: E402
+from plimsoll_ci.shipscan.scan import BATCH_BYTES, PARALLEL_FROM  # noqa: E402
 from plimsoll_ci.withheld import build_set, dumps  # noqa: E402
 
 WORDS = ("alpha beta gamma delta drone gate pad wind gust thrust pitch roll yaw motor payload "

@@ -234,7 +234,7 @@ def _main(argv: Sequence[str] | None, program: bool, prog: str) -> int:
         _check_secret_names(args)
         code = int(run(args))
     except PlimsollError as e:
-        from plimsoll_ci.report.names import shown
+        from plimsoll_ci.names import shown
 
         # a message names files, folders and controllers: user input, printed through `shown`
         # (a line break in a name included), so no name drives the terminal or forges a line

@@ -7,7 +7,7 @@ class PlimsollError(Exception):
     """Base of every error plimsoll-ci reports to a user. Messages never carry a withheld value.
 
     A message is one line; `details` (every problem of a check that reports them all at once)
-    are printed one an indented line each. The CLI prints both through `report.names.shown`, so a
+    are printed one an indented line each. The CLI prints both through `names.shown`, so a
     line break inside a name is escaped and cannot forge a line.
     """
 

@@ -179,8 +179,9 @@ def main() -> int:
     if key_text:
         print(f"::add-mask::{key_text}")
 
-    from plimsoll_ci import git, hook
+    from plimsoll_ci import git
     from plimsoll_ci.errors import PlimsollError
+    from plimsoll_ci.shipscan import hook
 
     inputs = {k: os.environ.get(f"INPUT_{k}", "").strip()
               for k in ("CONFIG", "SHIP_SET", "FORMAT", "FAIL_ON", "MODE", "BASE", "HEAD",
@@ -227,7 +228,8 @@ def main() -> int:
         _summary(f"## plimsoll ship scan\n\n:x: error: {first}\n")
         return e.exit_code
 
-    from plimsoll_ci import report, scan
+    from plimsoll_ci.shipscan import report
+    from plimsoll_ci.shipscan.results import combine
 
     if not results:
         _out("findings", "0")
@@ -236,8 +238,8 @@ def main() -> int:
         return 0
     # One result for the run: each commit's findings once, named by the commit that first shipped
     # them; the mode (hence SARIF levels, annotations and `fail-on: auto`) is the scans' own.
-    combined = scan.combine([(f"commit {c[:12]}" if mode == "each-commit" else "", r)
-                             for c, r in results])
+    combined = combine([(f"commit {c[:12]}" if mode == "each-commit" else "", r)
+                        for c, r in results])
     print(report.render(combined, fmt))
     sarif_path.parent.mkdir(parents=True, exist_ok=True)
     sarif_path.write_text(report.render(combined, "sarif"), encoding="utf-8")
@@ -267,7 +269,7 @@ def _baseline(workspace: Path, path: str) -> object:
     """The `baseline` input's file, read before any scan (a bad one: exit 2 naming its line)."""
     if not path:
         return None
-    from plimsoll_ci import baseline
+    from plimsoll_ci.shipscan import baseline
 
     return baseline.load(workspace / path, path)
 
@@ -283,7 +285,8 @@ def _fetchable(repo: Path, base: str) -> None:
 
 def _markdown(result: object, per_commit: list[tuple[str, int, int]], mode: str,
               repo: Path, notes: list[str]) -> str:
-    from plimsoll_ci import git, report
+    from plimsoll_ci import git
+    from plimsoll_ci.shipscan import report
 
     text = report.to_markdown(result, title="plimsoll ship scan").rstrip("\n")
     lines = [text, "", f"Mode `{mode}`: {len(per_commit)} commit(s) scanned.", ""]

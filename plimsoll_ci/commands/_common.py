@@ -124,7 +124,7 @@ def limit_overrides(args: argparse.Namespace) -> dict[str, int | None]:
 def warn_set_notes(wset: object) -> None:
     """Print what loading a withheld or sealed set noted (a key given for an unkeyed set, a set
     with no entries) as warnings on stderr."""
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
 
     for n in getattr(wset, "notes", ()):
         print(f"plimsoll-ci: warning: {shown(n)}", file=sys.stderr)

@@ -42,11 +42,11 @@ def run(args: argparse.Namespace) -> int:
     import json
     import os
 
-    from plimsoll_ci import baseline
     from plimsoll_ci.commands._common import write_output
     from plimsoll_ci.errors import BadInput
     from plimsoll_ci.files import read_bounded
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
+    from plimsoll_ci.shipscan import baseline
     from plimsoll_ci.withheld import load
 
     reason = " ".join(args.reason.split())
@@ -77,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
 def _configured_set(config: str | None) -> str:
     from pathlib import Path
 
-    from plimsoll_ci import ship
     from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.shipscan import ship
 
     path = Path(config) if config else Path.cwd() / ship.CONFIG_NAME
     if not config and not path.is_file():

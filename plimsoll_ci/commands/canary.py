@@ -60,7 +60,7 @@ def _make(args: argparse.Namespace) -> int:
         print(json.dumps({"file": args.output, "markers": [
             {"place": m.place, "kind": m.kind} for m in markers]}, indent=2))
         return 0
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
 
     for m in markers:
         print(f"{shown(m.place)}: {m.kind} marker", file=sys.stderr)

@@ -53,8 +53,8 @@ def _example_dir(given: str | None) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     """Scan the example harness, grade the reference controllers; 0 when the leak was found."""
-    from plimsoll_ci import report, ship
-    from plimsoll_ci.scan import scan_items
+    from plimsoll_ci.shipscan import report, ship
+    from plimsoll_ci.shipscan.scan import scan_items
 
     ex = _example_dir(args.example)
     print(f"== 1. ship scan of the example harness {ex}")

@@ -169,7 +169,7 @@ def _run(args: argparse.Namespace) -> int:
     from plimsoll_ci.evalharness import report, wall
     from plimsoll_ci.evalharness.attempt import DEFAULT_ALLOW
     from plimsoll_ci.evalharness.run import EvalRequest, run_eval, tripwire_lines
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
     from plimsoll_ci.sandbox.command import CommandLimits
     from plimsoll_ci.tiers import rank
     from plimsoll_ci.withheld import key_from, load
@@ -210,7 +210,7 @@ def _run(args: argparse.Namespace) -> int:
               "removed", file=sys.stderr)
         return 128 + e.signum
     if result.refused is not None:
-        from plimsoll_ci.report import describe
+        from plimsoll_ci.shipscan.report import describe
 
         for finding in result.refused.findings:
             print(describe(finding))

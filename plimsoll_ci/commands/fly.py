@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         if importlib.util.find_spec("matplotlib") is None:
             raise BadInput(f"--plot {args.plot}: needs matplotlib, which is not installed; "
                            "pip install matplotlib (it is in plimsoll-ci's [test] extra)")
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
 
     course = sim.course(args.course)
     if is_javascript(args.controller):

@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         write_output(_refusal(result, args.format), args.output)
         return 1
     if result.record is not None:
-        from plimsoll_ci.report.names import shown
+        from plimsoll_ci.names import shown
 
         print(f"plimsoll-ci grade: signed record {result.record} appended to "
               f"{shown(str(result.bundle))}", file=sys.stderr)
@@ -165,7 +165,7 @@ def _refusal(result, fmt: str) -> str:
 def _shown(lines: list[str]) -> str:
     """The lines of a text report, each through `shown`: a controller's path, a finding's place, a
     flight's detail (what the controller wrote) and a note are user input."""
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
 
     return "".join(shown(line) + "\n" for line in lines)
 

@@ -79,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
         # --config, else the repository root's (found as the hook finds it), read only if needed.
         from pathlib import Path
 
-        from plimsoll_ci import configmemo, ship
         from plimsoll_ci.history import configs
+        from plimsoll_ci.shipscan import configmemo, ship
 
         def config() -> ship.Config | None:
             if args.config:
@@ -117,13 +117,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _baseline(path: str | None) -> object:
     """The `--baseline` file, read before the replay (a bad one: exit 2 naming its line)."""
-    from plimsoll_ci import baseline
+    from plimsoll_ci.shipscan import baseline
 
     return baseline.load(path) if path else None
 
 
 def _baselined(report: object, known: object, wset: object) -> object:
     """The replay's report without the entries the baseline matches (`baseline.apply_history`)."""
-    from plimsoll_ci import baseline
+    from plimsoll_ci.shipscan import baseline
 
     return baseline.apply_history(report, known, wset)  # type: ignore[arg-type]

@@ -36,8 +36,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the chosen hook in the current folder (pre-commit runs hooks at the repo root)."""
     from pathlib import Path
 
-    from plimsoll_ci import hook
     from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.shipscan import hook
 
     if args.hook == "ship-scan":
         return hook.ship_scan(args.filenames, Path.cwd(), args.config,

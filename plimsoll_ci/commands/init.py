@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from plimsoll_ci import init
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
 
     quiet = (args.yes or args.format == "json" or os.environ.get("CI") == "true"
              or not sys.stdin.isatty())

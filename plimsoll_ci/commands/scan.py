@@ -48,10 +48,11 @@ def _looks_like_set_file(value: str | None) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Scan what ships; print or write the report; 1 when the scan refuses, else 0."""
-    from plimsoll_ci import baseline
     from plimsoll_ci.commands._common import limit_overrides, warn_set_notes, write_output
     from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.scan import ShipScan, decide_mode, make_limits, scan_paths
+    from plimsoll_ci.shipscan import baseline
+    from plimsoll_ci.shipscan.results import decide_mode
+    from plimsoll_ci.shipscan.scan import ShipScan, make_limits, scan_paths
     from plimsoll_ci.withheld import key_from
 
     if args.jobs < 0:
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if config_mode:
         from pathlib import Path
 
-        from plimsoll_ci import ship
+        from plimsoll_ci.shipscan import ship
 
         set_file = args.withheld or (args.set if _looks_like_set_file(args.set) else None)
         ship_set = args.ship_set or (None if set_file == args.set else args.set)
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         from pathlib import Path
 
-        from plimsoll_ci import ship
+        from plimsoll_ci.shipscan import ship
 
         # the set and the key the flags leave unsaid are plimsoll.yaml's (the repository root's)
         wset = ship.withheld_for(args.withheld or args.set, key,

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action == "info":
         return info(args)
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
 
     doc, warnings = build_document(args, SEALED_FORMAT)
     for w in warnings:

@@ -235,7 +235,7 @@ def _lint(args: argparse.Namespace) -> int:
         raise BadInput(f"--select given {len(args.select)} time(s) for "
                        f"{len(args.select) - len(left)} YAML, JSON, TOML or CSV file(s): give it "
                        "once per such file, in the order of the files")
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
 
     findings = seedlint.lint(sets, limit)
     for line in seedlint.lines(findings):

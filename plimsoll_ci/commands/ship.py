@@ -31,9 +31,9 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from plimsoll_ci import ship
     from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.report.names import path_fields, shown
+    from plimsoll_ci.names import path_fields, shown
+    from plimsoll_ci.shipscan import ship
 
     if getattr(args, "ship_command", None) != "list":
         raise BadInput("ship: say what to do: `plimsoll-ci ship list [--ship-set NAME]`")

@@ -219,7 +219,7 @@ def _options(args: argparse.Namespace):  # -> (Job, run.Options)
             raise BadInput(run_mod.model_needed(job))
         model = run_mod.Model(model_config_from(args))
     elif args.base_url:
-        from plimsoll_ci.report.names import shown
+        from plimsoll_ci.names import shown
 
         print(f"plimsoll-ci squeeze: {shown(args.job)} builds no rebuilds (no build: N); the model "
               "flags are not used", file=sys.stderr)
@@ -291,7 +291,7 @@ def _verify(args: argparse.Namespace) -> int:
 
     from plimsoll_ci.attest.keys import load_public_key
     from plimsoll_ci.attest.pinned import beside, consistency_note, pin
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
     from plimsoll_ci.squeeze.report_md import verdict_lines
     from plimsoll_ci.squeeze.verify import verify
 
@@ -349,7 +349,7 @@ def _recipe(args: argparse.Namespace) -> int:
     practice = tuple(read_seed_file(args.practice)) if args.practice else None
     done = compress.compress(compress.CompressOptions(
         Path(args.record), Path(args.out), args.tokens, args.drafts, practice, sealed), model)
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
 
     if done.recipe is None:
         print(f"plimsoll-ci: squeeze recipe: {shown(done.message)}", file=sys.stderr)
@@ -383,7 +383,7 @@ def _canary(args: argparse.Namespace) -> int:
     finally:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
 
     sys.stdout.writelines(shown(line) + "\n" for line in found.text.splitlines())
     if not found.ok:

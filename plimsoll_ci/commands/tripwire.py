@@ -9,7 +9,7 @@ import sys
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of `plimsoll-ci tripwire`."""
     from plimsoll_ci.commands._common import add_key_arguments
-    from plimsoll_ci.report import FORMATS
+    from plimsoll_ci.shipscan.report import FORMATS
 
     parser.add_argument("--sealed", required=True, metavar="SEALED",
                         help="sealed set (plimsoll-ci sealed build) or canary file")
@@ -30,8 +30,8 @@ def _sealed(path: str, key: bytes | None) -> object:
     repository root's, found as the hook finds it), as every command that reads a set does."""
     from pathlib import Path
 
-    from plimsoll_ci import ship
     from plimsoll_ci.errors import BadInput, WithheldSetError
+    from plimsoll_ci.shipscan import ship
     from plimsoll_ci.tripwire.sealed import load_sealed
 
     try:
@@ -54,7 +54,7 @@ def _sealed(path: str, key: bytes | None) -> object:
 def run(args: argparse.Namespace) -> int:
     """Exit 1 when any sealed value is found in a request, 0 when none, 2 on bad input."""
     from plimsoll_ci.commands._common import warn_set_notes, write_output
-    from plimsoll_ci.scan import decide_mode
+    from plimsoll_ci.shipscan.results import decide_mode
     from plimsoll_ci.tripwire.report import render
     from plimsoll_ci.tripwire.requests import scan_requests
     from plimsoll_ci.withheld import key_from

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from plimsoll_ci.attest.keys import load_public_key
     from plimsoll_ci.attest.pinned import beside, consistency_note
     from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
 
     if args.expect_count is not None and args.expect_count < 1:
         raise BadInput(f"--expect-count {args.expect_count}: a bundle holds at least one record")

@@ -125,7 +125,7 @@ def info(args: argparse.Namespace) -> int:
     set needs no key for that (a key given is checked)."""
     import json
 
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
     from plimsoll_ci.withheld import key_from, load
 
     wset = load(args.set, key=key_from(args.key_env, args.key_file), need_key=False)
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action == "info":
         return info(args)
-    from plimsoll_ci.report.names import shown
+    from plimsoll_ci.names import shown
 
     doc, warnings = build_document(args, FORMAT)
     for w in warnings:

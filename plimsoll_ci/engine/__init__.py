@@ -3,9 +3,9 @@
 `Scanner` opens no file and starts no process: contents come to it as bytes, or as a reader the
 caller gives (`scan_stream`), and it scans them within `Limits`, a memory budget among them that
 holds whatever it reads (`records.windowing`; the reading itself is `contents`). Callers go
-through the ship scan's front end (`plimsoll_ci.scan.ShipScan`), which batches, caches, places
+through the ship scan's front end (`plimsoll_ci.shipscan.scan.ShipScan`), which batches, caches, places
 and redacts. Its source, with `match/`, is part of every cache key
-(`plimsoll_ci.scan.engine_files`).
+(`plimsoll_ci.shipscan.scan.engine_files`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 
 from plimsoll_ci.evalharness.attempt import Attempt
 from plimsoll_ci.evalharness.contract import CommandOutcome, printable
-from plimsoll_ci.report.names import md, shown
+from plimsoll_ci.names import md, shown
 
 TAIL_BYTES = 8 * 1024  # of each command's output kept in results.json
 

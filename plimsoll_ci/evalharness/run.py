@@ -146,7 +146,8 @@ def _write(path: Path, text: str) -> str:
 
 
 def _ship_scan(snapshot: Snapshot, withheld: tuple[Any, ...]) -> Any:
-    from plimsoll_ci.scan import Item, combine, scan_items
+    from plimsoll_ci.shipscan.results import combine
+    from plimsoll_ci.shipscan.scan import Item, scan_items
 
     if not withheld:
         return None
@@ -194,7 +195,7 @@ def _scrubber(keys: list[Any], request: EvalRequest) -> Callable[[str], str]:
 def _holder(request: EvalRequest) -> Callable[[str], str | None]:
     """`held(text)`: what replaces `text` when it holds a withheld or sealed entry (naming the
     entry, never its value), else None."""
-    from plimsoll_ci.scan import Item, scan_items
+    from plimsoll_ci.shipscan.scan import Item, scan_items
 
     sets = [*request.withheld, *([request.sealed] if request.sealed is not None else [])]
 
@@ -251,7 +252,7 @@ def _line(a: Attempt) -> str:
 def tripwire_lines(result: Any) -> list[str]:
     """The tripwire's findings as report lines: recorded file (under the output folder), place,
     sealed id; never a value."""
-    from plimsoll_ci.report import place
+    from plimsoll_ci.shipscan.report import place
 
     if result is None:
         return []

@@ -68,7 +68,7 @@ def stop_recorder(server: Any) -> None:
 def scan_requests(folder: Path, sealed: Any) -> Any:
     """The tripwire over recorded requests -> ScanResult (findings name the file and the sealed
     entry, never the value)."""
-    from plimsoll_ci.scan import decide_mode
+    from plimsoll_ci.shipscan.results import decide_mode
     from plimsoll_ci.tripwire.requests import scan_requests as scan
 
     return scan(str(folder), sealed, jobs=1)._replace(mode=decide_mode(sealed.mode))

@@ -18,7 +18,7 @@ import secrets
 from pathlib import Path
 from typing import NamedTuple
 
-from plimsoll_ci.scan import Finding, Scanner
+from plimsoll_ci.shipscan.scan import Finding, Scanner
 from plimsoll_ci.withheld import WithheldSet, build_set, parse
 
 # Below this a seed is an ordinary number (loop bounds, sizes, 101..104 smoke seeds).

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from plimsoll_ci.grading.checks import CodeCheck
     from plimsoll_ci.grading.seedlint import SeedCheck
     from plimsoll_ci.grading.seedsets import SealedSet
-    from plimsoll_ci.scan import Finding
+    from plimsoll_ci.shipscan.scan import Finding
 
 FORMAT = "plimsoll-grading/2"
 

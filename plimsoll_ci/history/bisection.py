@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.git import Commit, Repo, ls_tree, rev_list
+from plimsoll_ci.git import Repo, ls_tree
 from plimsoll_ci.git import run as git
+from plimsoll_ci.gitlog import Commit, rev_list
 from plimsoll_ci.history.blobscan import BlobScans, scan_names
 from plimsoll_ci.history.cache import save
 from plimsoll_ci.history.judge import Judge
@@ -27,7 +28,7 @@ from plimsoll_ci.history.records import (
 from plimsoll_ci.history.redact import Redactor
 from plimsoll_ci.history.session import Session, open_session, rev_args
 from plimsoll_ci.history.windows import occurrences, once
-from plimsoll_ci.scan import Finding, Scanner
+from plimsoll_ci.shipscan.scan import Finding, Scanner
 
 
 def bisect(repo_dir: str, wset: Any, entry: str, options: Options | None = None) -> BisectResult:

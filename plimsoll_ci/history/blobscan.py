@@ -19,7 +19,8 @@ from plimsoll_ci.history.cache import ScanCache
 from plimsoll_ci.history.progress import Progress
 from plimsoll_ci.history.records import shown
 from plimsoll_ci.history.session import Session
-from plimsoll_ci.scan import Item, Scanner, Verdict, one_blas_thread, scan_verdicts
+from plimsoll_ci.shipscan.results import Verdict
+from plimsoll_ci.shipscan.scan import Item, Scanner, one_blas_thread, scan_verdicts
 
 if TYPE_CHECKING:  # (a warm replay starts no worker: it never imports the executors)
     from concurrent.futures import Executor

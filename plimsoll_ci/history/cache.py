@@ -22,8 +22,10 @@ import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from plimsoll_ci import __version__, scan
-from plimsoll_ci.scan import Finding, Verdict, name_key, shown_path
+from plimsoll_ci import __version__
+from plimsoll_ci.shipscan import scan
+from plimsoll_ci.shipscan.results import Verdict, shown_path
+from plimsoll_ci.shipscan.scan import Finding, name_key
 
 CACHE_FORMAT = "plimsoll-history-cache/5"
 NOTHING: frozenset[str] = frozenset()

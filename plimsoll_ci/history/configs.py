@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from plimsoll_ci import configmemo, shipconfig
 from plimsoll_ci.errors import ConfigError
 from plimsoll_ci.files import cannot_read
 from plimsoll_ci.git import blob_id
+from plimsoll_ci.shipscan import configmemo, shipconfig
 
 MEMO_FOLDER = ("plimsoll", "history-configs")  # under the git folder, beside the hook's memos
 

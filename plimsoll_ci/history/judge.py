@@ -14,11 +14,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from plimsoll_ci import ship, shipconfig
 from plimsoll_ci.errors import PlimsollError
-from plimsoll_ci.git import MODE_SUBMODULE, ZERO_OID, CatFile, Change, Commit, TreeEntry, blob_id
+from plimsoll_ci.git import MODE_SUBMODULE, ZERO_OID, CatFile, TreeEntry, blob_id
+from plimsoll_ci.gitlog import Change, Commit
 from plimsoll_ci.history import configs
 from plimsoll_ci.history.session import Session
+from plimsoll_ci.shipscan import ship, shipconfig
 
 CONFIG_NAME = os.fsencode(ship.CONFIG_NAME)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from plimsoll_ci.report.names import shown
+from plimsoll_ci.names import shown
 
 DEFAULT_MAX_BLOB_BYTES = 64 << 20
 ASSUMPTION = ("bisect assumes the entry kept shipping once introduced (it looks along first "

@@ -8,9 +8,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from plimsoll_ci import scan
 from plimsoll_ci.history.records import CommitInfo, EntryHistory, Occurrence, shown
-from plimsoll_ci.scan import Finding
+from plimsoll_ci.shipscan import scan
+from plimsoll_ci.shipscan.scan import Finding
 
 _MEMBER_NAME = re.compile(r"(?:zip|tar) member (.+?) \((?:file|folder) name")
 

@@ -16,9 +16,9 @@ from plimsoll_ci.history.records import (
     HistoryReport,
     Occurrence,
 )
-from plimsoll_ci.report.names import md, shown
-from plimsoll_ci.report.sarif import RULES as SCAN_RULES
-from plimsoll_ci.report.sarif import Rule, artifact_uri, sarif_log, sarif_region, sarif_rule
+from plimsoll_ci.names import md, shown
+from plimsoll_ci.shipscan.sarif import RULES as SCAN_RULES
+from plimsoll_ci.shipscan.sarif import Rule, artifact_uri, sarif_log, sarif_region, sarif_rule
 from plimsoll_ci.timestamps import now_text
 
 FORMAT = "plimsoll-history/2"

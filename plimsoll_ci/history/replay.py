@@ -8,7 +8,8 @@ import sys
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.git import ZERO_OID, Log, RevList, ls_tree
+from plimsoll_ci.git import ZERO_OID, ls_tree
+from plimsoll_ci.gitlog import Log, RevList
 from plimsoll_ci.history.blobscan import BlobScans, load_engine, scan_names, start_workers
 from plimsoll_ci.history.cache import save
 from plimsoll_ci.history.judge import Delta, Judge, ShipState, Tree
@@ -18,7 +19,7 @@ from plimsoll_ci.history.redact import Redactor
 from plimsoll_ci.history.session import Session, open_repository, open_session, rev_args, tips
 from plimsoll_ci.history.windows import Record, propagate, windows
 from plimsoll_ci.pool import collector_paused
-from plimsoll_ci.scan import Scanner
+from plimsoll_ci.shipscan.scan import Scanner
 
 EAGER_COMMITS = 100  # from this many commits (and a cold cache), workers scan during the walk
 

@@ -8,14 +8,14 @@ import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from plimsoll_ci import ship
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.git import Repo, check_revs, is_shallow, open_repo
 from plimsoll_ci.git import run as git
 from plimsoll_ci.history import configs
 from plimsoll_ci.history.cache import ScanCache, cache_key
 from plimsoll_ci.history.records import Notes, Options
-from plimsoll_ci.scan import Limits
+from plimsoll_ci.shipscan import ship
+from plimsoll_ci.shipscan.scan import Limits
 
 
 class Session(NamedTuple):

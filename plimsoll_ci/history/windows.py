@@ -17,7 +17,7 @@ from typing import NamedTuple
 from plimsoll_ci.history.cache import NOTHING, ScanCache
 from plimsoll_ci.history.judge import Delta, Shipped
 from plimsoll_ci.history.records import CommitInfo, EntryHistory, Occurrence, Range, Window
-from plimsoll_ci.scan import Finding
+from plimsoll_ci.shipscan.scan import Finding
 
 
 class Record(NamedTuple):

@@ -1,6 +1,6 @@
 """Code checks: what a controller (or a recipe) carries of the simulator and the practice set.
 
-The project's ship-scan engine does the matching (`plimsoll_ci.scan.Scanner`), over a withheld set
+The project's ship-scan engine does the matching (`plimsoll_ci.shipscan.scan.Scanner`), over a withheld set
 built in memory and never written: the generator's magic constant (found in any notation: decimal,
 hex, `_` separators, a JavaScript BigInt's `n`, one layer of encoding), the generator's source
 file and its JavaScript port `plimsoll_sim/generator.mjs` (winnowed fingerprints: found copied,
@@ -34,10 +34,10 @@ MAX_FILES = 2000
 MAX_BYTES = 64 * 1024 * 1024
 
 
-def scanner(practice: tuple[int, ...]):  # -> plimsoll_ci.scan.Scanner
+def scanner(practice: tuple[int, ...]):  # -> plimsoll_ci.shipscan.scan.Scanner
     """A Scanner over the generator constant, the generator source and the practice seeds."""
     import plimsoll_sim as sim
-    from plimsoll_ci.scan import Scanner
+    from plimsoll_ci.shipscan.scan import Scanner
     from plimsoll_ci.withheld import build_set, parse
 
     values = [(f"{PRACTICE_PREFIX}{n}", str(seed)) for n, seed in enumerate(practice, 1)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Protocol, TextIO
 
-from plimsoll_ci.report.names import shown
+from plimsoll_ci.names import shown
 
 
 class Progress(Protocol):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plimsoll_ci.report.names import md, shown
+from plimsoll_ci.names import md, shown
 from plimsoll_ci.squeeze.result import CHECK_NAMES, CHECKS
 
 

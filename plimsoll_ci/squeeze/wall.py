@@ -104,7 +104,7 @@ def check_smoke(seeds: tuple[int, ...], sealed: Any) -> list[str]:
 
 
 def _scan_bytes(data: bytes, name: str, sealed: Any) -> list[Any]:
-    from plimsoll_ci.scan import Scanner
+    from plimsoll_ci.shipscan.scan import Scanner
 
     found = []
     for one in _sets(sealed):

@@ -22,7 +22,7 @@ from typing import NamedTuple
 from plimsoll_ci.engine import Scanner
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.files import cannot_read
-from plimsoll_ci.scan import scan_items
+from plimsoll_ci.shipscan.scan import scan_items
 from plimsoll_ci.tripwire.formats import CANARY_FORMAT
 from plimsoll_ci.tripwire.requests import scan_requests
 from plimsoll_ci.withheld import SEALED_FORMAT, WithheldSet, build_set, parse

@@ -1,7 +1,7 @@
 """Format tags of the tripwire's files and reports, defined once.
 
 A sealed set's tag is `plimsoll_ci.withheld.SEALED_FORMAT` (a sealed set is a withheld set with
-another tag); the report formats are `plimsoll_ci.report.FORMATS`.
+another tag); the report formats are `plimsoll_ci.shipscan.report.FORMATS`.
 """
 
 from __future__ import annotations

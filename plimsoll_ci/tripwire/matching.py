@@ -1,6 +1,6 @@
 """Pieces of recorded requests -> findings, through the ship scan's front end.
 
-The only module of the tripwire that scans: every piece goes through a `plimsoll_ci.scan.Verdicts`
+The only module of the tripwire that scans: every piece goes through a `plimsoll_ci.shipscan.scan.Verdicts`
 session (the ship scan's batching, cache, file bound and engine), a text or file piece as a
 content, a name piece as a shipped name. Recorded requests repeat themselves (an agent loop
 re-sends its system prompt, task and history with every turn), so the session keeps verdicts in a
@@ -8,7 +8,7 @@ re-sends its system prompt, task and history with every turn), so the session ke
 placed: at the piece's recorded file and its place in the request (`_Pieces`). A finding's `path`
 is the recorded file and its `chain` is the piece's place followed by the engine's decode chain;
 `line` and `column` count inside the piece. Paths and places are not redacted here
-(`plimsoll_ci.redact` does that for printing).
+(`plimsoll_ci.shipscan.redact` does that for printing).
 
 Source entries are fingerprinted over a whole request (a pasted copy spans many strings): the text
 pieces of one recorded file are joined and scanned, through a second session, against the source
@@ -21,7 +21,8 @@ import re
 from collections.abc import Iterable
 
 from plimsoll_ci.engine import Finding, Limits
-from plimsoll_ci.scan import Item, MemoryCache, Verdict, Verdicts
+from plimsoll_ci.shipscan.results import Verdict
+from plimsoll_ci.shipscan.scan import Item, MemoryCache, Verdicts
 from plimsoll_ci.tripwire.reader import Piece, join_place
 from plimsoll_ci.withheld import WithheldSet
 

@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.files import cannot_read
-from plimsoll_ci.redact import pointer_escape
+from plimsoll_ci.shipscan.redact import pointer_escape
 from plimsoll_ci.tripwire.formats import NUMBERED, RECORD_FORMAT, RECORDER_LOCK, UNFINISHED
 
 

@@ -1,6 +1,6 @@
 """The tripwire's reports and the canary check's: safe to publish, no value and no marker.
 
-The tripwire renders every format of `plimsoll_ci.report.FORMATS`: its own text (hits "reached a
+The tripwire renders every format of `plimsoll_ci.shipscan.report.FORMATS`: its own text (hits "reached a
 model"), the ship scan's JSON and SARIF (with the tripwire's rule names), and its Markdown summary.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from plimsoll_ci import report
-from plimsoll_ci.scan import ScanResult
+from plimsoll_ci.shipscan import report
+from plimsoll_ci.shipscan.results import ScanResult
 from plimsoll_ci.tripwire.canary import CheckResult
 from plimsoll_ci.tripwire.formats import CANARY_CHECK_FORMAT
 
@@ -20,7 +20,7 @@ _LEAKED_SHOWN = 20  # places listed per leaked marker
 
 
 def render(result: ScanResult, fmt: str, requests: str) -> str:
-    """The tripwire's report in `fmt` (one of `plimsoll_ci.report.FORMATS`), in the result's
+    """The tripwire's report in `fmt` (one of `plimsoll_ci.shipscan.report.FORMATS`), in the result's
     mode."""
     if fmt == "text":
         return render_text(result, requests)

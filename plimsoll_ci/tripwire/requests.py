@@ -8,7 +8,7 @@ names of files and folders, one layer of encoding undone.
 A finding's `path` is the recorded file, its `chain` starts with the place inside it (a JSON
 pointer, `part NAME`, `header NAME`, `target`) followed by the engine's decode chain; `line` and
 `column` count inside that piece. Its `entry` is the sealed id. It never holds the value, and every
-printed segment that carries one is redacted (`plimsoll_ci.redact`, the one redactor).
+printed segment that carries one is redacted (`plimsoll_ci.shipscan.redact`, the one redactor).
 
 Retries are one leak: a recorded request sent again with the same method, target and body (an
 SDK retrying an upstream that is down) is reported once, at its first recording, with a `detail`
@@ -23,8 +23,8 @@ from collections.abc import Iterable
 
 from plimsoll_ci import pool
 from plimsoll_ci.engine import Finding, Limits, Scanner
-from plimsoll_ci.redact import Redactor
-from plimsoll_ci.scan import ScanResult
+from plimsoll_ci.shipscan.redact import Redactor
+from plimsoll_ci.shipscan.results import ScanResult
 from plimsoll_ci.tripwire import matching
 from plimsoll_ci.tripwire.reader import Piece, ReadLimits, RequestReader, Sent, upstream_answered
 from plimsoll_ci.withheld import WithheldSet

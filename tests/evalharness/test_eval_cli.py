@@ -112,7 +112,7 @@ def test_a_known_good_fix_pasted_into_a_task_trips_the_wire(gvisor, chat_server,
 
 
 def test_the_example_sets_are_current_and_only_the_fix_matches(tmp_path):
-    from plimsoll_ci.scan import scan_items
+    from plimsoll_ci.shipscan.scan import scan_items
     from plimsoll_ci.withheld import load
 
     fixes = sorted(str(p.relative_to(EXAMPLE)) for p in (EXAMPLE / "fixes").rglob("*.py"))

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.git import ZERO_OID, Log, RevList, _parse_log, rev_list
+from plimsoll_ci.git import ZERO_OID
+from plimsoll_ci.gitlog import Log, RevList, _parse_log, rev_list
 
 # names a naive split of the stream would take for a record or a header
 ODD = [b"\nlead.txt", b"\x01head", b":100644 100644 x y M", b"a\x02b c", b"plain.py", b"\xff\xfe.bin"]

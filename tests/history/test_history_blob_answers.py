@@ -20,7 +20,7 @@ from plimsoll_ci.history import blobscan
 from plimsoll_ci.history.cache import ScanCache
 from plimsoll_ci.history.progress import Progress
 from plimsoll_ci.history.records import Notes
-from plimsoll_ci.scan import Limits, Scanner
+from plimsoll_ci.shipscan.scan import Limits, Scanner
 
 MISSING = "1" * 40
 

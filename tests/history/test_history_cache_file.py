@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from plimsoll_ci.history.cache import ScanCache
-from plimsoll_ci.scan import Finding, Verdict
+from plimsoll_ci.shipscan.results import Verdict
+from plimsoll_ci.shipscan.scan import Finding
 
 A, B, C, D = ("a" * 40, "b" * 40, "c" * 40, "d" * 40)
 

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from plimsoll_ci.history.cache import ScanCache
-from plimsoll_ci.scan import Finding, Verdict
+from plimsoll_ci.shipscan.results import Verdict
+from plimsoll_ci.shipscan.scan import Finding
 
 A, B, C = ("a" * 40, "b" * 40, "c" * 40)
 LINES = ("v:1 in a 'quoted' \"name\"", "\u00e9t\u00e9 \ud800", "")  # (a lone surrogate too)

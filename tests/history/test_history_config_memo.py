@@ -97,8 +97,8 @@ def test_a_repeat_run_with_each_commits_own_config_parses_nothing(globrepo: GitR
 
 def test_a_remembered_config_resolves_its_paths_where_it_is(globrepo: GitRepo, wset_path: Path,
                                                             audit: Path, tmp_path: Path) -> None:
-    from plimsoll_ci import ship
     from plimsoll_ci.history import configs
+    from plimsoll_ci.shipscan import ship
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -187,8 +187,8 @@ def test_a_config_that_does_not_parse_is_never_remembered(globrepo: GitRepo, wse
 
 
 def test_a_config_with_carriage_returns_reads_as_load_config_reads_it(tmp_path: Path) -> None:
-    from plimsoll_ci import ship
     from plimsoll_ci.history import configs
+    from plimsoll_ci.shipscan import ship
 
     path = tmp_path / "audit.yaml"
     path.write_bytes(AUDIT.replace("\n", "\r\n").encode())

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 from history_repos import SEEDS, GitRepo, make_set
 
-from plimsoll_ci import history, ship, withheld
+from plimsoll_ci import history, withheld
 from plimsoll_ci.errors import PlimsollError
-from plimsoll_ci.scan import ShipScan
+from plimsoll_ci.shipscan import ship
+from plimsoll_ci.shipscan.scan import ShipScan
 
 VALUES = SEEDS[:3]
 FOLDERS = ["tasks/a", "tasks/b", "viewer", "lib", "docs", "vendor/x"]

@@ -7,11 +7,12 @@ from pathlib import Path
 
 from history_repos import GitRepo
 
-from plimsoll_ci import shipconfig
-from plimsoll_ci.git import ZERO_OID, Change, Commit
+from plimsoll_ci.git import ZERO_OID
+from plimsoll_ci.gitlog import Change, Commit
 from plimsoll_ci.history.judge import Delta, Judge, Shipped
 from plimsoll_ci.history.records import Notes, Options
 from plimsoll_ci.history.session import open_session
+from plimsoll_ci.shipscan import shipconfig
 
 GLOBS = 'ship:\n  docs:\n    include: ["docs/**"]\n  code:\n    include: ["**/*.py"]\n'
 BUILT = GLOBS + '  kit:\n    command: "python3 kit.py {out}"\n'

@@ -7,7 +7,8 @@ import io
 
 from history_repos import GitRepo
 
-from plimsoll_ci.git import ZERO_OID, Change, Commit, Log, _parse_log
+from plimsoll_ci.git import ZERO_OID
+from plimsoll_ci.gitlog import Change, Commit, Log, _parse_log
 
 TRICKY = [":100644 100644 " + "a" * 40 + " " + "b" * 40 + " M", "\x01" + "c" * 40 + " \x02x",
           "new\nline", "plain.txt"]

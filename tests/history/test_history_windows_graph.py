@@ -38,7 +38,8 @@ def test_a_merge_introduces_only_what_none_of_its_parents_shipped() -> None:
     from plimsoll_ci.history.cache import ScanCache
     from plimsoll_ci.history.judge import Delta, Shipped
     from plimsoll_ci.history.windows import propagate
-    from plimsoll_ci.scan import Finding, Verdict
+    from plimsoll_ci.shipscan.results import Verdict
+    from plimsoll_ci.shipscan.scan import Finding
 
     cache = ScanCache(None, "k")
     blobs = {"x": "e1", "y": "e2", "z": "e3", "w": "e4"}

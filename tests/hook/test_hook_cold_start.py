@@ -16,7 +16,7 @@ from pathlib import Path
 from harness_repo import SEED, git, hook_env, leak
 
 HEAVY = ("numpy", "plimsoll_ci.engine.contents", "plimsoll_ci.match.extract", "pathspec", "yaml",
-         "plimsoll_ci.report")
+         "plimsoll_ci.shipscan.report")
 PROBE = f"""
 import json, sys
 from plimsoll_ci.cli import main
@@ -66,13 +66,14 @@ def test_a_hook_run_with_a_finding_loads_the_report(harness: Path) -> None:
     leak(harness)
     git(harness, "add", "viewer/replay.html")
     rc, loaded = hook_loads(harness, "viewer/replay.html")
-    assert rc == 1 and "plimsoll_ci.report" in loaded
+    assert rc == 1 and "plimsoll_ci.shipscan.report" in loaded
 
 
 READ = """
 import sys
 from pathlib import Path
-from plimsoll_ci import git, hook
+from plimsoll_ci import git
+from plimsoll_ci.shipscan import hook
 from plimsoll_ci.match import classes
 repo, n, built = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "built"
 if not built:  # as installed without a C compiler
@@ -85,8 +86,8 @@ print(len(blobs), "numpy" in sys.modules)
 
 def test_reading_a_cold_runs_many_blobs_loads_numpy_meanwhile_only_without_the_compiled_part(
         tmp_path: Path) -> None:
-    from plimsoll_ci import hook
     from plimsoll_ci.match import classes
+    from plimsoll_ci.shipscan import hook
 
     repo = tmp_path / "many"
     (repo / "src").mkdir(parents=True)
@@ -106,7 +107,7 @@ def test_reading_a_cold_runs_many_blobs_loads_numpy_meanwhile_only_without_the_c
 
 COLD_RUN = """
 import sys
-from plimsoll_ci import hook
+from plimsoll_ci.shipscan import hook
 from plimsoll_ci.cli import main
 from plimsoll_ci.match import classes
 when = sys.argv.pop(1)
@@ -122,8 +123,8 @@ raise SystemExit(rc)
 
 def test_a_cold_run_finds_the_same_with_the_compiled_part_and_numpy_loaded_early_or_late(
         harness: Path) -> None:
-    from plimsoll_ci import hook
     from plimsoll_ci.match import classes
+    from plimsoll_ci.shipscan import hook
 
     (harness / "plimsoll.yaml").write_text(  # globs only: every content is a blob to read
         "withheld: withheld.json\nkey: {env: PLIMSOLL_WITHHELD_KEY}\n"

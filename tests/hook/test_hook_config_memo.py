@@ -36,7 +36,7 @@ def test_the_first_hook_run_in_a_new_clone_of_a_seen_config_parses_nothing(
 
 def test_a_remembered_config_resolves_its_paths_in_each_clone(harness: Path,
                                                               tmp_path: Path) -> None:
-    from plimsoll_ci import hook, ship
+    from plimsoll_ci.shipscan import hook, ship
 
     first = hook.staged_config(harness, harness / "plimsoll.yaml")
     other = clone(harness, tmp_path / "second-clone")
@@ -110,7 +110,7 @@ TAMPERS: dict[str, Callable[[Path], None]] = {
 @pytest.mark.parametrize("tamper", TAMPERS, ids=list(TAMPERS))
 def test_a_tampered_memo_is_not_trusted_and_the_config_is_parsed_again(
         harness: Path, own_cache: Path, tamper: str) -> None:
-    from plimsoll_ci import configmemo, hook, ship
+    from plimsoll_ci.shipscan import configmemo, hook, ship
 
     path = harness / "plimsoll.yaml"
     hook.staged_config(harness, path)  # remembered
@@ -137,7 +137,7 @@ def test_a_memo_edited_to_stop_shipping_the_leak_does_not_hide_it(harness: Path,
 
 
 def test_a_cache_folder_others_may_write_is_not_used(harness: Path, own_cache: Path) -> None:
-    from plimsoll_ci import hook
+    from plimsoll_ci.shipscan import hook
 
     (own_cache / "configs").mkdir(mode=0o700)
     (own_cache / "configs").chmod(0o777)
@@ -147,7 +147,7 @@ def test_a_cache_folder_others_may_write_is_not_used(harness: Path, own_cache: P
 
 
 def test_a_relative_cache_path_is_not_used(harness: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from plimsoll_ci import hook
+    from plimsoll_ci.shipscan import hook
 
     monkeypatch.setenv("PLIMSOLL_CACHE", "relative-cache")
     monkeypatch.chdir(harness)

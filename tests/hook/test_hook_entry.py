@@ -210,7 +210,7 @@ def test_ship_list_json_names_every_shipped_file(harness: Path) -> None:
 
 
 def test_the_remembered_config_is_the_config(harness: Path, own_cache: Path) -> None:
-    from plimsoll_ci import configmemo, hook, ship, shipconfig
+    from plimsoll_ci.shipscan import configmemo, hook, ship, shipconfig
 
     text = ("withheld: withheld.json\nmode: warn\nlimits: {max_members: 10}\nship:\n"
             "  a: {command: [python3, kit.py, '{out}'], inputs: ['loop/**'], timeout: 5}\n"
@@ -228,7 +228,7 @@ def test_the_remembered_config_is_the_config(harness: Path, own_cache: Path) -> 
 
 def test_the_remembered_config_follows_the_staged_version_not_the_working_tree(
         harness: Path) -> None:
-    from plimsoll_ci import hook
+    from plimsoll_ci.shipscan import hook
 
     path = harness / "plimsoll.yaml"
     first = hook.staged_config(harness, path)
@@ -287,7 +287,7 @@ def test_the_push_refusal_says_nothing_was_pushed_and_how_to_rewrite(harness: Pa
 
 
 def test_each_stage_says_what_the_docs_say_it_says() -> None:
-    from plimsoll_ci import report
+    from plimsoll_ci.shipscan import report
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "when-it-fires.md").read_text()
     flat = " ".join(doc.split())

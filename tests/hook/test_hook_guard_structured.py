@@ -11,7 +11,7 @@ import pytest
 from harness_repo import KEY, PRACTICE, git
 from scankit import LeakGuard
 
-from plimsoll_ci import hook
+from plimsoll_ci.shipscan import hook
 
 YAML = "# the held-out seeds\nheldout:\n  seeds:\n" + "".join(f"  - {s}\n" for s in PRACTICE)
 COPIES = {

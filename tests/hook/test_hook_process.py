@@ -72,8 +72,8 @@ def collections() -> Iterator[list[str]]:
 
 def test_a_pre_commit_run_collects_no_cycles_and_leaves_the_collector_as_it_was(
         harness: Path, collections: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from plimsoll_ci import hook
-    from plimsoll_ci import scan as scan_module
+    from plimsoll_ci.shipscan import hook
+    from plimsoll_ci.shipscan import scan as scan_module
 
     monkeypatch.setenv("PLIMSOLL_WITHHELD_KEY", KEY)
     during: list[int] = []
@@ -149,8 +149,8 @@ def test_a_loaded_sets_value_entries_are_the_records_the_constructor_makes() -> 
 
 def test_the_hooks_blob_read_gives_each_blob_as_git_shows_it_and_refuses_a_missing_one(
         tmp_path: Path) -> None:
-    from plimsoll_ci import hook
     from plimsoll_ci.errors import BadInput
+    from plimsoll_ci.shipscan import hook
 
     repo = tmp_path / "blobs"
     repo.mkdir()

@@ -1,5 +1,5 @@
 """Every name that reaches a terminal, a log or Markdown is escaped, by one pair of functions
-(`plimsoll_ci.report.names`: `shown` for text, `md` for Markdown) that every printer calls."""
+(`plimsoll_ci.names`: `shown` for text, `md` for Markdown) that every printer calls."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plimsoll_ci.report.names import md, shown
+from plimsoll_ci.names import md, shown
 
 PACKAGE = Path(__file__).resolve().parents[2] / "plimsoll_ci"
 
@@ -104,14 +104,14 @@ def test_names_are_escaped_by_one_pair_of_functions_not_copies():
     # a second Markdown escaper (a `replace("|", ...)` of its own) or a second control-character
     # table drifts from the first: it already did once (squeeze's report.md let ESC through)
     copies = sorted(name for name, src in _functions().items()
-                    if not name.startswith("report/names.py:")
+                    if not name.startswith("names.py:")
                     and ('replace("|"' in src or "\\x7f-\\x9f" in src))
     assert copies == []
 
 
 def test_history_scan_and_squeeze_reports_call_the_same_functions():
-    for module in ("report/__init__.py", "history/render.py", "history/records.py",
+    for module in ("shipscan/report.py", "history/render.py", "history/records.py",
                    "squeeze/report_md.py", "squeeze/progress.py", "evalharness/report.py",
                    "cli.py"):
         text = (PACKAGE / module).read_text()
-        assert "plimsoll_ci.report.names import" in text, module
+        assert "plimsoll_ci.names import" in text, module

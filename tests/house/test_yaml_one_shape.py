@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from plimsoll_ci import ship, valuefiles, yamlsafe
+from plimsoll_ci import valuefiles, yamlsafe
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.evalharness import tasks
+from plimsoll_ci.shipscan import ship
 from plimsoll_ci.squeeze import job as job_mod
 
 SHAPE = re.compile(r"line ([1-9][0-9]*): (.*); fix the YAML syntax$")

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from plimsoll_ci import ship, yamlsafe
+from plimsoll_ci import yamlsafe
 from plimsoll_ci.errors import ConfigError
+from plimsoll_ci.shipscan import ship
 from plimsoll_ci.squeeze import job as job_mod
 
 CONFIG = """\

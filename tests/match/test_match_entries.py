@@ -238,7 +238,7 @@ def test_a_set_document_holds_no_value(leak):
 
 
 def test_the_build_warning_and_the_withheld_guard_share_one_entropy_estimate():
-    from plimsoll_ci.hook import _guessable_unkeyed
+    from plimsoll_ci.shipscan.hook import _guessable_unkeyed
 
     values = [("a:1", "3107713414"), ("a:2", "31.5"), ("b:1", "Left Right"),
               ("b:2", "Drone Answer Key"), ("c:1", "12345678901234567890"),

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tarfile
 
-from plimsoll_ci.scan import Scanner
+from plimsoll_ci.shipscan.scan import Scanner
 from plimsoll_ci.withheld import build_set, parse
 
 LAZY = ("html", "tarfile", "zipfile", "bz2", "lzma", "decimal", "urllib.parse")
@@ -20,7 +20,7 @@ PROBE = f"""
 import json, sys
 before = set(sys.modules)  # (what the interpreter's own start imported is not the engine's)
 from plimsoll_ci import withheld
-from plimsoll_ci.scan import Scanner
+from plimsoll_ci.shipscan.scan import Scanner
 doc, _ = withheld.build_set(values=[("v", "drone-gate-secret")])
 scanner = Scanner(withheld.parse(doc))
 scanner.load()

@@ -15,7 +15,7 @@ import random
 import pytest
 
 from plimsoll_ci.match import classes, extract
-from plimsoll_ci.scan import Scanner
+from plimsoll_ci.shipscan.scan import Scanner
 from plimsoll_ci.withheld import build_set, parse
 
 LONG = "9" * 300  # a 300-digit integer: its length and significant digits clip to 255

@@ -17,7 +17,7 @@ import pytest
 from plimsoll_ci.match import b64, classes, decode, wordruns
 from plimsoll_ci.match.classes import C_ESC, C_WORD
 from plimsoll_ci.match.index import SEEN_CANDIDATES, TAG_BITS
-from plimsoll_ci.scan import Scanner
+from plimsoll_ci.shipscan.scan import Scanner
 from plimsoll_ci.withheld import build_set, parse
 
 

@@ -17,7 +17,7 @@ from nativekit import need
 
 from plimsoll_ci.match import b64, candidates, classes, decode, extract
 from plimsoll_ci.match.classes import C_B64, C_LOWER, C_UPPER
-from plimsoll_ci.scan import Scanner
+from plimsoll_ci.shipscan.scan import Scanner
 from plimsoll_ci.withheld import build_set, parse
 
 NUMBERS = [("n", "3107713414"), ("d", "31.5"), ("c", "7:05.5"), ("g", "4820193756"),
@@ -231,7 +231,7 @@ import json, random, sys
 sys.path.insert(0, sys.argv[1])
 from test_match_nonumpy import NUMBERS, TEXTS, corpus
 from plimsoll_ci import withheld
-from plimsoll_ci.scan import Scanner
+from plimsoll_ci.shipscan.scan import Scanner
 doc, _ = withheld.build_set(values=NUMBERS + TEXTS)
 scanner = Scanner(withheld.parse(doc))
 scanner.load()

@@ -15,7 +15,7 @@ import random
 import pytest
 
 from plimsoll_ci.match import b64, classes, decode, extract
-from plimsoll_ci.scan import Scanner
+from plimsoll_ci.shipscan.scan import Scanner
 from plimsoll_ci.withheld import build_set, parse
 
 VALS = ["3107713414", "31.5", "0.0625", "2718281828", "42", "1000.25", "7:05.5"]

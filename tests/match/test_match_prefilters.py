@@ -21,7 +21,7 @@ from decimal import Decimal
 import pytest
 
 from plimsoll_ci.match import decode, extract
-from plimsoll_ci.scan import Scanner
+from plimsoll_ci.shipscan.scan import Scanner
 from plimsoll_ci.withheld import build_set, parse
 
 INTS = ["3107713414", "1000000000", "4294967295", "42", "100000", "18446744073709551615"]

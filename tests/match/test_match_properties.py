@@ -8,10 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scankit import LeakGuard, make_set
 
-from plimsoll_ci import report
 from plimsoll_ci.match.canonical import classify
 from plimsoll_ci.match.extract import SMALL
-from plimsoll_ci.scan import Scanner, ScanResult
+from plimsoll_ci.shipscan import report
+from plimsoll_ci.shipscan.results import ScanResult
+from plimsoll_ci.shipscan.scan import Scanner
 
 FAST = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -9,7 +9,7 @@ import pytest
 from scankit import SEED, make_set, scan_checked
 
 from plimsoll_ci.match.extract import SMALL
-from plimsoll_ci.scan import Limits
+from plimsoll_ci.shipscan.scan import Limits
 
 S = SEED.encode()
 SEED_ID, TEXT_ID = "seeds.txt:2", "labels.txt:1"

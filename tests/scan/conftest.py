@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from plimsoll_ci import pool, scan
+from plimsoll_ci import pool
+from plimsoll_ci.shipscan import scan
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from plimsoll_ci.scan import Verdict
+from plimsoll_ci.shipscan.results import Verdict
 from plimsoll_ci.withheld import WithheldSet, build_set, parse
 
 SEED = "3107713414"  # the second practice seed of the story
@@ -131,10 +131,10 @@ class LeakGuard:
 
 
 def scan_checked(items: Iterable[tuple[str, bytes]], wset: WithheldSet, guard: LeakGuard,
-                 limits=None):  # -> plimsoll_ci.scan.ScanResult
+                 limits=None):  # -> plimsoll_ci.shipscan.results.ScanResult
     """scan_items, then every report format through the leak guard (shipped names allowed)."""
-    from plimsoll_ci import report
-    from plimsoll_ci.scan import scan_items
+    from plimsoll_ci.shipscan import report
+    from plimsoll_ci.shipscan.scan import scan_items
 
     items = list(items)
     # Names that carry a value are redacted in reports: no shipped path is allowed through.

@@ -22,7 +22,7 @@ from scankit import SEED, VALUES, make_set, scan_checked, zip_bytes
 from plimsoll_ci.engine import Scanner, Windowing, windowing
 from plimsoll_ci.engine.records import CONTEXT
 from plimsoll_ci.errors import BadInput, ConfigError
-from plimsoll_ci.scan import Limits, make_limits, scan_paths
+from plimsoll_ci.shipscan.scan import Limits, make_limits, scan_paths
 from plimsoll_ci.withheld import FORMAT, build_set, dumps
 
 S = SEED.encode()
@@ -254,7 +254,7 @@ _CHILD = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from scankit import make_set
-from plimsoll_ci.scan import make_limits, scan_paths
+from plimsoll_ci.shipscan.scan import make_limits, scan_paths
 result = scan_paths([sys.argv[2]], make_set(), make_limits(overrides={"max_memory": int(sys.argv[3])}))
 with open("/proc/self/status") as fh:
     kib = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))

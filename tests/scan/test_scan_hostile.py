@@ -13,7 +13,7 @@ import zlib
 import pytest
 from scankit import SEED, make_set, scan_checked, zip_bomb, zip_bytes
 
-from plimsoll_ci.scan import Limits, scan_paths
+from plimsoll_ci.shipscan.scan import Limits, scan_paths
 
 S = SEED.encode()
 SEED_ID = "seeds.txt:2"
@@ -25,7 +25,7 @@ def wset():
 
 
 def _paths_checked(paths, wset, guard, limits=None):
-    from plimsoll_ci import report
+    from plimsoll_ci.shipscan import report
 
     result = scan_paths([str(p) for p in paths], wset, limits)
     for fmt in report.FORMATS:
@@ -139,7 +139,7 @@ _ESCAPE_LINE = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from scankit import make_set
-from plimsoll_ci.scan import scan_items
+from plimsoll_ci.shipscan.scan import scan_items
 line = b"alpha 12345 beta=0.5 x_y &amp; " * (4 * 1024 * 1024 // 31) + b"\\n"
 scan_items([("one-line.txt", line)], make_set())
 """
@@ -259,7 +259,7 @@ def test_a_line_over_the_line_bound_is_not_unescaped_and_the_bound_is_noted(wset
 
 
 def test_a_line_of_escapes_never_runs_into_the_next_file_of_a_batch():
-    from plimsoll_ci.scan import Scanner
+    from plimsoll_ci.shipscan.scan import Scanner
 
     wset = make_set([("t.txt:1", "31.5")])
     # "%33%31%2e%35" decodes to "31.5"; the batch joins files, and the line must end at the join
@@ -272,7 +272,7 @@ def test_a_line_of_escapes_never_runs_into_the_next_file_of_a_batch():
 def test_names_scanned_in_one_joined_pass_find_what_one_by_one_finds():
     import base64
 
-    from plimsoll_ci.scan import Redactor, Scanner, scan_items
+    from plimsoll_ci.shipscan.scan import Redactor, Scanner, scan_items
 
     wset = make_set([("seeds.txt:2", SEED), ("t.txt:1", "31.5"), ("l.txt:1", "skip step 3")])
     names = [f"tracks/seed-{SEED}.json", "a/t=31.50s.txt", "b/Skip Step 3.mp4",
@@ -292,7 +292,7 @@ def test_folder_names_judged_once_per_folder_give_each_path_its_own_places():
     # A folder path's findings are kept for the next file in it: every path still gets each of
     # its folders' findings at that folder's place, and its file name's at its own path, however
     # the path is spelled (backslashes, `.` and empty parts, a trailing separator).
-    from plimsoll_ci.scan import Scanner
+    from plimsoll_ci.shipscan.scan import Scanner
 
     wset = make_set([("seeds.txt:2", SEED), ("t.txt:1", "31.5")])
     paths = [f"a/{SEED}/x.txt", f"a/{SEED}/y-{SEED}.txt", f"a\\{SEED}\\z.txt", f"./a/{SEED}/./w",

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from scankit import DECIMAL, SEED, TEXT, KeepAll, make_set, zip_bytes
 
-from plimsoll_ci import report, scan
-from plimsoll_ci.scan import Item, Limits, ShipScan, scan_paths
+from plimsoll_ci.shipscan import report, scan
+from plimsoll_ci.shipscan.scan import Item, Limits, ShipScan, scan_paths
 from plimsoll_ci.withheld import build_set, dumps
 
 WORDS = "drone gate wind thrust pitch roll yaw motor payload course hover land".split()

@@ -14,8 +14,8 @@ import pytest
 from scankit import SEED, KeepAll, make_set
 from test_scan_jobs import _filler, make_tree
 
-from plimsoll_ci import ondisk, report, scan
-from plimsoll_ci.scan import Item, Limits, ShipScan, scan_paths
+from plimsoll_ci.shipscan import ondisk, report, scan
+from plimsoll_ci.shipscan.scan import Item, Limits, ShipScan, scan_paths
 
 SEED_LINE = f"seed = {SEED}\n".encode()
 WALK = ondisk.walk

@@ -13,7 +13,7 @@ import jsonschema
 from scankit import SEED, make_set, scan_checked
 from test_scan_reports import _schema
 
-from plimsoll_ci import report
+from plimsoll_ci.shipscan import report
 
 AMP_LINE = f'<p>Example: <a href="tracks/seed-{SEED}.json?speed=2&amp;gates=all">open</a></p>'
 PCT_LINE = f"see https://example.org/replay?file=seed-{SEED}.json&sig=%3D%3D for a replay"

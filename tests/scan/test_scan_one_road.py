@@ -46,7 +46,7 @@ def _report(text: str) -> list[str]:
     end = next(i for i, ln in enumerate(lines) if SUMMARY.match(ln))
     # What to do next is each stage's own (a refused commit left nothing on a remote; a pushed
     # one may have): it must be one of the stages' words, and is not compared between roads.
-    from plimsoll_ci.report import STAGE_ADVICE
+    from plimsoll_ci.shipscan.report import STAGE_ADVICE
 
     assert all(ln in STAGE_ADVICE.values() for ln in lines[end + 1: end + 2]), lines[end + 1:]
     return lines[: end + 1]  # the findings, the notes and the summary
@@ -145,7 +145,7 @@ def test_a_warm_hook_counts_the_files_and_bytes_a_cold_scan_counts(tree: Path) -
 
 def _requests_carrying_what_ships(repo: Path, out: Path) -> None:
     """A folder of request bodies: every file `scan --staged` ships, each at its shown path."""
-    from plimsoll_ci import ship
+    from plimsoll_ci.shipscan import ship
 
     _config, files = ship.collect(None, None, True, None, repo)
     assert files

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from scankit import SEED, make_set, scan_checked, zip_bytes
 
-from plimsoll_ci import report
+from plimsoll_ci.shipscan import report
 from plimsoll_ci.withheld import build_set, dumps
 
 S = SEED.encode()

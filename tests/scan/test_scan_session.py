@@ -13,18 +13,15 @@ import pytest
 from scankit import SEED, make_set, zip_bytes
 
 from plimsoll_ci.errors import BadInput, ConfigError
-from plimsoll_ci.scan import (
+from plimsoll_ci.shipscan.results import Verdict, combine, decide_mode, shown_path
+from plimsoll_ci.shipscan.scan import (
     Item,
     Limits,
     Redactor,
     Scanner,
     ShipScan,
-    Verdict,
-    combine,
-    decide_mode,
     make_limits,
     scan_items,
-    shown_path,
 )
 
 S = SEED.encode()
@@ -236,7 +233,7 @@ import json, os, sys
 sys.path.insert(0, sys.argv[1])
 from scankit import SEED, make_set
 from plimsoll_ci.match import classes
-from plimsoll_ci.scan import Item, ShipScan
+from plimsoll_ci.shipscan.scan import Item, ShipScan
 if sys.argv[2] == "portable":  # as installed without a C compiler: numpy's passes
     classes.native = None
 data = ("gate drone thrust 1234567\\n" * 40_000 + SEED + "\\n").encode()  # 1 MB: the large path

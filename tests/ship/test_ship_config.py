@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from plimsoll_ci import ship
 from plimsoll_ci.errors import ConfigError
+from plimsoll_ci.shipscan import ship
 
 GOOD = """\
 withheld: secrets/withheld.json

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from plimsoll_ci import ship
 from plimsoll_ci.errors import ConfigError
+from plimsoll_ci.shipscan import ship
 
 SEED = "3107713414"
 
@@ -72,7 +72,7 @@ def test_allow_empty_must_be_true_or_false() -> None:
 
 
 def test_allow_empty_is_remembered_with_the_parsed_config(tmp_path: Path) -> None:
-    from plimsoll_ci import configmemo, shipconfig
+    from plimsoll_ci.shipscan import configmemo, shipconfig
 
     text = "ship:\n  v:\n    include: [a]\n    allow_empty: true\n"
     first = configmemo.remembered("0" * 40, tmp_path, "plimsoll.yaml", lambda: text)

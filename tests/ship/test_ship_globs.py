@@ -11,7 +11,7 @@ import sys
 import pytest
 from pathspec import GitIgnoreSpec
 
-from plimsoll_ci import globs
+from plimsoll_ci.shipscan import globs
 
 PATTERNS = [
     "tasks/**", "lib/*.mjs", "*.mjs", "**/*.test.mjs", "a/**/b", "build/", "docs", "/top.txt",
@@ -54,7 +54,7 @@ def test_an_invalid_pattern_is_a_value_error_as_in_git() -> None:
 
 MATCH_REMEMBERED = """
 import json, sys
-from plimsoll_ci import globs
+from plimsoll_ci.shipscan import globs
 globs.remember(json.loads(sys.argv[1]))
 g = globs.Globs(["tasks/**", "priv/"])
 print(json.dumps([g.match("tasks/a.md"), g.match("x/priv/k"), g.match("README.md"),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plimsoll_ci import ship
+from plimsoll_ci.shipscan import ship
 
 CONFIG = """\
 withheld: withheld.json

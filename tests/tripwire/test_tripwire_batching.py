@@ -7,8 +7,8 @@ import base64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plimsoll_ci import scan
 from plimsoll_ci.engine import Scanner
+from plimsoll_ci.shipscan import scan
 from plimsoll_ci.tripwire import matching
 from plimsoll_ci.tripwire.reader import Piece
 from plimsoll_ci.withheld import build_set, parse

@@ -61,7 +61,7 @@ def test_the_tripwire_scans_only_through_the_ship_scans_front_end() -> None:
 
 def test_the_recorder_does_not_load_the_matching_engine() -> None:
     code = ("import sys, plimsoll_ci.commands.record, plimsoll_ci.tripwire.recorder\n"
-            "print(sorted(m for m in sys.modules if m in ('plimsoll_ci.scan', 'numpy')))")
+            "print(sorted(m for m in sys.modules if m in ('plimsoll_ci.shipscan.scan', 'numpy')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.strip() == "[]"

@@ -48,13 +48,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from plimsoll_ci import __version__, baseline, configmemo, git, scan, ship, withheld
-from plimsoll_ci.baseline import Baseline
+from plimsoll_ci import __version__, git, withheld
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.match.canonical import classify
 from plimsoll_ci.match.canonical import digest as value_digest
 from plimsoll_ci.pool import collector_paused
-from plimsoll_ci.scan import Limits, ScanResult, ShipScan, Verdict, decide_mode, make_limits
+from plimsoll_ci.shipscan import baseline, configmemo, scan, ship
+from plimsoll_ci.shipscan.baseline import Baseline
+from plimsoll_ci.shipscan.results import ScanResult, Verdict, decide_mode
+from plimsoll_ci.shipscan.scan import Limits, ShipScan, make_limits
 from plimsoll_ci.withheld import GUESSABLE_BITS, shape_bits
 
 # --------------------------------------------------------------------------- clean-content cache
@@ -323,7 +325,7 @@ def _staged(repo: Path, filenames: Sequence[str], config_path: str | None, out: 
     cache.save()
     code = _report(result, "staged", out)
     if result.refused:
-        from plimsoll_ci import report
+        from plimsoll_ci.shipscan import report
 
         out.write(report.STAGE_ADVICE["commit"] + "\n")
     return code
@@ -334,7 +336,7 @@ def _report(result: ScanResult, where: str, out: IO[str]) -> int:
     next is the caller's to say, once, for its stage. The report's modules are imported only
     here, when there is something to say: a clean run never loads them."""
     if result.findings or result.notes:
-        from plimsoll_ci import report
+        from plimsoll_ci.shipscan import report
 
         out.write(report.render(result, "text", stage=None).rstrip("\n") + "\n")
     if result.findings:
@@ -357,7 +359,7 @@ def new_commits(repo: Path, env: dict[str, str] | None = None) -> list[str] | No
 
 def _push(repo: Path, commits: Sequence[str], config_path: str | None, out: IO[str],
           known: Baseline | None = None) -> int:
-    from plimsoll_ci import report
+    from plimsoll_ci.shipscan import report
 
     code = 0
     for commit, result in scan_commits(repo, commits, config_path, known=known):
@@ -460,7 +462,8 @@ def guard_findings(contents: dict[str, bytes], wsets: Iterable[tuple[str, Any]])
     plain or structured (YAML, JSON, TOML, CSV, by name or content), holding at least half of a
     set's values (`_covers`).
     """
-    from plimsoll_ci import report, valuefiles
+    from plimsoll_ci import valuefiles
+    from plimsoll_ci.shipscan import report
 
     problems = []
     sets = [(origin, _value_digests(w), w.key) for origin, w in wsets

@@ -15,8 +15,9 @@ from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from plimsoll_ci import __version__
-from plimsoll_ci.report.names import shipped_as, shown, via
-from plimsoll_ci.scan import Finding, ScanResult
+from plimsoll_ci.names import shipped_as, shown, via
+from plimsoll_ci.shipscan.results import ScanResult
+from plimsoll_ci.shipscan.scan import Finding
 
 TOOL_NAME = "plimsoll-ci"
 REPOSITORY = "https://github.com/plimsoll-ci/plimsoll-ci"

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 
-from plimsoll_ci.report.names import md, path_fields, shipped_as, shown, via
-from plimsoll_ci.report.sarif import (
+from plimsoll_ci.names import md, path_fields, shipped_as, shown, via
+from plimsoll_ci.shipscan.results import ScanResult
+from plimsoll_ci.shipscan.sarif import (
     REPOSITORY,
     RULES,
     TOOL_NAME,
@@ -21,7 +22,7 @@ from plimsoll_ci.report.sarif import (
     level,
     to_sarif,
 )
-from plimsoll_ci.scan import Finding, ScanResult
+from plimsoll_ci.shipscan.scan import Finding
 
 __all__ = ["FORMATS", "REPOSITORY", "RULES", "STAGE_ADVICE", "TOOL_NAME", "TRIPWIRE_RULES",
            "artifact_uri",

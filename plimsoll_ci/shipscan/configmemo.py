@@ -25,7 +25,8 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from plimsoll_ci import git, globs, ship, shipconfig
+from plimsoll_ci import git
+from plimsoll_ci.shipscan import globs, ship, shipconfig
 
 
 def memo_dir(fallback: Path | None) -> Path | None:

@@ -2,7 +2,7 @@
 
 Public API (used by `plimsoll-ci scan --config`, `ship list`, the hook, the action and `history`):
 
-Config (parsed in `plimsoll_ci.shipconfig`, re-exported here)
+Config (parsed in `plimsoll_ci.shipscan.shipconfig`, re-exported here)
     `find_config(start) -> Path | None`            plimsoll.yaml at the git repository root
                                                    (or, outside git, in `start` or a parent).
     `load_config(path) -> Config`                  read and validate; `ConfigError` (exit 2) names
@@ -72,19 +72,19 @@ from typing import NamedTuple
 from plimsoll_ci import git
 from plimsoll_ci.errors import BadInput, ConfigError, PlimsollError
 from plimsoll_ci.files import cannot_read
-from plimsoll_ci.scan import Item
-from plimsoll_ci.shipconfig import CONFIG_NAME as CONFIG_NAME
-from plimsoll_ci.shipconfig import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
-from plimsoll_ci.shipconfig import Config as Config
-from plimsoll_ci.shipconfig import ShipSet as ShipSet
-from plimsoll_ci.shipconfig import config_or_none as config_or_none
-from plimsoll_ci.shipconfig import config_text, glob_spec
-from plimsoll_ci.shipconfig import find_config as find_config
-from plimsoll_ci.shipconfig import load_config as load_config
-from plimsoll_ci.shipconfig import load_key as load_key
-from plimsoll_ci.shipconfig import load_withheld as load_withheld
-from plimsoll_ci.shipconfig import parse_config as parse_config
-from plimsoll_ci.shipconfig import withheld_for as withheld_for
+from plimsoll_ci.shipscan.scan import Item
+from plimsoll_ci.shipscan.shipconfig import CONFIG_NAME as CONFIG_NAME
+from plimsoll_ci.shipscan.shipconfig import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
+from plimsoll_ci.shipscan.shipconfig import Config as Config
+from plimsoll_ci.shipscan.shipconfig import ShipSet as ShipSet
+from plimsoll_ci.shipscan.shipconfig import config_or_none as config_or_none
+from plimsoll_ci.shipscan.shipconfig import config_text, glob_spec
+from plimsoll_ci.shipscan.shipconfig import find_config as find_config
+from plimsoll_ci.shipscan.shipconfig import load_config as load_config
+from plimsoll_ci.shipscan.shipconfig import load_key as load_key
+from plimsoll_ci.shipscan.shipconfig import load_withheld as load_withheld
+from plimsoll_ci.shipscan.shipconfig import parse_config as parse_config
+from plimsoll_ci.shipscan.shipconfig import withheld_for as withheld_for
 
 
 class ShippedFile(NamedTuple):

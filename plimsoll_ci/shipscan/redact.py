@@ -18,7 +18,8 @@ name, a note that quotes any of them. `Redactor.text` shows such a text in three
 `result` redacts every path, chain, detail and note of a `ScanResult`, having first looked at
 every part of them (decoded pointer keys included) once, so what is shown does not depend on the
 order texts are shown in. The ship scan, history (a layer numbering withheld names) and the
-tripwire all print through this class. It imports nothing of the engine: the scanner is handed in.
+tripwire all print through this class. It imports nothing of the engine (the scanner is handed
+in) nor of the session: it reads only the result types (`results`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from plimsoll_ci.engine import Scanner
-    from plimsoll_ci.scan import ScanResult
+    from plimsoll_ci.shipscan.results import ScanResult
 
 REDACTED = "[withheld]"
 

@@ -7,7 +7,7 @@ repository root's `plimsoll.yaml`, else `start` or a parent), `load_key(config)`
 `load_withheld(config, key=None)` build on it. It is two steps: `declare(text, origin)`, what
 the text says (the same in every clone of it, so the hook remembers it by content), and
 `anchor(declared, origin, base)`, its paths resolved in one folder. What ships under a config
-(globs, sources, builders) is `plimsoll_ci.ship`'s, which re-exports these names as its public
+(globs, sources, builders) is `plimsoll_ci.shipscan.ship`'s, which re-exports these names as its public
 API.
 """
 
@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from plimsoll_ci import git, withheld, yamlsafe
 from plimsoll_ci.errors import BadInput, ConfigError, WithheldSetError
 from plimsoll_ci.files import MiB, cannot_read, read_bounded
-from plimsoll_ci.globs import Globs
+from plimsoll_ci.shipscan.globs import Globs
 
 CONFIG_NAME = "plimsoll.yaml"
 DEFAULT_TIMEOUT = 600.0

@@ -26,7 +26,8 @@ from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.files import read_bounded
-from plimsoll_ci.scan import Finding, ScanResult
+from plimsoll_ci.shipscan.results import ScanResult
+from plimsoll_ci.shipscan.scan import Finding
 
 FORMAT = "plimsoll-baseline/1"
 MAX_BYTES = 16 * 1024 * 1024  # a baseline is a list of ids and digests; 16 MiB is ~100k entries
@@ -189,7 +190,7 @@ def _at(baseline: Baseline, b: Entry) -> str:
 def notes(baseline: Baseline, matched: Sequence[tuple[Finding, Entry]],
           unused: Sequence[Entry]) -> list[str]:
     """What a report says of a baseline: each baselined finding, their count, each stale entry."""
-    from plimsoll_ci.report import describe
+    from plimsoll_ci.shipscan.report import describe
 
     out = [f"baselined: {describe(f)} ({_at(baseline, b)}: {b.reason}, {b.date})"
            for f, b in matched]
@@ -260,7 +261,7 @@ def apply_history(report: Any, baseline: Baseline | None, wset: Any) -> Any:
 def render(result: ScanResult, fmt: str, baseline: Baseline | None) -> str:
     """`report.render` of a result that `apply` filtered; a JSON report also gets the baseline's
     counts (`baseline`: file, baselined, stale; each finding is named in `notes`)."""
-    from plimsoll_ci import report
+    from plimsoll_ci.shipscan import report
 
     text = report.render(result, fmt)
     if baseline is None or fmt != "json":

@@ -6,9 +6,10 @@ GitHub Action, the canary check): a `ShipScan` session takes shipped files (`Ite
 (`plimsoll_ci.engine.Scanner`), consults a pluggable `VerdictCache`, places name findings in the
 shown tree, cuts files at the file bound, de-duplicates, redacts (`Redactor`), counts and sorts;
 `decide_mode` alone decides refuse or warn, and the result carries that mode to the renderers
-(`plimsoll_ci.report`). `make_limits` is the one way to build the scan's `Limits`.
+(`plimsoll_ci.shipscan.report`). `make_limits` is the one way to build the scan's `Limits`. The
+result types (`ScanResult`, `Verdict`) and the rules about them (`decide_mode`, `shown_path`,
+`combine`) stand alone in `plimsoll_ci.shipscan.results`.
 
-- A path is shown one way everywhere (`shown_path`): `/`-separated, no `./`, no doubled `/`.
 - `files` is the number of distinct shown files; `bytes` ("bytes scanned") is the sum of their
   sizes, each counted up to the file bound (what the engine read of it), however it was read and
   whether or not a cache knew it already: the same tree gives the same numbers on every road.
@@ -18,7 +19,7 @@ shown tree, cuts files at the file bound, de-duplicates, redacts (`Redactor`), c
 Over 600 lines because it is the one front end: `Verdicts` (batching, cache, file bound, names)
 and the placers on it (`ShipScan`; the tripwire's and history's elsewhere) share one protocol and
 are read together. The folder walk behind `scan PATH` and the checked read of each file stand
-alone in `plimsoll_ci.ondisk`; `scan_paths` only hands their files to a session.
+alone in `plimsoll_ci.shipscan.ondisk`; `scan_paths` only hands their files to a session.
 """
 
 from __future__ import annotations
@@ -29,56 +30,30 @@ import hashlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple, Protocol
 
-from plimsoll_ci import ondisk, pool
+from plimsoll_ci import pool
 from plimsoll_ci.engine import Finding, Limits, Scanner, dedupe, memory_floor
 from plimsoll_ci.errors import BadInput, ConfigError
 from plimsoll_ci.git import blob_id
-from plimsoll_ci.redact import REDACTED, Redactor
+from plimsoll_ci.shipscan import ondisk
+from plimsoll_ci.shipscan.redact import REDACTED, Redactor
+from plimsoll_ci.shipscan.results import ScanResult, Verdict, decide_mode, shown_path
 from plimsoll_ci.withheld import WithheldSet
 
 __all__ = ["REDACTED", "Finding", "Item", "Limits", "MemoryCache", "Placer", "Redactor",
-           "ScanResult", "Scanner", "ShipScan", "Verdict", "VerdictCache", "Verdicts", "combine",
-           "decide_mode", "engine_files", "make_limits", "scan_items", "scan_paths",
-           "scan_verdicts", "shown_path"]
-
-MODES = ("refuse", "warn")
+           "Scanner", "ShipScan", "VerdictCache", "Verdicts", "engine_files", "make_limits",
+           "scan_items", "scan_paths", "scan_verdicts"]
 
 
 def engine_files() -> list[Path]:
     """The source files whose change changes what a scan finds: a cache keys on them."""
     here = Path(__file__).resolve().parent
-    return [*sorted((here / "engine").glob("*.py")), here / "scan.py",
-            *sorted((here / "match").glob("*.py"))]
-
-
-class ScanResult(NamedTuple):
-    """What a ship scan found, what it scanned, and the mode it ran in (refuse or warn)."""
-
-    findings: list[Finding]
-    notes: list[str]
-    files: int
-    bytes: int
-    mode: str = "refuse"
-
-    @property
-    def refused(self) -> bool:
-        """True when the scan refuses what ships: a finding in refuse mode (exit 1)."""
-        return bool(self.findings) and self.mode == "refuse"
-
-
-def decide_mode(*asked: str | None, override: str | None = None) -> str:
-    """The one refuse/warn decision: `override` (the command line's `--mode`) when given, else
-    warn when any of `asked` (the config's mode, the withheld set's mode) is warn, else refuse."""
-    for m in (override, *asked):
-        if m is not None and m not in MODES:
-            raise BadInput(f"mode {m!r}: use refuse or warn")
-    if override is not None:
-        return override
-    return "warn" if "warn" in asked else "refuse"
+    package = here.parent
+    return [*sorted((package / "engine").glob("*.py")), here / "scan.py", here / "results.py",
+            *sorted((package / "match").glob("*.py"))]
 
 
 def make_limits(config: Mapping[str, float] | None = None, origin: str = "limits",
@@ -114,16 +89,6 @@ def make_limits(config: Mapping[str, float] | None = None, origin: str = "limits
     return limits
 
 
-def shown_path(path: str) -> str:
-    """A path as every report shows it: no `.` segments, no doubled `/` (`./a//b` -> `a/b`)."""
-    if "/." not in path and "//" not in path and not path.startswith("./"):
-        return path
-    parts = [p for p in path.split("/") if p not in ("", ".")]
-    lead = "/" if path.startswith("/") else ""
-    tail = "/" if path.endswith("/") and parts else ""
-    return lead + "/".join(parts) + tail if parts else (lead or ".")
-
-
 # --------------------------------------------------------------------------- the session
 
 
@@ -149,25 +114,6 @@ class Item(NamedTuple):
     # the ship set it ships in ("" when none): a content that ships through several sets is
     # reported once, listing them (`ShipScan`)
     set_name: str = ""
-
-
-class Verdict(NamedTuple):
-    """What scanning one content (or one shipped path's names) found, placed nowhere yet.
-
-    Content findings have an empty path; name findings carry the shipped path (or folder).
-    Notes have no `path: ` prefix. `size` is the content's full length (0 for names).
-    `tokens` are texts a report must show redacted (a member name that carries a value).
-    """
-
-    findings: tuple[Finding, ...]
-    notes: tuple[str, ...]
-    size: int
-    tokens: tuple[str, ...] = ()
-
-    @property
-    def clean(self) -> bool:
-        """Nothing found and nothing to note."""
-        return not self.findings and not self.notes
 
 
 class VerdictCache(Protocol):
@@ -756,27 +702,6 @@ def scan_verdicts(scanner: Scanner, items: Iterable[Item],
     for item in items:
         session.add(item)
     session.flush()
-
-
-def combine(parts: Sequence[tuple[str, ScanResult]]) -> ScanResult:
-    """One result from several scans (the commits of a push or a pull request): a finding is
-    kept once, its detail naming where it was first seen when there are several parts; files and
-    bytes add up; the mode is `decide_mode` over the parts' modes."""
-    seen: set[tuple] = set()
-    findings: list[Finding] = []
-    notes: list[str] = []
-    for where, r in parts:
-        for f in r.findings:
-            k = (f.path, f.line, f.column, f.chain, f.entry, f.kind, f.where)
-            if k in seen:
-                continue
-            seen.add(k)
-            if where and not f.detail:
-                f = f._replace(detail=f"first seen in {where}")
-            findings.append(f)
-        notes += [n for n in r.notes if n not in notes]
-    return ScanResult(findings, notes, sum(r.files for _, r in parts),
-                      sum(r.bytes for _, r in parts), decide_mode(*(r.mode for _, r in parts)))
 
 
 def scan_items(items: Iterable[Item | tuple[str, bytes] | tuple[str, str, bytes]],
