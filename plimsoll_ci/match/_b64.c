@@ -1,4 +1,4 @@
-/* The base64 regions of a large buffer, after `base64_kept` (in _runs.c) found its runs: where
+/* The base64 regions of a large buffer, after `base64_kept` (in _passes.c) found its runs: where
    each ends with its padding and which must be decoded one by one (`base64_bounds`), and the
    decoded bytes of the others joined in one piece (`b64_join`). What `decode._base64_np` did
    with numpy over every kept run (a buffer of source has thousands a megabyte: CamelCase names)
@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "_runs.h"
+#include "_passes.h"
 
 /* base64_bounds(text, pairs, nexts, max_region, at_end, lo, hi) -> (starts, run_ends, ends,
    slow): for the kept runs `pairs` (int32 start, end) and the length of the run after each

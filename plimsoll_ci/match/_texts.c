@@ -1,5 +1,5 @@
 /* The compiled parts of `match/` that look at words and lines rather than single runs (the module
-   and the runs of a class are _runs.c): the text candidates of a buffer with the window of word
+   and the runs of a class are _passes.c): the text candidates of a buffer with the window of word
    runs each one needs, the lines that hold escapes, the lines of a wrapped base64 block, and
    spans of decoded bytes joined. Each has its Python equivalent in `match/` (tests compare them);
    none holds a value: they read bytes and return offsets and bytes of the buffer. */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_runs.h"
+#include "_passes.h"
 
 /* word_windows(classes, text, bit, limit, tables, multiplier, tag_bits, k) -> bytes of int32
    The maximal runs of class `bit` (word bytes) in `classes` (the class bytes of `text`) that

@@ -60,7 +60,7 @@ def wrapped(buf: bytes, a: int, b: int, limit: int) -> list[tuple[int, int]] | N
     as the second one (the width: a multiple of 4 from 16 to 1024, as base64 tools wrap); the
     last is no longer, and ends its line (or is padded, or closed by punctuation); the first is
     as long as the width, or shorter when other text comes before it on its line. The compiled
-    part follows the block when it is built (`_runs.wrapped_lines`), else `wrapped_py`."""
+    part follows the block when it is built (`_passes.wrapped_lines`), else `wrapped_py`."""
     native = _classes.native
     if native is None:
         return wrapped_py(buf, a, b, limit)
@@ -148,7 +148,7 @@ def decode_many(buf: bytes, starts: Any,  # noqa: ANN401
 
 def decode_arrays(buf: bytes, starts: Any, ends: Any) -> tuple[Any, Any, Any, Any]:  # noqa: ANN401
     """`decode_many`, as numpy arrays: numpy's passes, the fallback where the compiled part is
-    not built (with it, `decode` has `_runs.b64_runs` decode the runs and `b64_join` join
+    not built (with it, `decode` has `_passes.b64_runs` decode the runs and `b64_join` join
     them)."""
     import numpy as np
 
@@ -179,7 +179,7 @@ def join_decoded(out: Any, first: Any, last: Any,  # noqa: ANN401
                  sep: bytes) -> tuple[bytes, list[int]]:
     """The decoded runs `out[first[i]:last[i]]` joined with `sep` between them (as
     `sep.join`), and where each starts in the result: numpy's passes, the fallback where the
-    compiled part is not built (with it, `_runs.b64_join`)."""
+    compiled part is not built (with it, `_passes.b64_join`)."""
     import numpy as np
 
     lens = last - first

@@ -2,7 +2,7 @@
 bytes of either alphabet, decoded when padded or when 12+ mix both cases), the hex candidates
 (8+ even, mostly printable when decoded), and which base64 runs could start a wrapped block.
 A large buffer's runs are found from its byte classes, by the compiled part when it is built
-(`_runs.base64_kept`, `_runs.hex_runs`: their results read without numpy), else by numpy's
+(`_passes.base64_kept`, `_passes.hex_runs`: their results read without numpy), else by numpy's
 passes."""
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def base64_bounds_np(buf: bytes, runs: tuple[Any, Any, Any], max_region: int,
     after each), their ends with the padding (up to two `=`) and which must be decoded alone
     (`slow`): those that end their line and may start a wrapped block, those over `max_region`,
     and, unless `at_end`, those that run to the end of `buf`. numpy's passes, the fallback
-    where the compiled part is not built (with it, `_runs.base64_bounds`)."""
+    where the compiled part is not built (with it, `_passes.base64_bounds`)."""
     import numpy as np
 
     starts, run_ends, second = runs

@@ -339,7 +339,7 @@ class _Regions:
 
     def _base64_compiled(self, classes: object) -> None:
         """`_base64_np` with the compiled part, whose calls hand back bytes (no numpy): the runs
-        kept and their bounds (`_runs.base64_kept`, `base64_bounds`), decoded all at once
+        kept and their bounds (`_passes.base64_kept`, `base64_bounds`), decoded all at once
         (`b64_runs`); those that come in bulk joined there too (`b64_join`)."""
         buf, lo, hi = self.buf, self.win.lo, self.win.hi
         native = _classes.native

@@ -217,7 +217,7 @@ def underscored_long_enough(ap, runs: DigitRuns, idx, length: int):  # noqa: ANN
     return (total >= length) | more | going
 
 
-# The compiled part's kinds of candidate (`_runs.number_candidates`, in _numbers.c).
+# The compiled part's kinds of candidate (`_passes.number_candidates`, in _numbers.c).
 GROUPED, PLAIN, TOKEN, CLOCK = 1, 2, 3, 4
 _INTS, _DECIMALS, _CLOCKABLE, _GROUPED = 1, 2, 4, 8
 

@@ -79,7 +79,7 @@ def test_compiled_candidates_find_what_numpy_and_re_find(indexes: list, seed: in
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     if classes.native is None:
         if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but the compiled part (plimsoll_ci.match._runs) is not built")
+            pytest.fail("CI=true but the compiled part (plimsoll_ci.match._passes) is not built")
         pytest.skip("the compiled part is not built here (no C compiler at install)")
     rng = random.Random(seed)
     found = 0

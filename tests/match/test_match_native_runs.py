@@ -1,8 +1,8 @@
-"""The compiled runs (`match/_runs.c`) are the runs numpy finds, and a plain loop finds.
+"""The compiled runs (`match/_passes.c`) are the runs numpy finds, and a plain loop finds.
 
 The compiled part is optional: a machine that installs the package without a C compiler finds the
 same runs with numpy. So each claim here holds for the SSE2 build, for the portable build (the
-path other processors take, built here with `PLIMSOLL_RUNS_PORTABLE`), and against numpy's
+path other processors take, built here with `PLIMSOLL_PASSES_PORTABLE`), and against numpy's
 passes. In CI the compiled part must be there: a missing build fails instead of skipping.
 """
 
@@ -132,7 +132,7 @@ def test_the_installed_package_carries_its_compiled_part_in_ci() -> None:
     # or every scan silently takes the slower numpy passes.
     if not IN_CI:
         pytest.skip("checked in CI (CI=true), where the package is installed with a compiler")
-    assert classes.native is not None, f"plimsoll_ci.match._runs did not build ({sys.version})"
+    assert classes.native is not None, f"plimsoll_ci.match._passes did not build ({sys.version})"
 
 
 def test_compiled_classes_are_the_table_gathers_classes(monkeypatch: pytest.MonkeyPatch) -> None:

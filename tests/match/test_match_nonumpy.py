@@ -245,7 +245,7 @@ print(json.dumps([len(found) > 0, "numpy" in sys.modules]))
 def test_a_large_scan_with_the_compiled_part_never_imports_numpy() -> None:
     # (a hook's cold run joins a thousand files into buffers past the pure-Python size; numpy's
     # import, 60-90 ms, was most of what it cost)
-    need(classes.native, "the compiled part (plimsoll_ci.match._runs)")
+    need(classes.native, "the compiled part (plimsoll_ci.match._passes)")
     from pathlib import Path
 
     out = subprocess.run([sys.executable, "-c", PROBE, str(Path(__file__).parent)],

@@ -106,7 +106,7 @@ def runs_by(request, monkeypatch):
         monkeypatch.setattr(classes, "native", None)
     elif classes.native is None:
         if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but the compiled part (plimsoll_ci.match._runs) is not built")
+            pytest.fail("CI=true but the compiled part (plimsoll_ci.match._passes) is not built")
         pytest.skip("the compiled part is not built here (no C compiler at install)")
     return request.param
 

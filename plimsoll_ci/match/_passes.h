@@ -1,7 +1,7 @@
-/* What the sources of `match._runs` share: _runs.c has the module and the runs of a class,
+/* What the sources of `match._passes` share: _passes.c has the module and the runs of a class,
    _numbers.c the number candidates, _texts.c words and lines, _b64.c base64 regions. */
-#ifndef PLIMSOLL_RUNS_H
-#define PLIMSOLL_RUNS_H
+#ifndef PLIMSOLL_PASSES_H
+#define PLIMSOLL_PASSES_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -35,10 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_runs.h"
+#include "_passes.h"
 /* SSE2 where the compiler has it (every x86-64); else eight bytes at a time in plain C (the
-   tests build that path too, with PLIMSOLL_RUNS_PORTABLE defined). */
-#if defined(__SSE2__) && !defined(PLIMSOLL_RUNS_PORTABLE)
+   tests build that path too, with PLIMSOLL_PASSES_PORTABLE defined). */
+#if defined(__SSE2__) && !defined(PLIMSOLL_PASSES_PORTABLE)
 #define RUNS_SSE2 1
 #include <emmintrin.h>
 #endif
@@ -524,10 +524,10 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_runs", "The runs of a byte class, in one pass.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_passes", "The matching engine's passes over every byte of a buffer, compiled.", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__runs(void) {
+PyMODINIT_FUNC PyInit__passes(void) {
     b64_tables();
     class_table();
     return PyModule_Create(&module);
