@@ -210,7 +210,8 @@ PyObject *number_candidates(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t n = text.len;
-    if (classes.len != n || luts.len != 512 || bit < 1 || bit > 255 || n > INT32_MAX - 16
+    if (too_long("number_candidates", "the text", n)) goto done;
+    if (classes.len != n || luts.len != 512 || bit < 1 || bit > 255
         || need[0] < 0 || need[1] < 0 || need[2] < 0 || need[0] > 64 || need[1] > 64
         || need[2] > 64) {
         PyErr_SetString(PyExc_ValueError,

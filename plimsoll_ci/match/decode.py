@@ -403,7 +403,9 @@ class _Regions:
                     take[j] = 0
                     j += 1
         if take.count(1):
-            joined, offsets, places = _classes.native.b64_join(data, s_b, r_b, take, BULK_SEP)
+            # (bytes: the compiled pass takes the flags it follows immutable)
+            joined, offsets, places = _classes.native.b64_join(data, s_b, r_b, bytes(take),
+                                                                BULK_SEP)
             places = memoryview(places).cast("q").tolist()
             self.bulk = Bulk(memoryview(offsets).cast("i"), joined, places)
             self.budget.left -= len(places)

@@ -164,9 +164,9 @@ def test_compiled_base64_refuses_runs_outside_the_text() -> None:
     for starts, ends in ((i32, i32 + 9), (i32 + 2, i32 + 1), (i32 - 1, i32 + 2),
                          (i32, np.array([1, 2], dtype=np.int32))):
         with pytest.raises(ValueError):
-            classes.native.b64_runs(b"QUJD", starts, ends)
-    data, good = classes.native.b64_runs(b"QUJDRA-_+/", np.array([0, 6], dtype=np.int32),
-                                         np.array([6, 10], dtype=np.int32))
+            classes.native.b64_runs(b"QUJD", starts.tobytes(), ends.tobytes())
+    data, good = classes.native.b64_runs(b"QUJDRA-_+/", np.array([0, 6], dtype=np.int32).tobytes(),
+                                         np.array([6, 10], dtype=np.int32).tobytes())
     assert data[:4] == b"ABCD" and list(good) == [1, 0]  # (the second mixes both alphabets)
 
 
@@ -230,7 +230,7 @@ for _ in range(400):
     dense = bytes(rng.choice(b"0123456789.:,_eExob+- ") for _ in range(n))
     def arr():
         return np.array([rng.randint(-2**31, 2**31 - 1) if rng.random() < 0.3
-                         else rng.randint(-3, n + 3) for _ in range(k)], dtype=np.int32)
+                         else rng.randint(-3, n + 3) for _ in range(k)], dtype=np.int32).tobytes()
     calls = [
         (N.runs, (text, rng.randint(-2, 300), rng.randint(-2, 100), rng.random() < 0.5)),
         (N.base64_runs, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),
