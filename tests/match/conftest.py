@@ -4,6 +4,7 @@ portable one), for every test of it that compares builds."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 import sysconfig
@@ -20,7 +21,9 @@ def portable(tmp_path_factory: pytest.TempPathFactory) -> object:
     cc = shutil.which("cc") or shutil.which("gcc")
     need(cc, "a C compiler")
     out = tmp_path_factory.mktemp("portable") / ("_passes" + sysconfig.get_config_var("EXT_SUFFIX"))
-    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-DPLIMSOLL_PASSES_PORTABLE",
+    # (.ci/sanitize builds this one with the sanitizers too: PLIMSOLL_PASSES_CFLAGS)
+    extra = os.environ.get("PLIMSOLL_PASSES_CFLAGS", "").split()
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-DPLIMSOLL_PASSES_PORTABLE", *extra,
                     f"-I{sysconfig.get_paths()['include']}", *map(str, SOURCES), "-o", str(out)],
                    check=True, capture_output=True)
     spec = importlib.util.spec_from_file_location("_passes", out)
