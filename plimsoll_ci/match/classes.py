@@ -34,9 +34,10 @@ try:  # the one compiled part, optional (built when the package is installed wit
 except ImportError:  # pragma: no cover - installed without a compiler: the pure-Python passes
     native = None
 
-# Below this many bytes the pure-Python passes cost less than the compiled ones' set-up (byte
-# classes, tables, several calls), and a history session's decoded layers and a scan's names are
-# such buffers; from it on, the compiled passes (a 64 KiB buffer of source: 1.7 ms against 19).
+# From this many bytes on, the compiled passes (a 64 KiB buffer of source: 1.7 ms against 19 in
+# the pure-Python ones). A file name (31 bytes: 10.6 us in Python, 29 us compiled, the compiled
+# calls' set-up) stays in Python; a 2 KB file would be quicker compiled (42 us against 666), but
+# the bound is where it was when numpy's passes took these buffers (docs/performance.md).
 COMPILED_FROM = 4 * 1024
 
 # Byte classes, one gather per buffer shared by the number, word and encoded-region finders.
