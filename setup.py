@@ -1,4 +1,4 @@
-"""The one compiled part: `plimsoll_ci.match._runs`, optional. Without a C compiler the package
+"""The one compiled part: `plimsoll_ci.match._passes`, optional. Without a C compiler the package
 installs without it and the same runs are found with numpy (everything else is in pyproject).
 
 And the bundled example harness: `examples/argon` is copied into the built package
@@ -12,7 +12,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
-_SOURCES = ["plimsoll_ci/match/_runs.c", "plimsoll_ci/match/_numbers.c",
+_SOURCES = ["plimsoll_ci/match/_passes.c", "plimsoll_ci/match/_numbers.c",
             "plimsoll_ci/match/_texts.c", "plimsoll_ci/match/_b64.c"]
 EXAMPLES = ["argon"]  # what `demo` runs; the sdist carries every example (MANIFEST.in)
 
@@ -35,7 +35,7 @@ class BuildPyWithExamples(build_py):
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
-setup(ext_modules=[Extension("plimsoll_ci.match._runs", _SOURCES,
-                             depends=["plimsoll_ci/match/_runs.h"],
+setup(ext_modules=[Extension("plimsoll_ci.match._passes", _SOURCES,
+                             depends=["plimsoll_ci/match/_passes.h"],
                              optional=True, extra_compile_args=["-O3"])],
       cmdclass={"build_py": BuildPyWithExamples})

@@ -57,14 +57,11 @@ class Scanner:
         self.redact_tokens: set[str] = set()
 
     def load(self) -> None:
-        """Import what a scan of many bytes runs (the content path, `match/`, and numpy when
-        the compiled part is not built), so worker processes forked after this inherit it
-        rather than each importing it again."""
+        """Import what a scan of many bytes runs (the content path and `match/`, its compiled
+        part with it), so worker processes forked after this inherit it rather than each
+        importing it again."""
         from plimsoll_ci.engine import contents  # noqa: F401
         from plimsoll_ci.match import classes, extract  # noqa: F401
-
-        if classes.native is None:  # (numpy's passes are the fallback without it)
-            import numpy  # noqa: F401
 
     # -- names --------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from plimsoll_ci.engine.merge import Hit
 from plimsoll_ci.engine.merge import merged as _merged
 from plimsoll_ci.engine.records import Finding, Limits, windowing
 from plimsoll_ci.match.charsets import Transcoder, text_encoding
+from plimsoll_ci.match.classes import compiled
 from plimsoll_ci.match.containers import Container, is_container
 from plimsoll_ci.match.decode import (
     Bounds,
@@ -40,7 +41,7 @@ from plimsoll_ci.match.decode import (
     regions_in_bulk,
     text_regions,
 )
-from plimsoll_ci.match.extract import Match, byte_classes, small_buffer
+from plimsoll_ci.match.extract import Match, byte_classes
 from plimsoll_ci.match.jsontag import TopLevelKey
 from plimsoll_ci.withheld import FORMATS
 
@@ -335,7 +336,7 @@ class ContentRun:
         layers: list[list[Layer]] = [[] for _ in pieces]
         alone = False
         self.bulk = None
-        classes = byte_classes(joined) if not small_buffer(len(joined)) else None
+        classes = byte_classes(joined) if compiled(len(joined)) else None
         try:
             found = _values(self.sc.index, joined, range(len(joined)), cap, self.w, classes)
             if len(found) > cap:
@@ -564,7 +565,7 @@ class _Windows:
         matches: list[Match] = []
         layers: list[Layer] = []
         matches = _values(run.sc.index, buf, range(lo, hi), f.left() + 1, w)
-        classes = byte_classes(buf) if not small_buffer(n) else None
+        classes = byte_classes(buf) if compiled(n) else None
         try:
             if f.decodable(self.chain, self.binary, self.budget):
                 dec = f.decode(buf, run.sc.bounds, classes,

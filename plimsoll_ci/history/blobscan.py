@@ -90,7 +90,7 @@ def start_workers(session: Session, scanner: Scanner,
     """A pool of scanning workers (one per core, or `--jobs`), or None for one job. Call it before
     any long-lived git process or thread but those whose pipes are in `close` (the workers close
     them): no worker may hold a pipe of theirs. The engine's modules are imported here first:
-    each worker would otherwise import numpy again (0.15-0.2 s of CPU).
+    each worker would otherwise import them again.
     """
     load_engine(session, scanner)
     return pool.start(jobs(session), _open_worker,
@@ -98,7 +98,7 @@ def start_workers(session: Session, scanner: Scanner,
 
 
 def load_engine(session: Session, scanner: Scanner) -> None:
-    """Import what workers will scan with (numpy with one OpenBLAS thread), when there may be
+    """Import what workers will scan with (the engine's modules), when there may be
     workers: before they are forked, or earlier, while this process waits for git anyway."""
     if jobs(session) > 1:
         with one_blas_thread():

@@ -50,7 +50,7 @@ def _replay_all(repo_dir: str, wset: Any, options: Options) -> HistoryReport:
         cold = not session.cache.clean and not session.cache.found
         scanner = Scanner(session.wset, session.limits)  # built once; forked workers inherit it
         if cold and listing.running():  # a long range (git still walks it): workers will scan
-            load_engine(session, scanner)  # meanwhile, numpy's import (0.06-0.1 s)
+            load_engine(session, scanner)  # meanwhile, the engine's imports
         graph = listing.graph()
         listing = None
         if cold and len(graph) >= EAGER_COMMITS:

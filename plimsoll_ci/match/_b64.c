@@ -1,4 +1,4 @@
-/* The base64 regions of a large buffer, after `base64_kept` (in _runs.c) found its runs: where
+/* The base64 regions of a large buffer, after `base64_kept` (in _passes.c) found its runs: where
    each ends with its padding and which must be decoded one by one (`base64_bounds`), and the
    decoded bytes of the others joined in one piece (`b64_join`). What `decode._base64_np` did
    with numpy over every kept run (a buffer of source has thousands a megabyte: CamelCase names)
@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "_runs.h"
+#include "_passes.h"
 
 /* base64_bounds(text, pairs, nexts, max_region, at_end, lo, hi) -> (starts, run_ends, ends,
    slow): for the kept runs `pairs` (int32 start, end) and the length of the run after each
@@ -16,17 +16,23 @@
    width lo..hi, a multiple of 4, its own or its next line's when that is no shorter), one longer
    than `max_region`, and, unless `at_end`, one that runs to the end of the text. */
 PyObject *base64_bounds(PyObject *self, PyObject *args) {
-    Py_buffer text, pairs, nexts;
+    Py_buffer text;
+    PyObject *pairs, *nexts;
     Py_ssize_t max_region;
     int at_end, lo, hi;
-    if (!PyArg_ParseTuple(args, "y*y*y*npii", &text, &pairs, &nexts, &max_region, &at_end, &lo,
+    if (!PyArg_ParseTuple(args, "y*OOnpii", &text, &pairs, &nexts, &max_region, &at_end, &lo,
                           &hi))
         return NULL;
     PyObject *result = NULL, *starts = NULL, *run_ends = NULL, *ends = NULL, *slow = NULL;
-    Py_ssize_t k = nexts.len / 4, n = text.len;
-    const int32_t *t = (const int32_t *)pairs.buf, *nx = (const int32_t *)nexts.buf;
+    const int32_t *t = (const int32_t *)immutable(pairs, "base64_bounds", "pairs");
+    const int32_t *nx = t ? (const int32_t *)immutable(nexts, "base64_bounds", "nexts") : NULL;
+    if (nx == NULL || too_long("base64_bounds", "the text", text.len)
+        || too_long("base64_bounds", "pairs", PyBytes_GET_SIZE(pairs)))
+        goto done;
+    Py_ssize_t k = PyBytes_GET_SIZE(nexts) / 4, n = text.len;
     const uint8_t *c = (const uint8_t *)text.buf;
-    if (pairs.len != 8 * k || nexts.len % 4 || n > INT32_MAX - 16 || lo < 1 || hi < lo) goto bad;
+    if (PyBytes_GET_SIZE(pairs) != 8 * k || PyBytes_GET_SIZE(nexts) % 4 || lo < 1 || hi < lo)
+        goto bad;
     for (Py_ssize_t r = 0; r < k; r++)
         if (t[2 * r] < 0 || t[2 * r + 1] <= t[2 * r] || t[2 * r + 1] > n || nx[r] < 0) goto bad;
     starts = PyBytes_FromStringAndSize(NULL, 4 * k);
@@ -68,8 +74,6 @@ done:
     Py_XDECREF(ends);
     Py_XDECREF(slow);
     PyBuffer_Release(&text);
-    PyBuffer_Release(&pairs);
-    PyBuffer_Release(&nexts);
     return result;
 }
 
@@ -79,13 +83,19 @@ done:
    take[r] != 0 joined with `sep` between them (as `sep.join`), the start of each of those runs
    (int32) and where its bytes start in `joined` (int64). */
 PyObject *b64_join(PyObject *self, PyObject *args) {
-    Py_buffer data, starts, ends, take, sep;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &data, &starts, &ends, &take, &sep)) return NULL;
+    Py_buffer data, sep;
+    PyObject *starts, *ends, *take;
+    if (!PyArg_ParseTuple(args, "y*OOOy*", &data, &starts, &ends, &take, &sep)) return NULL;
     PyObject *result = NULL, *joined = NULL, *offsets = NULL, *places = NULL;
-    Py_ssize_t k = take.len, total = 0, count = 0, quads = 0;
-    const int32_t *st = (const int32_t *)starts.buf, *en = (const int32_t *)ends.buf;
-    const uint8_t *tk = (const uint8_t *)take.buf;
-    if (starts.len != 4 * k || ends.len != 4 * k) goto bad;
+    const int32_t *st = (const int32_t *)immutable(starts, "b64_join", "starts");
+    const int32_t *en = st ? (const int32_t *)immutable(ends, "b64_join", "ends") : NULL;
+    const uint8_t *tk = en ? (const uint8_t *)immutable(take, "b64_join", "take") : NULL;
+    if (tk == NULL || too_long("b64_join", "the data", data.len)
+        || too_long("b64_join", "the separator", sep.len)
+        || too_long("b64_join", "starts", PyBytes_GET_SIZE(starts)))
+        goto done;
+    Py_ssize_t k = PyBytes_GET_SIZE(take), total = 0, count = 0, quads = 0;
+    if (PyBytes_GET_SIZE(starts) != 4 * k || PyBytes_GET_SIZE(ends) != 4 * k) goto bad;
     for (Py_ssize_t r = 0; r < k; r++) {
         if (en[r] < st[r] || st[r] < 0) goto bad;
         if (tk[r]) {
@@ -133,9 +143,6 @@ done:
     Py_XDECREF(offsets);
     Py_XDECREF(places);
     PyBuffer_Release(&data);
-    PyBuffer_Release(&starts);
-    PyBuffer_Release(&ends);
-    PyBuffer_Release(&take);
     PyBuffer_Release(&sep);
     return result;
 }

@@ -1,5 +1,5 @@
-/* The number tokens a buffer's digit runs could start, compiled: part of `match._runs` (its
-   module table is in _runs.c). `extract._numbers_small` reads the runs one by one with `re` and
+/* The number tokens a buffer's digit runs could start, compiled: part of `match._passes` (its
+   module table is in _passes.c). `extract._numbers_small` reads the runs one by one with `re` and
    `extract._numbers_np` picks the same runs in twenty numpy passes; this is one pass that walks
    the runs as `_numbers_small` does and keeps only what an exact check could take (each test
    below drops nothing the exact checks in `extract` would keep: the tests compare all three).
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_runs.h"
+#include "_passes.h"
 
 enum { K_GROUPED = 1, K_PLAIN = 2, K_TOKEN = 3, K_CLOCK = 4 };
 enum { F_INTS = 1, F_DECIMALS = 2, F_CLOCKABLE = 4, F_GROUPED = 8 };
@@ -210,7 +210,8 @@ PyObject *number_candidates(PyObject *self, PyObject *args) {
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t n = text.len;
-    if (classes.len != n || luts.len != 512 || bit < 1 || bit > 255 || n > INT32_MAX - 16
+    if (too_long("number_candidates", "the text", n)) goto done;
+    if (classes.len != n || luts.len != 512 || bit < 1 || bit > 255
         || need[0] < 0 || need[1] < 0 || need[2] < 0 || need[0] > 64 || need[1] > 64
         || need[2] > 64) {
         PyErr_SetString(PyExc_ValueError,

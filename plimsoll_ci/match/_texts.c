@@ -1,5 +1,5 @@
 /* The compiled parts of `match/` that look at words and lines rather than single runs (the module
-   and the runs of a class are _runs.c): the text candidates of a buffer with the window of word
+   and the runs of a class are _passes.c): the text candidates of a buffer with the window of word
    runs each one needs, the lines that hold escapes, the lines of a wrapped base64 block, and
    spans of decoded bytes joined. Each has its Python equivalent in `match/` (tests compare them);
    none holds a value: they read bytes and return offsets and bytes of the buffer. */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_runs.h"
+#include "_passes.h"
 
 /* word_windows(classes, text, bit, limit, tables, multiplier, tag_bits, k) -> bytes of int32
    The maximal runs of class `bit` (word bytes) in `classes` (the class bytes of `text`) that
@@ -45,7 +45,8 @@ PyObject *word_windows(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     int32_t *t = NULL, *picked = NULL, *out = NULL;
     int64_t *k3 = NULL;
-    if (text.len != n || n > INT32_MAX - 16 || bit < 1 || bit > 255 || tag_bits < 0
+    if (too_long("word_windows", "the text", text.len)) goto done;
+    if (text.len != n || bit < 1 || bit > 255 || tag_bits < 0
         || tag_bits > 24 || k < 1 || k > 64 || tables.len < fixed || (tables.len - fixed) % 8) {
         PyErr_SetString(PyExc_ValueError, "word_windows: classes as long as the text, a bit "
                         "1..255, tag bits 0..24, k 1..64 and tables that fit them");
@@ -158,9 +159,10 @@ PyObject *escape_lines(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Py_ssize_t n = view.len, k = 0, cap = 256;
     int32_t *out = NULL;
-    if (text.len != n || n > INT32_MAX - 16 || bit < 1 || bit > 255) {
+    if (too_long("escape_lines", "the text", text.len)) goto done;
+    if (text.len != n || bit < 1 || bit > 255) {
         PyErr_SetString(PyExc_ValueError,
-                        "escape_lines: classes as long as the text (under 2 GiB), a bit 1..255");
+                        "escape_lines: classes as long as the text, a bit 1..255");
         goto done;
     }
     const uint8_t *c = (const uint8_t *)view.buf, *x = (const uint8_t *)text.buf;
@@ -231,7 +233,8 @@ PyObject *wrapped_lines(PyObject *self, PyObject *args) {
     Py_ssize_t n = text.len, count = 0, cap = 16, width = -1, indent = -1, indent_len = 0;
     int32_t *lines = NULL;
     PyObject *result = NULL;
-    if (a < 0 || b < a || b > n || n > INT32_MAX - 16) {
+    if (too_long("wrapped_lines", "the text", n)) goto done;
+    if (a < 0 || b < a || b > n) {
         PyErr_SetString(PyExc_ValueError, "wrapped_lines: a run a <= b inside the text");
         goto done;
     }

@@ -1,11 +1,10 @@
 """Base64 runs: which are decoded, a line-wrapped block as one region, and the decoding itself,
-one run at a time or a large buffer's runs all at once (the compiled part, else numpy), for
-`decode`."""
+one run at a time (a large buffer's runs are decoded all at once by the compiled passes:
+`_passes.b64_runs`), for `decode`."""
 
 from __future__ import annotations
 
 import binascii
-from typing import Any
 
 from plimsoll_ci.match import classes as _classes
 from plimsoll_ci.match.ascii import EQUALS, lazy_re
@@ -60,7 +59,7 @@ def wrapped(buf: bytes, a: int, b: int, limit: int) -> list[tuple[int, int]] | N
     as the second one (the width: a multiple of 4 from 16 to 1024, as base64 tools wrap); the
     last is no longer, and ends its line (or is padded, or closed by punctuation); the first is
     as long as the width, or shorter when other text comes before it on its line. The compiled
-    part follows the block when it is built (`_runs.wrapped_lines`), else `wrapped_py`."""
+    part follows the block when it is built (`_passes.wrapped_lines`), else `wrapped_py`."""
     native = _classes.native
     if native is None:
         return wrapped_py(buf, a, b, limit)
@@ -115,84 +114,3 @@ def unwrap(buf: bytes, lines: list[tuple[int, int]]) -> tuple[bytes, tuple[tuple
         parts.append(buf[start:end])
         chars += end - start
     return b"".join(parts), tuple(places)
-
-
-_TABLES: tuple[Any, Any] | None = None
-
-
-def _tables() -> tuple[Any, Any]:
-    """byte -> its 6-bit value in either alphabet; byte -> 1 for `-_`, 2 for `+/`."""
-    import numpy as np
-
-    global _TABLES
-    if _TABLES is None:
-        value = np.zeros(256, dtype=np.uint8)
-        value[list(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")] = \
-            np.arange(64)
-        value[list(b"-_")] = (62, 63)
-        kind = np.zeros(256, dtype=np.uint8)
-        kind[list(b"-_")] = 1
-        kind[list(b"+/")] = 2
-        _TABLES = value, kind
-    return _TABLES
-
-
-def decode_many(buf: bytes, starts: Any,  # noqa: ANN401
-                ends: Any) -> tuple[bytes, list[int], list[int], list[bool]]:  # noqa: ANN401
-    """Each run `buf[s:e]` of the base64 alphabets (its padding left out) decoded as `decode_run`
-    decodes it, all at once: the decoded bytes joined, where each run's bytes start and end in
-    them, and whether `decode_run` gives any (not for a length of 4k+1, nor for both alphabets)."""
-    out, first, last, good = decode_arrays(buf, starts, ends)
-    return out.tobytes(), first.tolist(), last.tolist(), good.tolist()
-
-
-def decode_arrays(buf: bytes, starts: Any, ends: Any) -> tuple[Any, Any, Any, Any]:  # noqa: ANN401
-    """`decode_many`, as numpy arrays: numpy's passes, the fallback where the compiled part is
-    not built (with it, `decode` has `_runs.b64_runs` decode the runs and `b64_join` join
-    them)."""
-    import numpy as np
-
-    value, kind = _tables()
-    a = np.frombuffer(buf, dtype=np.uint8)
-    lens = (ends - starts).astype(np.int64)
-    coff = np.zeros(len(lens) + 1, dtype=np.int64)
-    np.cumsum(lens, out=coff[1:])
-    quads = (lens + 3) // 4
-    qoff = np.zeros(len(lens) + 1, dtype=np.int64)
-    np.cumsum(quads, out=qoff[1:])
-    run = np.repeat(np.arange(len(lens)), lens)
-    within = np.arange(int(coff[-1]), dtype=np.int64) - coff[:-1][run]
-    chars = a[starts[run] + within]
-    both = np.bitwise_or.reduceat(kind[chars], coff[:-1]) == 3
-    vals = np.zeros((int(qoff[-1]), 4), dtype=np.uint8)  # a short last quad: zeros after it
-    vals.reshape(-1)[4 * qoff[:-1][run] + within] = value[chars]
-    out = np.empty((len(vals), 3), dtype=np.uint8)
-    v0, v1, v2, v3 = vals[:, 0], vals[:, 1], vals[:, 2], vals[:, 3]
-    out[:, 0] = (v0 << 2) | (v1 >> 4)  # (uint8: the shifts drop the high bits, as wanted)
-    out[:, 1] = (v1 << 4) | (v2 >> 2)
-    out[:, 2] = (v2 << 6) | v3
-    first = 3 * qoff[:-1]
-    return out.reshape(-1), first, first + lens * 3 // 4, (lens % 4 != 1) & ~both
-
-
-def join_decoded(out: Any, first: Any, last: Any,  # noqa: ANN401
-                 sep: bytes) -> tuple[bytes, list[int]]:
-    """The decoded runs `out[first[i]:last[i]]` joined with `sep` between them (as
-    `sep.join`), and where each starts in the result: numpy's passes, the fallback where the
-    compiled part is not built (with it, `_runs.b64_join`)."""
-    import numpy as np
-
-    lens = last - first
-    k, gap = len(lens), len(sep)
-    places = np.zeros(k, dtype=np.int64)
-    if k > 1:
-        np.cumsum(lens[:-1] + gap, out=places[1:])
-    total = int(lens.sum()) + gap * max(k - 1, 0)
-    joined = np.empty(total, dtype=np.uint8)
-    before = np.cumsum(lens) - lens  # data bytes of the runs before each
-    n = int(lens.sum())
-    at = np.arange(n, dtype=np.int64)
-    joined[np.repeat(places - before, lens) + at] = out[np.repeat(first - before, lens) + at]
-    for j, byte in enumerate(sep):
-        joined[places[1:] - gap + j] = byte
-    return joined.tobytes(), places.tolist()

@@ -1,9 +1,16 @@
-"""Byte classes of a buffer: one gather per buffer (two bytes at a time), shared by the value
-finders and the encoded-region finders, and the runs of a class."""
+"""Which implementation runs the matching passes over a buffer, and the byte classes the compiled
+one shares between them.
+
+Each pass (number candidates, text candidates, base64 and hex runs, escape lines, wrapped base64
+blocks) has two implementations: the compiled module `plimsoll_ci.match._passes`, built when the
+package is installed with a C compiler, and the pure-Python one (`re` and loops), its one
+fallback. `compiled(n)` is the one place that says which takes a buffer of n bytes; a buffer
+that takes the compiled passes gets its `ByteClasses` (one compiled pass), and each pass takes
+the compiled road when it is given them, the pure-Python one when it is given None. Tests hold
+the two equal (tests/match/test_match_compiled_equality.py).
+"""
 
 from __future__ import annotations
-
-import sys
 
 from plimsoll_ci.match.ascii import (
     LOWER_A,
@@ -20,31 +27,21 @@ from plimsoll_ci.match.ascii import (
     UPPER_Z,
     ZERO,
 )
-from plimsoll_ci.match.workspace import give_back, give_back_bytes, pooled, pooled_bytes, work_array
+from plimsoll_ci.match.workspace import give_back_bytes, pooled_bytes
 
 try:  # the one compiled part, optional (built when the package is installed with a C compiler)
-    from plimsoll_ci.match import _runs as native
-except ImportError:  # pragma: no cover - installed without a compiler: numpy finds the same runs
+    from plimsoll_ci.match import _passes as native
+except ImportError:  # pragma: no cover - installed without a compiler: the pure-Python passes
     native = None
 
-NATIVE_MAX = 2**31 - 16  # the compiled runs are int32 pairs: a larger buffer takes numpy's
+# From this many bytes on, the compiled passes (a 64 KiB buffer of source: 1.7 ms against 19 in
+# the pure-Python ones). A file name (31 bytes: 10.6 us in Python, 29 us compiled, the compiled
+# calls' set-up) stays in Python; a 2 KB file would be quicker compiled (42 us against 666), but
+# the bound is where it was when numpy's passes took these buffers (docs/performance.md).
+COMPILED_FROM = 4 * 1024
 
 # Byte classes, one gather per buffer shared by the number, word and encoded-region finders.
 C_UPPER, C_LOWER, C_DIGIT, C_HEX, C_B64P, C_WORD, C_B64, C_ESC = 1, 2, 4, 8, 16, 32, 64, 128
-_CLS_LUT = None
-
-
-def _cls_lut():  # noqa: ANN202
-    """`_cls_lut_bytes` as a numpy array (the passes without the compiled part read it)."""
-    import numpy as np
-
-    global _CLS_LUT
-    if _CLS_LUT is None:
-        _CLS_LUT = np.frombuffer(_cls_lut_bytes(), dtype=np.uint8)
-    return _CLS_LUT
-
-
-_CLS_LUT16 = None
 _CLS_BYTES = None
 
 
@@ -74,164 +71,63 @@ def _cls_lut_bytes() -> bytes:
     return _CLS_BYTES
 
 
-def _cls_lut16():  # noqa: ANN202
-    """(a byte pair read as a uint16) -> the pair of their class bytes, read as a uint16."""
-    import numpy as np
-
-    global _CLS_LUT16
-    if _CLS_LUT16 is None:  # byte order: whatever the machine's, both ways alike
-        pairs = np.arange(65536, dtype=np.uint16).view(np.uint8)
-        _CLS_LUT16 = np.ascontiguousarray(_cls_lut()[pairs]).view(np.uint16)
-    return _CLS_LUT16
-
-
 def compiled(n: int) -> bool:
-    """Whether a buffer of `n` bytes takes the compiled part's passes (built, and its int32
-    places fit): then nothing on the way imports numpy (its passes are the fallback)."""
-    return native is not None and n < NATIVE_MAX
+    """Whether a buffer of `n` bytes takes the compiled passes: they are built, the buffer is
+    `COMPILED_FROM` bytes or more, and their int32 places reach its end (`MAX_LEN`); else the
+    pure-Python passes take it."""
+    return native is not None and COMPILED_FROM <= n <= native.MAX_LEN
 
 
 class ByteClasses:
-    """`padded[1:-1]` holds the class bits of every byte of a buffer; `padded[0]` and
-    `padded[-1]` are 0, so every run of a class starts and ends inside the array. With the
-    compiled part (`compiled`) a memoryview of bytes; else a numpy array."""
+    """`padded[1:-1]` holds the class bits of every byte of a buffer that takes the compiled
+    passes (`compiled`), found in one compiled pass into a reused bytearray; `padded[0]` and
+    `padded[-1]` are 0, so every run of a class starts and ends inside it."""
 
     __slots__ = ("n", "padded")
 
     def __init__(self, buf: bytes) -> None:
         n = self.n = len(buf)
-        if compiled(n):  # one pass, compiled, into a reused bytearray
-            self.padded = pooled_bytes(n + 2)
-            native.classify(buf, _cls_lut_bytes(), self.padded[1 : n + 1])
-            return
-        import numpy as np
-
-        a = np.frombuffer(buf, dtype=np.uint8)
-        # Gathered two bytes at a time from a table of byte pairs (twice as fast as one byte at
-        # a time): the classes sit at offset 2 of an even-sized array, 0 before and after.
-        arr = pooled(n + 4 + n % 2)
-        arr[:2] = 0
-        arr[2 + n - n % 2 :] = 0
-        half = n // 2
-        if half:
-            np.take(_cls_lut16(), a[: 2 * half].view(np.uint16),
-                    out=arr.view(np.uint16)[1 : 1 + half], mode="clip")
-        if n % 2:
-            arr[1 + n] = _cls_lut()[a[-1]]
-        self.padded = arr[1 : n + 3]
+        self.padded = pooled_bytes(n + 2)
+        native.classify(buf, _cls_lut_bytes(), self.padded[1 : n + 1])
 
     def release(self) -> None:
         """Hand the array back for the next buffer's classes (fresh memory costs page faults);
         the owner calls this when nothing reads these classes any more."""
         if self.padded is not None:
-            if isinstance(self.padded, memoryview):
-                give_back_bytes(self.padded)
-            else:
-                give_back(self.padded, self.n)
+            give_back_bytes(self.padded)
             self.padded = None
 
     def copy(self) -> ByteClasses:
         other = ByteClasses.__new__(ByteClasses)
         other.n = self.n
-        other.padded = memoryview(bytearray(self.padded)) \
-            if isinstance(self.padded, memoryview) else self.padded.copy()
+        other.padded = memoryview(bytearray(self.padded))
         return other
 
     @property
-    def cls(self):  # noqa: ANN201
+    def cls(self) -> memoryview:
         return self.padded[1:-1]
-
-    def runs(self, bit: int):  # noqa: ANN201
-        """(starts, ends) of the maximal runs of bytes that have class `bit` (one bit)."""
-        import numpy as np
-
-        if compiled(self.n):
-            starts, ends, _ = compiled_runs(self.cls, bit, 1, False)
-            return starts, ends
-        m = work_array("m", self.n + 2, np.uint8)
-        np.bitwise_and(np.asarray(self.padded), bit, out=m)
-        d = work_array("d", self.n + 1, bool)
-        np.not_equal(m[1:], m[:-1], out=d)
-        t = run_positions(d)
-        return t[0::2], t[1::2]
-
-
-def compiled_runs(cls, bit: int, minimum: int, with_bits: bool):  # noqa: ANN001, ANN201
-    """With the compiled part: (starts, ends, bits) of the maximal runs of class `bit` in the
-    class array `cls`, `minimum` bytes or longer (int32 arrays; `bits`, with `with_bits`, the OR
-    of each run's class bytes, else None), found in one pass."""
-    import numpy as np
-
-    pairs, ors = native.runs(cls, bit, minimum, with_bits)
-    t = np.frombuffer(pairs, dtype=np.int32)
-    return t[0::2], t[1::2], (np.frombuffer(ors, dtype=np.uint8) if with_bits else None)
-
-
-def run_positions(mask):  # noqa: ANN001, ANN202
-    """`np.flatnonzero(mask)`, as int32 when the positions fit (half the memory per run)."""
-    import numpy as np
-
-    t = np.flatnonzero(mask)
-    return t.astype(np.int32) if len(mask) < 2**31 - 16 else t
-
-
-def pure_python(n: int, small: int, numpy_from: int) -> bool:
-    """Whether a buffer of `n` bytes takes the pure-Python (`re`) path: under `numpy_from`
-    bytes, or under `small` bytes when the passes for large buffers would first import numpy
-    (the compiled part is not built and nothing has imported numpy yet: its import costs more)."""
-    return n < small and (n < numpy_from or (native is None and "numpy" not in sys.modules))
 
 
 def byte_classes(buf: bytes) -> ByteClasses:
+    """The byte classes of a buffer that takes the compiled passes (`compiled`)."""
     return ByteClasses(buf)
-
-
-def mask_runs(mask):  # noqa: ANN001, ANN202
-    """(starts, ends) of the True runs of a bool array: one compare and one nonzero pass."""
-    import numpy as np
-
-    m = np.empty(len(mask) + 2, dtype=bool)
-    m[0] = m[-1] = False
-    m[1:-1] = mask
-    t = np.flatnonzero(m[1:] != m[:-1])
-    return t[0::2], t[1::2]
 
 
 def no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasses | None]:
     """`buf` with every no-break space made two spaces (as `bytes.replace`), and its classes."""
     few = _nbsp_places(buf)
-    if compiled(len(buf)):
-        if few is None:  # lead bytes everywhere: replaced in one pass, classes made anew
-            buf = buf.replace(NBSP, b"  ")
-            return buf, (ByteClasses(buf) if classes is not None else None)
-        if not few:
-            return buf, classes
-        ba = bytearray(buf)
-        if classes is not None:  # a space is in no class
-            classes = classes.copy()
-        for p in few:
-            ba[p] = ba[p + 1] = SPACE
-            if classes is not None:
-                classes.padded[p + 1] = classes.padded[p + 2] = 0
-        return bytes(ba), classes
-    import numpy as np
-
-    a = np.frombuffer(buf, dtype=np.uint8)
-    if few is None:  # lead bytes everywhere (text in another script): one vectorized pass
-        p = np.flatnonzero(a[:-1] == NBSP_LEAD)
-        p = p[a[p + 1] == NBSP_TAIL]
-    else:
-        p = np.array(few, dtype=np.int64)
-    if not len(p):
+    if few is None:  # lead bytes everywhere: replaced in one pass, classes made anew
+        buf = buf.replace(NBSP, b"  ")
+        return buf, (ByteClasses(buf) if classes is not None else None)
+    if not few:
         return buf, classes
     ba = bytearray(buf)
-    arr = np.frombuffer(ba, dtype=np.uint8)
-    arr[p] = SPACE
-    arr[p + 1] = SPACE
     if classes is not None:  # a space is in no class
         classes = classes.copy()
-        classes.padded[p + 1] = 0
-        classes.padded[p + 2] = 0
+    for p in few:
+        ba[p] = ba[p + 1] = SPACE
+        if classes is not None:
+            classes.padded[p + 1] = classes.padded[p + 2] = 0
     return bytes(ba), classes
 
 

@@ -18,29 +18,18 @@ from typing import Any, NamedTuple, NoReturn
 from plimsoll_ci.match import candidates as _c
 from plimsoll_ci.match import classes as _classes
 from plimsoll_ci.match.ascii import (
-    AMPERSAND,
-    BACKSLASH,
     DEL,
-    NEWLINE,
-    PERCENT,
     SPACE,
     lazy_re,
 )
 from plimsoll_ci.match.b64 import LINE_BREAKS as _LINE_BREAKS
 from plimsoll_ci.match.b64 import WRAP_WIDTHS as _WRAP_WIDTHS
-from plimsoll_ci.match.b64 import decode_arrays as _b64_arrays
 from plimsoll_ci.match.b64 import decode_run as _b64
-from plimsoll_ci.match.b64 import join_decoded as _join_decoded
 from plimsoll_ci.match.b64 import looks_base64 as _looks_base64
 from plimsoll_ci.match.b64 import run_re as _b64_run
 from plimsoll_ci.match.b64 import unwrap as _unwrap
 from plimsoll_ci.match.b64 import wrapped as _wrapped
-from plimsoll_ci.match.classes import (
-    C_ESC,
-    byte_classes,
-    pure_python,
-    run_positions,
-)
+from plimsoll_ci.match.classes import C_ESC, byte_classes, compiled
 from plimsoll_ci.match.escapes import escape_kind, unescape
 
 
@@ -132,14 +121,6 @@ _hex_run = lazy_re(rb"[0-9A-Fa-f]{8,}")  # (each pattern compiled on first use)
 _esc_hit = lazy_re(rb"%[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|&#?[A-Za-z0-9]{1,10};")
 
 
-_SMALL = 64 * 1024  # as extract.SMALL: small inputs never import numpy
-_NUMPY_FROM = 4 * 1024  # as extract.NUMPY_FROM: numpy's passes, once it is imported
-
-
-def _small(n: int) -> bool:
-    return pure_python(n, _SMALL, _NUMPY_FROM)
-
-
 _PRINTABLE = bytes(range(SPACE, DEL)) + b"\t\n\r"
 _TICK = 64  # `expired` is asked once per this many regions or lines
 
@@ -156,7 +137,7 @@ def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None,  # n
     `expired`: asked now and then (the caller's clock: this module reads none); once it says
     True, decoding stops and `Decoded.stopped` says where.
     """
-    if _small(len(buf)):
+    if not compiled(len(buf)):  # the pure-Python passes
         return _Regions(buf, bounds, window, budget, expired).run(None)
     if classes is not None:
         return _Regions(buf, bounds, window, budget, expired).run(classes)
@@ -172,7 +153,7 @@ def regions_in_bulk(buf: bytes, bounds: Bounds, classes: object | None,
     """`text_regions` of a whole buffer, where the plain base64 regions (that start no wrapped
     block and pass no bound) come back together in `Decoded.bulk` rather than as layers, when
     that changes nothing: the budget holds every region and the clock has not run out before."""
-    if _small(len(buf)):
+    if not compiled(len(buf)):  # the pure-Python passes
         return _Regions(buf, bounds, None, budget, expired).run(None)
     own = classes is None
     classes = byte_classes(buf) if own else classes
@@ -206,6 +187,8 @@ class _Regions:
         self.ticks = 0
 
     def run(self, classes: object | None) -> Decoded:
+        """Every region: with the buffer's byte `classes` by the compiled passes, with None by
+        the pure-Python ones (`classes.compiled` chose)."""
         try:
             self._base64(classes)
             self._hex(classes)
@@ -250,7 +233,7 @@ class _Regions:
 
     def _base64(self, classes: object | None) -> None:
         if classes is not None:
-            self._base64_np(classes)
+            self._base64_compiled(classes)
             return
         buf, hi = self.buf, self.win.hi
         block_end = -1
@@ -262,85 +245,12 @@ class _Regions:
             if _looks_base64(buf[a:b]):
                 block_end = self._one_base64(a, b, block_end)
 
-    def _base64_np(self, classes: object) -> None:
-        """`_base64` for a large buffer: the runs that can neither start a wrapped block (they
-        end their line) nor pass the region bound are decoded all at once (`b64.decode_arrays`), and
-        only added one by one, in order, as the budget and the clock allow. With the compiled
-        part, `_base64_compiled`; numpy's passes below are the fallback without it."""
-        buf, lo, hi = self.buf, self.win.lo, self.win.hi
-        if _classes.compiled(len(buf)):
-            self._base64_compiled(classes)
-            return
-        every = _c.long_runs(buf, True, classes)
-        starts, run_ends = _c.kept_runs(buf, True, classes, every)
-        second = _c.following(run_ends, every)
-        if not len(starts):
-            return
-        ends, slow = _c.base64_bounds_np(buf, (starts, run_ends, second), self.bounds.max_region,
-                                      self.win.at_end)
-        arrays = _b64_arrays(buf, starts, run_ends)
-        if self.want_bulk and self._in_bulk(starts, ends, slow, arrays):
-            return
-        data, first, last, good = (arrays[0].tobytes(), *(x.tolist() for x in arrays[1:]))
-        block_end = -1
-        budget, append, expired = self.budget, self.layers.append, self.expired
-        for i, (s, e, one) in enumerate(zip(starts.tolist(), ends.tolist(), slow.tolist(),
-                                            strict=True)):
-            if s < block_end:
-                continue  # a line of the wrapped block just decoded
-            if s >= hi:
-                break
-            if one:
-                block_end = self._one_base64(s, e, block_end)
-            elif s >= lo and good[i]:
-                if budget.left <= 0:  # (`add`, inlined: one call per region costs here)
-                    self.spent()
-                budget.left -= 1
-                append(_new_layer(Layer, ("base64", s, data[first[i] : last[i]], None, (), ())))
-                self.ticks += 1
-                if expired is not None and self.ticks % _TICK == 0 and expired():
-                    self.stopped = s
-                    raise _Stop
-
-    def _in_bulk(self, starts: Any, ends: Any, slow: Any, arrays: tuple) -> bool:  # noqa: ANN401
-        """The base64 runs of a whole buffer with the plain ones in `self.bulk`; False (nothing
-        done) when the budget might not hold them all or the clock has run out: then they are
-        taken one by one. The runs that may start a wrapped block go first, as the loop takes
-        them, since a block swallows the runs in it."""
-        import numpy as np
-
-        out, first, last, good = arrays  # (`b64.decode_arrays` of the runs)
-        plain = ~slow & good
-        one = np.flatnonzero(slow)
-        if len(one) + int(plain.sum()) > self.budget.left or (
-                self.expired is not None and self.expired()):
-            return False
-        block_end, blocks = -1, []
-        for i in one.tolist():
-            s = int(starts[i])
-            if s < block_end:
-                continue  # a line of the wrapped block just decoded
-            end = self._one_base64(s, int(ends[i]), block_end)
-            if end != block_end:
-                blocks.append((s, end))
-                block_end = end
-        if blocks:  # a run after a block's first line and before its end is one of its lines
-            head = np.array([a for a, _ in blocks], dtype=np.int64)
-            tail = np.array([b for _, b in blocks], dtype=np.int64)
-            j = np.maximum(np.searchsorted(head, starts, side="right") - 1, 0)
-            plain &= ~((starts > head[j]) & (starts < tail[j]))
-        idx = np.flatnonzero(plain)
-        if len(idx):
-            data, places = _join_decoded(out, first[idx], last[idx], BULK_SEP)
-            self.bulk = Bulk(starts[idx], data, places)
-            self.budget.left -= len(idx)
-            self.ticks += len(idx)
-        return True
-
     def _base64_compiled(self, classes: object) -> None:
-        """`_base64_np` with the compiled part, whose calls hand back bytes (no numpy): the runs
-        kept and their bounds (`_runs.base64_kept`, `base64_bounds`), decoded all at once
-        (`b64_runs`); those that come in bulk joined there too (`b64_join`)."""
+        """`_base64` with the compiled passes: the runs that can neither start a wrapped block
+        (they end their line) nor pass the region bound are kept and bounded
+        (`_passes.base64_kept`, `base64_bounds`), decoded all at once (`b64_runs`), and only
+        added one by one, in order, as the budget and the clock allow; those that come in bulk
+        are joined there too (`b64_join`)."""
         buf, lo, hi = self.buf, self.win.lo, self.win.hi
         native = _classes.native
         pairs, nexts = _c.base64_kept(buf, classes)
@@ -379,9 +289,12 @@ class _Regions:
 
     def _in_bulk_compiled(self, runs: tuple[bytes, bytes, bytes], starts: memoryview,
                           ends: memoryview, data: bytes, good: bytes) -> bool:
-        """`_in_bulk` with the compiled part: `runs` the int32 starts and ends (padding left
-        out) and the slow flags `base64_bounds` gives; `starts` and `ends` (with the padding)
-        as int32 views; `data` and `good` as `b64_runs` gives them."""
+        """The base64 runs of a whole buffer with the plain ones in `self.bulk`; False (nothing
+        done) when the budget might not hold them all or the clock has run out: then they are
+        taken one by one. The runs that may start a wrapped block go first, as the loop takes
+        them, since a block swallows the runs in it. `runs`: the int32 starts and ends (padding
+        left out) and the slow flags `base64_bounds` gives; `starts` and `ends` (with the
+        padding) as int32 views; `data` and `good` as `b64_runs` gives them."""
         s_b, r_b, slow = runs
         one = _c.flagged(slow)
         n_plain = good.count(1) - sum(good[i] for i in one)
@@ -403,7 +316,9 @@ class _Regions:
                     take[j] = 0
                     j += 1
         if take.count(1):
-            joined, offsets, places = _classes.native.b64_join(data, s_b, r_b, take, BULK_SEP)
+            # (bytes: the compiled pass takes the flags it follows immutable)
+            joined, offsets, places = _classes.native.b64_join(data, s_b, r_b, bytes(take),
+                                                                BULK_SEP)
             places = memoryview(places).cast("q").tolist()
             self.bulk = Bulk(memoryview(offsets).cast("i"), joined, places)
             self.budget.left -= len(places)
@@ -479,17 +394,17 @@ class _Regions:
 def escape_lines(buf: bytes, classes: object | None) -> Iterator[tuple[int, int, int]]:
     """(start, end, first hit) of each line of `buf` that holds an escape or an entity, in
     order: where the line starts, where its line break is (or the buffer's end), and where its
-    first escape or entity starts. The compiled part finds them in one pass from the byte
-    `classes` when both are there; else from the first lead of each line (`_line_firsts`)."""
-    native = _classes.native
-    if classes is not None and native is not None and len(buf) < _classes.NATIVE_MAX:
-        rows = memoryview(native.escape_lines(classes.cls, buf, C_ESC)).cast("i")  # type: ignore[attr-defined]
+    first escape or entity starts. The compiled passes find them in one pass from the byte
+    `classes` (given when the buffer takes them); else from the first lead of each line
+    (`_line_firsts`)."""
+    if classes is not None:
+        rows = memoryview(_classes.native.escape_lines(classes.cls, buf, C_ESC)).cast("i")  # type: ignore[attr-defined]
         for i in range(0, len(rows), 3 << 16):
             t = rows[i : i + (3 << 16)].tolist()
             yield from zip(t[0::3], t[1::3], t[2::3], strict=True)
         return
     n = len(buf)
-    for first in _line_firsts(buf, classes):
+    for first in _line_firsts(buf):
         ls = buf.rfind(b"\n", 0, first) + 1
         le = buf.find(b"\n", first)
         le = n if le < 0 else le
@@ -501,71 +416,15 @@ def escape_lines(buf: bytes, classes: object | None) -> Iterator[tuple[int, int,
 _esc_lead = lazy_re(rb"[%\\&]")
 
 
-_FEW = 4096  # escape leads in a large buffer that are walked in Python rather than by line
-
-
-_IS_HEX = bytes(c in b"0123456789abcdefABCDEF" for c in range(256))
-_NAMES = bytes(c < DEL and (chr(c).isalnum() or c == ord("#")) for c in range(256))  # after `&`
-
-
-def _could_escape(a: Any, leads: Any) -> Any:  # noqa: ANN401
-    """Which `%`, `\\` and `&` at `leads` in the bytes `a` the bytes after them could make
-    the start of `_ESC_HIT` (`%XX`, `\\uXXXX`, `\\xXX`, `&` and a letter, a digit or `#`)."""
-    import numpy as np
-
-    hexes, names = np.frombuffer(_IS_HEX, dtype=bool), np.frombuffer(_NAMES, dtype=bool)
-    q = [leads + k for k in range(6)]  # the lead and the five bytes after it (0 past the end)
-    c = [np.where(x < len(a), a[np.minimum(x, len(a) - 1)], 0) for x in q]
-    hx = [hexes[x] for x in c]
-    esc = ((c[1] == ord("x")) & hx[2] & hx[3]) | (
-        (c[1] == ord("u")) & hx[2] & hx[3] & hx[4] & hx[5])
-    return ((c[0] == PERCENT) & hx[1] & hx[2]) | ((c[0] == BACKSLASH) & esc) | (
-        (c[0] == AMPERSAND) & names[c[1]])
-
-
-def _line_firsts(buf: bytes, classes: object | None) -> Iterator[int]:
-    """The first `%`, `\\` or `&` of each line that has one, in order (numpy finds them in a
-    large buffer, from its byte `classes` when it has them: one position per line reaches
-    Python, however many the line holds)."""
-    if _small(len(buf)):
-        pos = 0
-        while True:
-            m = _esc_lead().search(buf, pos)
-            if m is None:
-                return
-            yield m.start()
-            le = buf.find(b"\n", m.start())
-            if le < 0:
-                return
-            pos = le + 1
-        return
-    import numpy as np
-
-    a = np.frombuffer(buf, dtype=np.uint8)
-    if classes is not None:  # (every lead of every run of leads: `%%` is two)
-        starts, ends = classes.runs(C_ESC)  # type: ignore[attr-defined]
-        lens = ends - starts
-        cands = starts if not len(lens) or lens.max() == 1 else \
-            np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
-    else:
-        cands = run_positions((a == PERCENT) | (a == BACKSLASH) | (a == AMPERSAND))
-    # Only a lead that the bytes after it could make an escape or an entity counts: the first
-    # escape of a line is found from the first such lead (source code is full of `%s` and `\n`)
-    cands = cands[_could_escape(a, cands)]
-    if len(cands) <= _FEW:  # few: skip to each one's line end in Python
-        skip = 0
-        for c in cands.tolist():
-            if c >= skip:
-                yield c
-                le = buf.find(b"\n", c)
-                if le < 0:
-                    return
-                skip = le + 1
-        return
-    lines = np.searchsorted(run_positions(a == NEWLINE), cands)
-    keep = np.empty(len(cands), dtype=bool)
-    keep[0] = True
-    np.not_equal(lines[1:], lines[:-1], out=keep[1:])
-    firsts = cands[keep]
-    for i in range(0, len(firsts), 1 << 16):
-        yield from firsts[i : i + (1 << 16)].tolist()
+def _line_firsts(buf: bytes) -> Iterator[int]:
+    """The first `%`, `\\` or `&` of each line that has one, in order."""
+    pos = 0
+    while True:
+        m = _esc_lead().search(buf, pos)
+        if m is None:
+            return
+        yield m.start()
+        le = buf.find(b"\n", m.start())
+        if le < 0:
+            return
+        pos = le + 1

@@ -1,9 +1,11 @@
 """Candidate extraction: find withheld values in a buffer as whole token runs.
 
-Large buffers are vectorized with numpy: digit runs and word runs are found with array operations,
-the shape prefilter from the index drops every run that cannot be an entry's spelling, and only the
-survivors are canonicalized and hashed in Python. Small buffers take the same steps with `re`, so
-a scan of a few files never pays numpy's import (cold start).
+Two implementations find the candidates (`classes.compiled` says which takes a buffer): the
+compiled passes (`_passes`, `digitruns.compiled_candidates`, `wordruns.word_windows`) find the
+digit and word runs and drop, with the index's shape prefilter, every run that cannot be an
+entry's spelling; the pure-Python passes (`_numbers_small`, `_texts_small`, with `re`) take the
+same steps, and are the fallback of an install without a C compiler. Either way only the
+survivors are canonicalized and hashed in Python, by the same checks.
 
 Boundaries: a number is a maximal numeric token, so `3107713414` is found in `seed3107713414`
 and `seed-3107713414.json` but never inside `13107713414`, and `31.5` is never in `131.5`.
@@ -16,10 +18,8 @@ at a value's ends (`_private`) must be there too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import NamedTuple
 
-from plimsoll_ci.match import classes as _classes
 from plimsoll_ci.match.ascii import (
     COLON,
     COMMA,
@@ -43,47 +43,14 @@ from plimsoll_ci.match.ascii import (
 )
 from plimsoll_ci.match.canonical import clock_canon, clock_re, number_canon, number_re
 from plimsoll_ci.match.classes import (  # noqa: F401  (byte_classes: callers import it here)
-    C_B64,
-    C_DIGIT,
-    C_HEX,
-    C_LOWER,
-    C_UPPER,
-    C_WORD,
-    NATIVE_MAX,
     ByteClasses,
     byte_classes,
+    compiled,
     no_nbsp,
-    pure_python,
-    run_positions,
 )
-from plimsoll_ci.match.digitruns import (
-    CLOCK,
-    GROUPED,
-    PLAIN,
-    TOKEN,
-    DigitRuns,
-    clock_runs,
-    compiled_candidates,
-    grouped_heads,
-    prefixed_long_enough,
-    sig_digits,
-    underscored_long_enough,
-)
+from plimsoll_ci.match.digitruns import CLOCK, GROUPED, PLAIN, TOKEN, compiled_candidates
 from plimsoll_ci.match.index import ValueIndex, word_tag
-from plimsoll_ci.match.wordruns import WordRuns, shaped_runs, text_candidates, word_windows
-from plimsoll_ci.match.workspace import work_array
-
-SMALL = 64 * 1024  # below this many bytes the pure-Python path costs less than importing numpy
-# ... but once something has imported numpy, its passes cost less from this many bytes on (a
-# 64 KiB buffer of source: 1.7 ms against 19 ms; the decoded layers of a history session, the
-# pieces of a batch decoded alone, are such buffers)
-NUMPY_FROM = 4 * 1024
-
-
-def small_buffer(n: int) -> bool:
-    """Whether a buffer of `n` bytes takes the pure-Python (`re`) path rather than numpy's."""
-    return pure_python(n, SMALL, NUMPY_FROM)
-
+from plimsoll_ci.match.wordruns import shaped_runs, word_windows
 
 _ws = lazy_re(rb"(?:\s|" + NBSP + rb")+")  # (each pattern compiled on first use)
 _digit_run = lazy_re(rb"[0-9]+")
@@ -118,7 +85,7 @@ def find_values(buf: bytes, index: ValueIndex, classes=None,  # noqa: ANN001
     """Every place in `buf` where a withheld value occurs, with the ids of its entries.
 
     `classes`: optionally, `byte_classes(buf)` computed once by the caller and shared with
-    `decode.text_regions` (large buffers only; it is ignored for small ones). `limit`: stop once
+    `decode.text_regions` (for a buffer that takes the compiled passes only: `compiled`). `limit`: stop once
     more than this many places are found (a buffer full of one value stays small in memory).
     `stop`: only places that start before it (the rest of `buf` is context a value may run into).
     """
@@ -126,7 +93,7 @@ def find_values(buf: bytes, index: ValueIndex, classes=None,  # noqa: ANN001
         return []
     out = _Capped(limit, len(buf) if stop is None else stop)
     given = classes
-    small = small_buffer(len(buf))
+    small = not compiled(len(buf))  # (the one choice: the pure-Python passes, or the compiled)
     if small:
         if NBSP in buf:  # a no-break space is white space; two spaces keep every offset
             buf = buf.replace(NBSP, b"  ")
@@ -139,12 +106,12 @@ def find_values(buf: bytes, index: ValueIndex, classes=None,  # noqa: ANN001
             if small:
                 _numbers_small(buf, index, out)
             else:
-                _numbers_np(buf, index, classes, out)
+                _numbers_compiled(buf, index, classes, out)
         if index.has_texts:
             if small:
                 _texts_small(buf, index, out)
             else:
-                _texts_np(buf, index, classes, out)
+                _texts_compiled(buf, index, classes, out)
     except _Full:
         pass
     finally:
@@ -308,7 +275,7 @@ def _sig_ok(buf: bytes, s: int, e: int, index: ValueIndex) -> bool:
     return len(buf[s:e].replace(b".", b"").replace(b"_", b"").strip(b"0")) in index.sigs
 
 
-# --- small buffers: re ------------------------------------------------------------------------
+# --- the pure-Python passes (small buffers; every buffer without the compiled part): re ---------------------------------------------------------------------
 
 
 def _numbers_small(buf: bytes, index: ValueIndex, out: list[Match]) -> None:
@@ -372,156 +339,13 @@ def _texts_small(buf: bytes, index: ValueIndex, out: list[Match]) -> None:
             _text(buf, starts[i], ln, index, out)
 
 
-# --- large buffers: numpy ---------------------------------------------------------------------
-
-
-def _luts():  # noqa: ANN202  (numpy arrays; imported lazily)
-    import numpy as np
-
-    global _NP
-    if _NP is None:
-        _NP = tuple(np.frombuffer(t, dtype=np.uint8).astype(bool)
-                    for t in (_IS_DIGIT, _IS_WORD, _CONT, _HEXPFX))
-    return _NP
-
-
-_NP = None
-
-
-_NEXT_LUT = None
-
-
-def _numbers_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
-                out: list[Match]) -> None:
-    """The number candidates of a large buffer: found by the compiled part when it is built
-    (`_numbers_compiled`); numpy's passes below are the fallback without it."""
-    if classes is None:
-        classes = byte_classes(buf)
-    if _classes.compiled(len(buf)):  # one pass, compiled
-        _numbers_compiled(buf, index, classes, out)
-        return
-    import numpy as np
-
-    global _NEXT_LUT
-    digit, _, contl, hexpfx = _luts()
-    if _NEXT_LUT is None:  # a byte after a run that can continue its token ("." ":" e E _ x ...)
-        _NEXT_LUT = contl.copy()
-        _NEXT_LUT[[DOT, COLON]] = True
-    a = np.frombuffer(buf, dtype=np.uint8)
-    r_starts, r_ends = classes.runs(C_DIGIT)
-    nr = len(r_starts)
-    if not nr:
-        return
-    ap = work_array("ap", len(a) + 5, np.uint8)
-    ap[:2] = SPACE
-    ap[2:-3] = a
-    ap[-3:] = SPACE
-    r_lens = r_ends - r_starts
-    r_nxt = ap[r_ends + 2]
-    # Clocks claim only what no entry but a clockable one (under 360000) could match: without
-    # one, a clock's head and parts are never picked anyway, and looking for clocks is skipped.
-    clock_head, claimed = clock_runs(ap, r_starts, r_ends, r_lens, r_nxt, digit) \
-        if index.clockable else (None, None)
-    if index.has_ints and max(index.int_lengths) >= GROUPED_MIN_DIGITS:
-        heads = grouped_heads(ap, DigitRuns(r_starts, r_ends, r_lens, r_nxt), digit,
-                              index.int_lengths)
-        for s in heads[heads < getattr(out, "stop", len(buf))].tolist():
-            _grouped(buf, s, index, out)
-    # Candidates: a run can be picked only when the byte after it continues a token, or (plain
-    # integers) when its length is some integer entry's or it has a leading zero.
-    cand = _NEXT_LUT[r_nxt]
-    if index.has_ints:
-        top = max(index.int_lengths) + 1
-        len_lut = np.zeros(top + 1, dtype=bool)
-        len_lut[list(index.int_lengths)] = True
-        lens_ok_all = len_lut[np.minimum(r_lens, top)]
-        cand |= lens_ok_all
-        # (a leading zero: it can equal only an entry with fewer digits than it has)
-        cand |= (ap[r_starts + 2] == ZERO) & (r_lens > index.min_int_length)
-    if claimed is not None:
-        cand &= ~claimed  # the parts of a clock are no tokens of their own
-    stop = getattr(out, "stop", len(buf))
-    if stop < len(buf):
-        cand &= r_starts < stop  # the rest is context
-    c = run_positions(cand)
-    if not len(c):
-        return
-    starts, ends, lens, nxt = r_starts[c], r_ends[c], r_lens[c], r_nxt[c]
-    prev, prev2 = ap[starts + 1], ap[starts]
-    nxt2 = ap[ends + 3]
-    inner = ((prev == DOT) | ((prev == UNDERSCORE) & (lens <= 4))) & digit[prev2]
-    nxt2d = digit[nxt2]
-    dot_cont = (nxt == DOT) & nxt2d
-    cont = dot_cont | (contl[nxt] & (nxt2d | hexpfx[nxt]))
-    # "315e-1": an exponent with a sign continues the token too
-    cont |= np.isin(nxt, _EXPONENT) & np.isin(nxt2, _SIGNS) & digit[ap[ends + 4]]
-    clock = clock_head[c] if clock_head is not None else np.zeros(len(c), dtype=bool)
-    live = ~inner
-    none = np.zeros(len(lens), dtype=bool)
-    first0 = ap[starts + 2] == ZERO
-    if index.has_ints:
-        lens_ok = lens_ok_all[c]
-        lead0 = first0 & (lens > index.min_int_length)
-        pick_plain = live & ~cont & ~clock & (lens_ok | lead0)
-    else:
-        pick_plain = none
-    # the length of the run right after a dot ("31.5": the "5"), 0 when there is none
-    j = c + 1
-    has_next = j < nr
-    j[~has_next] = nr - 1
-    next_len = np.where(has_next & (r_starts[j] == ends + 1), r_lens[j], 0)
-    total = lens + np.where(dot_cont, next_len, 0)
-    pick_cont = live & cont & (total >= index.min_sig)
-    pick_sep = np.zeros(len(lens), dtype=bool)
-    if index.has_ints:
-        prefixed = live & (lens == 1) & first0 & hexpfx[nxt]  # 0x.., 0o.., 0b..
-        pick_sep = prefixed | (live & (nxt == UNDERSCORE) & nxt2d)
-        pick_cont &= ~pick_sep
-        if not index.has_decimals:  # (only integer entries: too few digits can equal none)
-            under = pick_sep & ~prefixed  # 1_000, x86_64, manylinux2_17
-            if prefixed.any():
-                pick_sep[prefixed] = prefixed_long_enough(ap, starts[prefixed], nxt[prefixed],
-                                                          index.min_int_length)
-            if under.any():
-                pick_sep[under] = underscored_long_enough(
-                    ap, DigitRuns(r_starts, r_ends, r_lens, r_nxt), c[under],
-                    index.min_int_length)
-    if pick_cont.any() and not index.has_decimals:
-        # Integers only: a token with a fraction equals one only when it has an exponent
-        # ("3.107713414e9") or its fraction is all zeros ("3107713414.00"); most floats have
-        # neither, and a fraction that starts with a nonzero digit is never all zeros.
-        frac_end = ends + np.where(dot_cont, next_len + 1, 0)
-        after = ap[frac_end + 2]
-        exp = np.isin(after, _EXPONENT)
-        # an all-zero fraction starts and ends with "0" (the exact test follows, per token)
-        frac0 = (ap[ends + 3] == ZERO) & (ap[ends + next_len + 2] == ZERO)
-        pick_cont &= ~dot_cont | exp | frac0
-    n_cont = int(pick_cont.sum())
-    if 0 < n_cont <= 4096:  # few: exact per-token check beats a pass over the buffer
-        spans = (total + dot_cont)[pick_cont].tolist()
-        pick_cont[pick_cont] = [_sig_ok(buf, s, s + ln, index)
-                                for s, ln in zip(starts[pick_cont].tolist(), spans, strict=True)]
-    elif n_cont:
-        pick_full = np.zeros(nr, dtype=bool)
-        pick_full[c[pick_cont]] = True
-        dot_full = np.zeros(nr, dtype=bool)
-        dot_full[c] = dot_cont
-        pick_cont[pick_cont] = np.isin(
-            sig_digits(a, r_starts, r_ends, r_lens, dot_full, pick_full),
-            np.fromiter(index.sigs, dtype=np.int64))
-    pick_clock = live & clock if index.clockable else none
-    for s, e in _pairs(starts[pick_plain], ends[pick_plain]):
-        _plain(buf, s, e, index, out)
-    for s, _ in _pairs(starts[pick_sep | pick_cont]):
-        _token(buf, s, index, out)
-    for s, _ in _pairs(starts[pick_clock]):
-        _clock(buf, s, index, out)
+# --- the compiled passes -------------------------------------------------------------------
 
 
 def _numbers_compiled(buf: bytes, index: ValueIndex, classes: ByteClasses,
                       out: list[Match]) -> None:
-    """`_numbers_np` with the compiled part: its candidates, checked kind by kind in the order
-    `_numbers_np` checks them (comma-grouped integers, plain runs, tokens, clocks)."""
+    """The number candidates of `buf` from the compiled passes, checked kind by kind
+    (comma-grouped integers, plain runs, tokens, clocks) by the checks `_numbers_small` uses."""
     picks = compiled_candidates(buf, classes.cls, getattr(out, "stop", len(buf)), index,
                                 GROUPED_MIN_DIGITS)
     at = {GROUPED: _grouped, TOKEN: _token, CLOCK: _clock}  # (the checks from a start)
@@ -539,57 +363,11 @@ def _numbers_compiled(buf: bytes, index: ValueIndex, classes: ByteClasses,
 _BATCH = 1 << 16  # candidates turned into Python ints at a time (a few MB, whatever the buffer)
 
 
-def _pairs(a, b=None) -> Iterator[tuple[int, int]]:  # noqa: ANN001
-    """(a[i], b[i]) as Python ints, a slice at a time, so no list of millions is ever built."""
-    for i in range(0, len(a), _BATCH):
-        xs = a[i : i + _BATCH].tolist()
-        yield from zip(xs, b[i : i + _BATCH].tolist() if b is not None else xs, strict=True)
-
-
-def _texts_np(buf: bytes, index: ValueIndex, classes: ByteClasses | None,
-              out: list[Match]) -> None:
-    """The text candidates of a large buffer: found by the compiled part when it is built
-    (`_texts_compiled`); numpy's passes below are the fallback without it."""
-    if classes is None:
-        classes = byte_classes(buf)
-    if _classes.compiled(len(buf)):  # the runs and their candidates in compiled calls
-        _texts_compiled(buf, index, classes, out)
-        return
-    import numpy as np
-
-    starts, ends = classes.runs(C_WORD)
-    if not len(starts):
-        return
-    lens = ends - starts
-    # runs that start past `stop` are context (a value may run into them), no candidates (a
-    # value that starts with underscores starts before its first word run)
-    n_cand = int(np.searchsorted(starts, getattr(out, "stop", len(buf)) + index.max_lead))
-    if index.text_shapes:
-        sel = np.isin(lens[:n_cand], np.fromiter(index.text_shapes, dtype=np.int64))
-        if sel.any():  # (`sel` covers the candidates only: the runs that start before `stop`)
-            for s, ln in _pairs(starts[:n_cand][sel], lens[:n_cand][sel]):
-                _text(buf, s, ln, index, out)
-    if not index.text_runs:
-        return
-    idx = text_candidates(buf, WordRuns(starts, lens, n_cand), index)
-    if not len(idx):
-        return
-    k = index.max_runs
-    for i in range(0, len(idx), _BATCH):
-        part = idx[i : i + _BATCH]
-        win = np.minimum(part[:, None] + np.arange(k), len(lens) - 1)
-        past = (part[:, None] + np.arange(k)) >= len(lens)
-        lens_w = np.where(past, -1, lens[win]).tolist()
-        ends_w = ends[win].tolist()
-        for s, lw, ew in zip(starts[part].tolist(), lens_w, ends_w, strict=True):
-            _text_runs(buf, s, tuple(lw), ew, index, out)
-
-
 def _texts_compiled(buf: bytes, index: ValueIndex, classes: ByteClasses,
                     out: list[Match]) -> None:
-    """`_texts_np` with the compiled part: the word runs as long as a set's first-word shapes
-    (`_text`; sets without run lengths), then the candidate runs with their windows of runs
-    (`wordruns.word_windows`), checked in order as `_texts_np` checks them."""
+    """The text candidates of `buf` from the compiled passes: the word runs as long as a set's
+    first-word shapes (`_text`; sets without run lengths), then the candidate runs with their
+    windows of runs (`wordruns.word_windows`), checked by the checks `_texts_small` uses."""
     limit = getattr(out, "stop", len(buf)) + index.max_lead
     for s, ln in shaped_runs(classes.cls, index.text_shapes, limit) if index.text_shapes else ():
         _text(buf, s, ln, index, out)

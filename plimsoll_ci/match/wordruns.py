@@ -2,50 +2,25 @@
 the next one or two make a key some entry has (the entries' word run lengths), and, for a set
 whose entries carry tags, when its word's tag is some entry's (its first four bytes, ASCII
 letters lowered, and its length, hashed with the set's multiplier). The compiled part does it in
-one pass when it is built, finding the runs too and handing back only the candidates, each
-with the window of runs `extract` reads (`word_windows`: a buffer of source brings one run per
-six bytes); numpy's passes do the same otherwise (`text_candidates`)."""
+one pass for a buffer that takes the compiled passes, finding the runs too and handing back only
+the candidates, each with the window of runs `extract` reads (`word_windows`: a buffer of source
+brings one run per six bytes); the pure-Python passes (`extract._texts_small`) do the same."""
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Collection, Iterator
-from typing import Any, NamedTuple
 
 from plimsoll_ci.match import classes as _classes
-from plimsoll_ci.match.ascii import CASE_BIT, NON_ASCII
 from plimsoll_ci.match.index import TAG_BITS, ValueIndex
-from plimsoll_ci.match.workspace import work_array
-
-# Four bytes at once (the first-word tag): bit 6 is set in letters, CASE_BIT in lower case,
-# NON_ASCII in bytes past ASCII.
-_EACH4 = 0x01010101
-_BIT6_4, _CASE_4, _HIGH_4 = 0x40 * _EACH4, CASE_BIT * _EACH4, NON_ASCII * _EACH4
-
-
-class WordRuns(NamedTuple):
-    starts: Any  # where each word run starts (int32 from the compiled part)
-    lens: Any  # its length
-    count: int  # the first this many are candidates (the rest is context past a `stop`)
-
-
-def text_candidates(buf: bytes, runs: WordRuns, index: ValueIndex) -> Any:  # noqa: ANN401
-    """The indexes (into `runs`) of the candidate runs, in order, with numpy's passes: where the
-    compiled part is not built, or for a buffer past its int32 places (it picks the same runs
-    inside `word_windows`)."""
-    import numpy as np
-
-    one, two, pre3, w3, tag_ok, _ = _tables(index)
-    return _candidates_np(np.frombuffer(buf, dtype=np.uint8), runs,
-                          (one, two, pre3, w3, tag_ok), index.mult)
 
 
 def word_windows(buf: bytes, cls, limit: int,  # noqa: ANN001
                  index: ValueIndex) -> Iterator[tuple[int, tuple[int, ...], list[int]]]:
     """With the compiled part: the word runs of `buf` (`cls`: its class bytes) that start before
-    `limit` and that `text_candidates` picks, each with the window of `index.max_runs` runs
+    `limit` and that a text entry could start at, each with the window of `index.max_runs` runs
     from it: (its start, the runs' lengths, their ends; a run past the last: length -1 and the
-    last run's end), what `_candidates_np` and the windows `extract` takes from them give.
+    last run's end), the windows `extract._texts_small` reads.
     The compiled call hands back only the candidates' rows (int32), read a batch at a time."""
     from plimsoll_ci.match.classes import C_WORD
 
@@ -119,69 +94,3 @@ def _joined_tables(index: ValueIndex) -> tuple[bool, bytes]:
     parts.append(array("q", sorted(wanted[2])).tobytes())
     index._word_joined = (tagged, b"".join(parts))  # type: ignore[attr-defined]
     return index._word_joined  # type: ignore[attr-defined]
-
-
-def _tables(index: ValueIndex) -> tuple:
-    """`_joined_tables` as numpy arrays (`one`, `two`, `pre3`, `w3`, `tag_ok` or None), and
-    joined: what numpy's passes read where the compiled part is not built."""
-    import numpy as np
-
-    cached = getattr(index, "_word_tables", None)
-    if cached is not None:
-        return cached
-    tagged, joined = _joined_tables(index)
-    at = 0
-    cut = []
-    for size in (256, 65536, 65536, (1 << TAG_BITS) if tagged else 0):
-        cut.append(np.frombuffer(joined, dtype=bool, count=size, offset=at))
-        at += size
-    one, two, pre3, tag_ok = cut
-    w3 = np.frombuffer(joined, dtype=np.int64, offset=at)
-    index._word_tables = (one, two, pre3, w3, tag_ok if tagged else None, joined)  # type: ignore[attr-defined]
-    return index._word_tables  # type: ignore[attr-defined]
-
-
-def _candidates_np(a, runs: WordRuns, tables: tuple, mult: int):  # noqa: ANN001, ANN202
-    """`text_candidates` with numpy's passes, where the compiled part is not built."""
-    import numpy as np
-
-    starts, lens, n_cand = runs
-    one, two, pre3, w3, tag_ok = tables
-    nl = len(lens)
-    # Lengths clipped to 255 as bytes, then the first one or two of a key looked up in tables
-    # (a byte and a byte pair index them); a third length is checked on the survivors only.
-    lc = work_array("lc", nl + 2, np.uint16)
-    np.minimum(lens, 255, out=lc[:nl], casting="unsafe")
-    lc[nl:] = 0  # past the last run: no run (as a length of 0 never is)
-    pair = work_array("pair", nl, np.uint16)
-    np.left_shift(lc[:nl], 8, out=pair)
-    np.bitwise_or(pair, lc[1 : nl + 1], out=pair)
-    sel = two[pair]
-    if one.any():
-        sel |= one[lc[:nl]]
-    if len(w3):
-        c3 = np.flatnonzero(pre3[pair])
-        if len(c3):
-            k3 = (pair[c3].astype(np.int64) << 8) | lc[c3 + 2]
-            hit = w3[np.minimum(np.searchsorted(w3, k3), len(w3) - 1)] == k3
-            sel[c3[hit]] = True
-    cand = np.flatnonzero(sel[:n_cand])
-    if tag_ok is not None and len(cand):
-        # the tag of the first word: its first four bytes lowercased, and its length
-        cs, cl = starts[cand], lens[cand]
-        tp = work_array("tp", len(a) + 4, np.uint8)
-        tp[: len(a)] = a
-        tp[len(a) :] = 0
-        w4 = np.ndarray(shape=(len(a),), dtype="<u4", buffer=tp, strides=(1,))[cs]
-        nb = np.minimum(cl, 4).astype(np.uint64)
-        key = w4.astype(np.uint64) & ((np.uint64(1) << (np.uint64(8) * nb)) - np.uint64(1))
-        # within a word, bytes 0x40-0x5f are the upper-case letters: set their CASE_BIT
-        b6 = key & np.uint64(_BIT6_4)
-        up = b6 & ~((key & np.uint64(_CASE_4)) << np.uint64(1)) \
-            & ~((key & np.uint64(_HIGH_4)) >> np.uint64(1))
-        key |= up >> np.uint64(1)
-        key |= np.minimum(cl, 255).astype(np.uint64) << np.uint64(32)
-        with np.errstate(over="ignore"):
-            tag = (key * np.uint64(mult)) >> np.uint64(64 - TAG_BITS)
-        cand = cand[tag_ok[tag]]
-    return cand

@@ -28,22 +28,19 @@ folder (`plimsoll/clean-*`, a `scan.VerdictCache`), keyed by git blob id (comput
 output; the shipped path for a name) with the content's size, in a file named by the withheld
 set's digest, the limits and the engine's version; a finding or a note is never cached, so a
 cached run reports exactly what a fresh run would, bytes scanned included. The staged config's
-parse is remembered by content in the user's cache (`configmemo`), and, where the engine's
-compiled part is not built (numpy's passes then scan large buffers), a cold run's blob read
-starts numpy's import meanwhile (`read_blobs`). A pre-commit run collects no cycles while it
+parse is remembered by content in the user's cache (`configmemo`); the engine imports no numpy,
+with its compiled part or without it. A pre-commit run collects no cycles while it
 runs (`pool.collector_paused`), and the program ends once a hook's output is out (the command's
 `QUICK_EXIT`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
 import os
 import sys
-import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -171,40 +168,10 @@ def scan_files(repo: Path, files: Sequence[ship.ShippedFile], config: ship.Confi
     does not already know them clean."""
     session = ShipScan(wset, make_limits(config.limits, str(config.path)), cache,
                        decide_mode(config.mode, wset.mode),
-                       read=functools.partial(read_blobs, repo))
+                       read=functools.partial(git.read_blobs, repo))
     for n in wset.notes:  # a key given for an unkeyed set: said in the report
         session.note(n)
     return session.scan(ship.items(files))
-
-
-NUMPY_WITH_BLOBS = 256  # a batch of this many unread blobs is large enough to take numpy's path
-
-
-def read_blobs(repo: Path, oids: list[str]) -> dict[str, bytes]:
-    """`git.read_blobs`, and, for `NUMPY_WITH_BLOBS` blobs or more (a cold run: the engine will
-    join them into buffers past its pure-Python size) where the engine's compiled part is not
-    built (its large-buffer passes are then numpy's), numpy's import in a thread while git
-    reads: the scan runs this in a thread of its own while it checks the names, and numpy's
-    import (50-90 ms) would otherwise start only when the blobs are in. Its import is over when
-    this returns (inside the scan's one-OpenBLAS-thread window). With the compiled part the
-    engine never imports numpy."""
-    if len(oids) < NUMPY_WITH_BLOBS or "numpy" in sys.modules:
-        return git.read_blobs(repo, oids)
-    from plimsoll_ci.match import classes  # (the engine imports it next: the scan needs it)
-
-    if classes.native is not None:
-        return git.read_blobs(repo, oids)
-    loading = threading.Thread(target=_import_numpy, name="plimsoll-import-numpy")
-    loading.start()
-    try:
-        return git.read_blobs(repo, oids)
-    finally:
-        loading.join()
-
-
-def _import_numpy() -> None:
-    with contextlib.suppress(ImportError):  # the engine says so itself if it needs numpy
-        import numpy  # noqa: F401
 
 
 def load_set(config: ship.Config, key: bytes | None = None) -> Any:

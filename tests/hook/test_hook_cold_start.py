@@ -1,8 +1,7 @@
 """The hook's start-up: it loads the matching engine only when some content needs scanning, never
-numpy when the engine's compiled part is built (without it, only when a scan is large: a
-commit's few small files never pay its import; a cold run's many blobs start it while git reads
-them), the YAML parser and pathspec only when the staged config is new to it, and the report's
-modules only when there is something to report."""
+numpy (the engine's passes are compiled or pure Python, whatever the scan's size), the YAML
+parser and pathspec only when the staged config is new to it, and the report's modules only when
+there is something to report."""
 
 from __future__ import annotations
 
@@ -71,69 +70,57 @@ def test_a_hook_run_with_a_finding_loads_the_report(harness: Path) -> None:
 
 READ = """
 import sys
-from pathlib import Path
-from plimsoll_ci import git
-from plimsoll_ci.shipscan import hook
+from plimsoll_ci.cli import main
 from plimsoll_ci.match import classes
-repo, n, built = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "built"
-if not built:  # as installed without a C compiler
+if sys.argv[1] != "built":  # as installed without a C compiler
     classes.native = None
-oids = [e.oid for e in git.index_entries(repo)][:n]
-blobs = hook.read_blobs(repo, oids)
-print(len(blobs), "numpy" in sys.modules)
+rc = main(["hook", "ship-scan"])
+print(rc, "numpy" in sys.modules)
 """
 
 
-def test_reading_a_cold_runs_many_blobs_loads_numpy_meanwhile_only_without_the_compiled_part(
-        tmp_path: Path) -> None:
+def test_a_cold_run_of_many_blobs_never_loads_numpy_with_the_compiled_part_or_without(
+        harness: Path) -> None:
+    # (its passes were numpy's without the compiled part: a cold run started numpy's import,
+    # 50-90 ms, while git read the blobs)
     from plimsoll_ci.match import classes
-    from plimsoll_ci.shipscan import hook
 
-    repo = tmp_path / "many"
-    (repo / "src").mkdir(parents=True)
-    git(repo, "init", "-q")
-    n = hook.NUMPY_WITH_BLOBS
-    for i in range(n):
-        (repo / "src" / f"f{i}.txt").write_text(f"file {i}\n")
-    git(repo, "add", "-A")
-    cases = [("portable", n, True), ("portable", n - 1, False), ("portable", 3, False)]
-    if classes.native is not None:  # its large-buffer passes need no numpy
-        cases.append(("built", n, False))
-    for build, count, numpy in cases:
-        p = subprocess.run([sys.executable, "-c", READ, str(repo), str(count), build],
+    many = harness / "viewer" / "many"
+    many.mkdir()
+    for i in range(300):  # past the compiled passes' size once joined into a batch
+        (many / f"part{i:03d}.txt").write_text(f"part {i} of the viewer, a line of its words\n")
+    git(harness, "add", "-A")
+    for build in ["pure-python"] + (["built"] if classes.native is not None else []):
+        shutil.rmtree(harness / ".git" / "plimsoll", ignore_errors=True)  # cold each time
+        p = subprocess.run([sys.executable, "-c", READ, build], cwd=harness,
                            capture_output=True, text=True, env=hook_env())
-        assert p.stdout.split() == [str(count), str(numpy)], p.stderr
+        assert p.stdout.split() == ["0", "False"], (build, p.stderr)
 
 
 COLD_RUN = """
 import sys
-from plimsoll_ci.shipscan import hook
 from plimsoll_ci.cli import main
 from plimsoll_ci.match import classes
 when = sys.argv.pop(1)
-if when != "built":  # as installed without a C compiler: numpy's passes
+if when != "built":  # as installed without a C compiler: the pure-Python passes
     classes.native = None
-if when == "late":
-    hook.NUMPY_WITH_BLOBS = 10**9
 rc = main(sys.argv[1:])
 print("numpy" in sys.modules, file=sys.stderr)
 raise SystemExit(rc)
 """
 
 
-def test_a_cold_run_finds_the_same_with_the_compiled_part_and_numpy_loaded_early_or_late(
+def test_a_cold_run_finds_the_same_with_the_compiled_part_and_without_it(
         harness: Path) -> None:
     from plimsoll_ci.match import classes
-    from plimsoll_ci.shipscan import hook
 
     (harness / "plimsoll.yaml").write_text(  # globs only: every content is a blob to read
         "withheld: withheld.json\nkey: {env: PLIMSOLL_WITHHELD_KEY}\n"
         "ship:\n  viewer:\n    include: ['viewer/**', 'tasks/**']\n")
     many = harness / "viewer" / "many"
     many.mkdir()
-    # ~15 KB in all: the engine's pure-Python path, or its large-buffer passes from 4 KB (with
-    # the compiled part, or once numpy is loaded)
-    for i in range(hook.NUMPY_WITH_BLOBS + 20):
+    # ~15 KB in all: the engine's pure-Python passes, or its compiled passes from 4 KB
+    for i in range(276):
         (many / f"part{i:03d}.txt").write_text(f"part {i} of the viewer, a line of its words\n")
     (many / "part007.txt").write_text(f"seed={SEED}\n")
     (many / "part100.txt").write_text(base64.b64encode(SEED.encode()).decode())
@@ -141,7 +128,7 @@ def test_a_cold_run_finds_the_same_with_the_compiled_part_and_numpy_loaded_early
     (many / f"replay-{SEED}.txt").write_text("a name\n")
     git(harness, "add", "-A")
     outputs = []
-    runs = [("late", False), ("early", True)]
+    runs = [("pure-python", False)]
     if classes.native is not None:
         runs.append(("built", False))
     for when, numpy in runs:

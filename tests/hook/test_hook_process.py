@@ -149,8 +149,8 @@ def test_a_loaded_sets_value_entries_are_the_records_the_constructor_makes() -> 
 
 def test_the_hooks_blob_read_gives_each_blob_as_git_shows_it_and_refuses_a_missing_one(
         tmp_path: Path) -> None:
+    from plimsoll_ci import git as plimsoll_git  # (the hook reads its blobs with it)
     from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.shipscan import hook
 
     repo = tmp_path / "blobs"
     repo.mkdir()
@@ -161,11 +161,11 @@ def test_the_hooks_blob_read_gives_each_blob_as_git_shows_it_and_refuses_a_missi
         (repo / f"f{i:03d}").write_bytes(data)
     git(repo, "add", "-A")
     oids = [e.split()[1] for e in git(repo, "ls-files", "-s").splitlines()]
-    got = hook.read_blobs(repo, [*oids, oids[3]])  # (a blob asked twice is read once)
+    got = plimsoll_git.read_blobs(repo, [*oids, oids[3]])  # (a blob asked twice is read once)
     assert list(got) == list(dict.fromkeys(oids))
     for oid in oids:
         shown = subprocess.run(["git", "cat-file", "blob", oid], cwd=repo, capture_output=True,
                                check=True).stdout
         assert got[oid] == shown
     with pytest.raises(BadInput, match="is missing"):
-        hook.read_blobs(repo, [oids[0], "1" * 40])
+        plimsoll_git.read_blobs(repo, [oids[0], "1" * 40])

@@ -10,7 +10,7 @@ import pytest
 
 from plimsoll_ci.match import classes
 
-SOURCES = [Path(classes.__file__).with_name(name) for name in ("_runs.c", "_numbers.c", "_texts.c", "_b64.c")]
+SOURCES = [Path(classes.__file__).with_name(name) for name in ("_passes.c", "_numbers.c", "_texts.c", "_b64.c")]
 IN_CI = os.environ.get("CI") == "true"
 
 

@@ -1,14 +1,16 @@
-"""The compiled runs (`match/_runs.c`) are the runs numpy finds, and a plain loop finds.
+"""The compiled runs (`match/_passes.c`) are the runs a plain loop and the pure-Python passes find.
 
 The compiled part is optional: a machine that installs the package without a C compiler finds the
-same runs with numpy. So each claim here holds for the SSE2 build, for the portable build (the
-path other processors take, built here with `PLIMSOLL_RUNS_PORTABLE`), and against numpy's
-passes. In CI the compiled part must be there: a missing build fails instead of skipping.
+same values with the pure-Python passes (`re`). So each claim here holds for the SSE2 build, for
+the portable build (the path other processors take, built here with `PLIMSOLL_PASSES_PORTABLE`),
+against a plain reference. In CI the compiled part must be there: a missing build fails instead
+of skipping.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 
@@ -17,7 +19,7 @@ import pytest
 from nativekit import IN_CI, need
 
 from plimsoll_ci.match import b64, candidates, classes, decode
-from plimsoll_ci.match.classes import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER, C_WORD
+from plimsoll_ci.match.classes import C_B64, C_DIGIT, C_LOWER, C_UPPER, C_WORD
 
 
 def reference(cls: bytes, bit: int, minimum: int) -> list[tuple[int, int, int]]:
@@ -104,38 +106,46 @@ def source_like(rng: random.Random) -> bytes:
                    for _ in range(rng.randint(1, 20000))).encode()
 
 
+def kept_the_plain_way(buf: bytes, pad: bool) -> list[tuple[int, int]]:
+    """The base64 (`pad`) or hex runs of `buf` that may be encoded, from `re` and the checks the
+    pure-Python passes make of each run (`b64.looks_base64`; a hex run's length and nibbles)."""
+    out = []
+    for a, e in candidates.runs(buf, b64.run_re() if pad else decode._hex_run(), pad, None):
+        tok = buf[a:e]
+        if pad:
+            if b64.looks_base64(tok):
+                out.append((a, e))
+            continue
+        bad, n = candidates.high_bad(tok), e - a
+        if n % 2 == 0 and (bad == 0 and n >= 16 if tok.isdigit() else bad * 5 <= n // 2):
+            out.append((a, e))
+    return out
+
+
 @pytest.mark.parametrize("seed", range(3))
-def test_class_runs_and_encoded_runs_are_numpys_with_the_compiled_part(
-        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    # What the engine asks for (word and digit runs; base64 and hex candidates) is the same
-    # with the compiled part as with numpy's passes.
+def test_encoded_runs_the_compiled_part_keeps_are_those_the_plain_checks_keep(seed: int) -> None:
+    # The base64 and hex candidates the engine asks the compiled part for are the runs `re`
+    # finds that the pure-Python passes' checks keep.
     need(classes.native, "the compiled runs")
     rng = random.Random(seed)
     for _ in range(8):
         buf = source_like(rng)
         cl = classes.byte_classes(buf)
-        with_native = [cl.runs(bit) for bit in (C_DIGIT, C_WORD, C_UPPER, C_LOWER, C_HEX, C_B64)]
-        rx = (decode._hex_run(), b64.run_re())  # (by `pad`: hex, base64)
-        regions = [candidates.runs(buf, rx[pad], pad, cl) for pad in (True, False)]
-        monkeypatch.setattr(classes, "native", None)
-        with_numpy = [cl.runs(bit) for bit in (C_DIGIT, C_WORD, C_UPPER, C_LOWER, C_HEX, C_B64)]
-        for (s1, e1), (s2, e2) in zip(with_native, with_numpy, strict=True):
-            assert s1.tolist() == s2.tolist() and e1.tolist() == e2.tolist()
-        for pad, got in zip((True, False), regions, strict=True):
-            assert got == candidates.runs(buf, rx[pad], pad, cl)
-        monkeypatch.undo()
+        for pad in (True, False):
+            rx = b64.run_re() if pad else decode._hex_run()
+            assert candidates.runs(buf, rx, pad, cl) == kept_the_plain_way(buf, pad), pad
         cl.release()
 
 
 def test_the_installed_package_carries_its_compiled_part_in_ci() -> None:
     # CI installs the package as its README says; the compiled part must come with it there,
-    # or every scan silently takes the slower numpy passes.
+    # or every scan silently takes the slower pure-Python passes.
     if not IN_CI:
         pytest.skip("checked in CI (CI=true), where the package is installed with a compiler")
-    assert classes.native is not None, f"plimsoll_ci.match._runs did not build ({sys.version})"
+    assert classes.native is not None, f"plimsoll_ci.match._passes did not build ({sys.version})"
 
 
-def test_compiled_classes_are_the_table_gathers_classes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compiled_classes_are_the_tables_classes() -> None:
     need(classes.native, "the compiled runs")
     rng = random.Random(3)
     bufs = [bytes(range(256)) * 3, b"", b"a", b"ab", bytes(range(255, -1, -1))]
@@ -144,12 +154,7 @@ def test_compiled_classes_are_the_table_gathers_classes(monkeypatch: pytest.Monk
         compiled_cls = classes.byte_classes(buf)
         got = compiled_cls.padded.tolist()
         compiled_cls.release()
-        with monkeypatch.context() as m:
-            m.setattr(classes, "native", None)
-            numpy_cls = classes.byte_classes(buf)
-            assert got == numpy_cls.padded.tolist()
-            numpy_cls.release()
-        assert got[0] == got[-1] == 0 and len(got) == len(buf) + 2
+        assert got == [0, *buf.translate(classes._cls_lut_bytes()), 0]
     with pytest.raises(ValueError):
         classes.native.classify(b"abc", bytes(255), bytearray(3))
     with pytest.raises(ValueError):
@@ -164,9 +169,9 @@ def test_compiled_base64_refuses_runs_outside_the_text() -> None:
     for starts, ends in ((i32, i32 + 9), (i32 + 2, i32 + 1), (i32 - 1, i32 + 2),
                          (i32, np.array([1, 2], dtype=np.int32))):
         with pytest.raises(ValueError):
-            classes.native.b64_runs(b"QUJD", starts, ends)
-    data, good = classes.native.b64_runs(b"QUJDRA-_+/", np.array([0, 6], dtype=np.int32),
-                                         np.array([6, 10], dtype=np.int32))
+            classes.native.b64_runs(b"QUJD", starts.tobytes(), ends.tobytes())
+    data, good = classes.native.b64_runs(b"QUJDRA-_+/", np.array([0, 6], dtype=np.int32).tobytes(),
+                                         np.array([6, 10], dtype=np.int32).tobytes())
     assert data[:4] == b"ABCD" and list(good) == [1, 0]  # (the second mixes both alphabets)
 
 
@@ -185,27 +190,26 @@ def test_compiled_base64_candidates_are_refused_for_classes_of_another_text() ->
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_base64_runs_kept_and_what_follows_each_are_numpys(module: object, seed: int,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    # The compiled call that hands back only the base64 runs kept gives the runs numpy keeps,
-    # and for each the length of the next run of 6+ (what says whether a wrapped block may start
-    # there), 0 after the last one.
+def test_base64_runs_kept_and_what_follows_each_are_the_plain_ones(module: object,
+                                                                   seed: int) -> None:
+    # The compiled call that hands back only the base64 runs kept gives the runs the plain
+    # checks keep, and for each the length of the next run of 6+ (what says whether a wrapped
+    # block may start there), 0 after the last one.
     rng = random.Random(seed)
     kept = 0
     for _ in range(12):
         buf = source_like(rng) + rng.choice([b"", b"QUJDRA", b"QUJDRA=", b"aGVsbG8gd29ybGQ"])
-        with monkeypatch.context() as m:
-            m.setattr(classes, "native", None)
-            cl = classes.byte_classes(buf)
-            every = candidates.long_runs(buf, True, cl)
-            starts, ends = candidates.kept_runs(buf, True, cl, every)
-            second = candidates.following(ends, every)
-        m_cls = cl.padded[1 : len(buf) + 1]
-        pairs, nexts = module.base64_kept(m_cls, buf, C_B64, C_UPPER | C_LOWER)
-        t = np.frombuffer(pairs, dtype=np.int32)
-        assert t[0::2].tolist() == starts.tolist() and t[1::2].tolist() == ends.tolist()
-        assert np.frombuffer(nexts, dtype=np.int32).tolist() == second.tolist()
-        kept += len(starts)
+        every = [(m.start(), m.end()) for m in re.finditer(rb"[A-Za-z0-9+/_-]{6,}", buf)]
+        want, second = [], []
+        for i, (a, e) in enumerate(every):
+            if buf[e : e + 1] == b"=" or b64.looks_base64(buf[a:e]):
+                want += [a, e]
+                second.append(every[i + 1][1] - every[i + 1][0] if i + 1 < len(every) else 0)
+        pairs, nexts = module.base64_kept(buf.translate(classes._cls_lut_bytes()), buf, C_B64,
+                                          C_UPPER | C_LOWER)
+        assert np.frombuffer(pairs, dtype=np.int32).tolist() == want
+        assert np.frombuffer(nexts, dtype=np.int32).tolist() == second
+        kept += len(second)
     assert kept
     text = b"MzEuNQ== NotImplementedError abcdefghijklm"
     cl = classes.byte_classes(text)
@@ -230,7 +234,7 @@ for _ in range(400):
     dense = bytes(rng.choice(b"0123456789.:,_eExob+- ") for _ in range(n))
     def arr():
         return np.array([rng.randint(-2**31, 2**31 - 1) if rng.random() < 0.3
-                         else rng.randint(-3, n + 3) for _ in range(k)], dtype=np.int32)
+                         else rng.randint(-3, n + 3) for _ in range(k)], dtype=np.int32).tobytes()
     calls = [
         (N.runs, (text, rng.randint(-2, 300), rng.randint(-2, 100), rng.random() < 0.5)),
         (N.base64_runs, (text, rb(n) if rng.random() < 0.9 else rb(max(n - 1, 0)),

@@ -1,4 +1,4 @@
-"""The compiled words and lines (`match/_texts.c`) are what the Python and numpy paths give.
+"""The compiled words and lines (`match/_texts.c`) are what the pure-Python passes give.
 
 Text candidates with their windows of word runs, the lines that hold escapes, the lines of a
 wrapped base64 block and spans joined with a separator: each compared with its reference on
@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import base64
 import random
+import re
 
 import numpy as np
 import pytest
 
 from plimsoll_ci.match import b64, classes, decode, wordruns
 from plimsoll_ci.match.classes import C_ESC, C_WORD
-from plimsoll_ci.match.index import SEEN_CANDIDATES, TAG_BITS
+from plimsoll_ci.match.index import SEEN_CANDIDATES, TAG_BITS, word_tag
 from plimsoll_ci.shipscan.scan import Scanner
 from plimsoll_ci.withheld import build_set, parse
 
 
-def numpy_classes(buf: bytes, monkeypatch: pytest.MonkeyPatch) -> classes.ByteClasses:
-    with monkeypatch.context() as m:
-        m.setattr(classes, "native", None)
-        return classes.byte_classes(buf)
+def plain_classes(buf: bytes) -> bytes:
+    """The class bytes of `buf`, one table lookup a byte (no compiled pass)."""
+    return buf.translate(classes._cls_lut_bytes())
 
 
 # --------------------------------------------------------------------------- text candidates
@@ -46,49 +46,49 @@ def words(rng: random.Random) -> bytes:
     return (out + rng.choice(["", "a", "ab", "abc", "x y", "é"])).encode()
 
 
-def reference_windows(buf: bytes, index: object, limit: int,
-                      monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
-    """The rows `word_windows` gives, made as `extract._texts_np` made them with numpy: every
-    word run, numpy's candidates among those that start before `limit`, each one's k runs."""
-    cl = numpy_classes(buf, monkeypatch)
-    with monkeypatch.context() as m:
-        m.setattr(classes, "native", None)
-        starts, ends = cl.runs(C_WORD)
-    lens = ends - starts
-    count = int(np.searchsorted(starts, limit))
-    one, two, pre3, w3, tag_ok, _ = wordruns._tables(index)
-    idx = wordruns._candidates_np(np.frombuffer(buf, dtype=np.uint8),
-                                  wordruns.WordRuns(starts, lens, count),
-                                  (one, two, pre3, w3, tag_ok), index.mult)
-    k = index.max_runs
-    at = idx[:, None] + np.arange(k)
-    win = np.minimum(at, len(lens) - 1)
-    rows = np.hstack([np.where(at >= len(lens), -1, starts[win]), ends[win]]) if len(idx) \
-        else np.zeros((0, 2 * k), dtype=np.int64)
-    return rows.tolist()
+def reference_windows(buf: bytes, index: object, limit: int) -> list[list[int]]:
+    """The rows `word_windows` gives, found the plain way: every word run (`re`), those that
+    start before `limit` whose first one to three lengths (clipped to 255, 0 past the last run)
+    are an entry's and, for a tagged set, whose first word's tag is an entry's, each with the
+    starts and the ends of its k runs (past the last: start -1, the last run's end)."""
+    runs = [(m.start(), m.end()) for m in re.finditer(rb"[0-9A-Za-z\x80-\xff]+", buf)]
+    keys = {tuple(min(x, 255) for x in lengths[:3]) for lengths in index.text_runs}
+    k, rows = index.max_runs, []
+    for i, (s, e) in enumerate(runs):
+        if s >= limit:
+            break
+        lens = [min(b - a, 255) for a, b in runs[i : i + 3]] + [0, 0]
+        if not any(tuple(lens[:n]) in keys for n in (1, 2, 3)):
+            continue
+        if not index.untagged and word_tag(buf[s:e].lower(), index.mult) not in index.tags:
+            continue
+        window = [runs[min(i + r, len(runs) - 1)] for r in range(k)]
+        rows.append([a if i + r < len(runs) else -1 for r, (a, _) in enumerate(window)]
+                    + [b for _, b in window])
+    return rows
 
 
 @pytest.mark.parametrize("keyed", [False, True])
-def test_text_candidates_and_their_windows_are_numpys(keyed: bool, module: object,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_text_candidates_and_their_windows_are_the_plain_ones(keyed: bool,
+                                                              module: object) -> None:
     # One compiled call finds the word runs, picks the candidates (keys of one to three run
     # lengths, lengths over 255 clipped, the first word's tag under a public or keyed multiplier)
-    # among those that start before a limit, and gives each one's window of runs: numpy's rows.
+    # among those that start before a limit, and gives each one's window of runs.
     rng = random.Random(11 + keyed)
     key = b"k" * 32 if keyed else None
     picked = 0
     for texts in TEXT_SETS:
         doc, _ = build_set(values=[(f"t{i}", t) for i, t in enumerate(texts)], key=key)
         index = Scanner(parse(doc, key=key)).index
-        _, _, _, _, tag_ok, joined = wordruns._tables(index)
+        tagged, joined = wordruns._joined_tables(index)
         for _ in range(5):
             buf = words(rng)
-            cls = numpy_classes(buf, monkeypatch).cls.tobytes()
+            cls = plain_classes(buf)
             for limit in sorted({-1, 0, len(buf) // 3, len(buf), len(buf) + 7}):
                 rows = module.word_windows(cls, buf, C_WORD, limit, joined, index.mult,
-                                           0 if tag_ok is None else TAG_BITS, index.max_runs)
+                                           TAG_BITS if tagged else 0, index.max_runs)
                 got = np.frombuffer(rows, dtype=np.int32).reshape(-1, 2 * index.max_runs)
-                assert got.tolist() == reference_windows(buf, index, limit, monkeypatch), (
+                assert got.tolist() == reference_windows(buf, index, limit), (
                     texts, limit)
                 picked += len(got)
     assert picked  # (the buffers hold the entries' words: there was something to pick)
@@ -136,21 +136,16 @@ def escapes(rng: random.Random) -> bytes:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_escape_lines_are_the_lines_the_python_search_finds(seed: int, module: object,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_escape_lines_are_the_lines_the_python_search_finds(seed: int, module: object) -> None:
     # (line start, line end, first escape) of each line with an escape or an entity: the
-    # compiled pass over the leads is `re`'s search from each line's first lead, with or
-    # without byte classes, to the last byte of the buffer.
+    # compiled pass over the leads is `re`'s search from each line's first lead, to the last
+    # byte of the buffer.
     rng = random.Random(seed)
     found = 0
     for _ in range(60):
         buf = escapes(rng)
-        cl = numpy_classes(buf, monkeypatch)
-        with monkeypatch.context() as m:
-            m.setattr(classes, "native", None)
-            want = list(decode.escape_lines(buf, cl))
-            assert list(decode.escape_lines(buf, None)) == want
-        rows = np.frombuffer(module.escape_lines(cl.cls.tobytes(), buf, C_ESC), dtype=np.int32)
+        want = list(decode.escape_lines(buf, None))
+        rows = np.frombuffer(module.escape_lines(plain_classes(buf), buf, C_ESC), dtype=np.int32)
         assert [tuple(r) for r in rows.reshape(-1, 3).tolist()] == want, buf
         found += len(want)
     assert found

@@ -20,7 +20,7 @@ from decimal import Decimal
 
 import pytest
 
-from plimsoll_ci.match import decode, extract
+from plimsoll_ci.match import classes, decode, extract
 from plimsoll_ci.shipscan.scan import Scanner
 from plimsoll_ci.withheld import build_set, parse
 
@@ -41,10 +41,12 @@ def prefixed(rng: random.Random, v: int) -> str:
 
 def matches(buf: bytes, index: object, small: bool) -> list[tuple]:
     out: list = []
-    if small:
+    if small or classes.native is None:
         extract._numbers_small(buf, index, out)
     else:
-        extract._numbers_np(buf, index, None, out)
+        cl = classes.byte_classes(buf)
+        extract._numbers_compiled(buf, index, cl, out)
+        cl.release()
     return sorted((m.start, m.end, tuple(m.entries)) for m in out)
 
 
@@ -102,11 +104,9 @@ def test_runs_that_end_their_line_are_taken_as_the_exact_path_takes_them(
     rng = random.Random(seed)
     buf = near_blocks(rng)
     bounds = decode.Bounds()
-    monkeypatch.setattr(decode, "_SMALL", 1 << 40)
-    monkeypatch.setattr(decode, "_NUMPY_FROM", 1 << 40)
+    monkeypatch.setattr(classes, "COMPILED_FROM", 1 << 40)
     exact = decode.text_regions(buf, bounds)
-    monkeypatch.setattr(decode, "_SMALL", 0)
-    monkeypatch.setattr(decode, "_NUMPY_FROM", 0)
+    monkeypatch.setattr(classes, "COMPILED_FROM", 0)
     assert decode.text_regions(buf, bounds) == exact
     assert any(layer.lines for layer in exact.layers)  # (blocks were there to be found)
     budget = decode.RegionBudget(bounds.max_regions)

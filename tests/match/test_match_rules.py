@@ -12,7 +12,7 @@ import zlib
 import pytest
 from scankit import SEED, make_set, scan_checked, tar_bytes, zip_bytes
 
-from plimsoll_ci.match.extract import SMALL
+from plimsoll_ci.match.classes import COMPILED_FROM
 
 SEED_ID, DEC_ID, TEXT_ID = "seeds.txt:2", "times.txt:1", "labels.txt:1"
 S = SEED.encode()
@@ -109,9 +109,11 @@ NOT_FOUND = [
 ]
 
 
-# Small buffers take a pure-Python path, large ones a numpy path: both must hold every rule.
-# each side of a "large" case alone is past extract.SMALL, so the numpy path runs
-FILLER = b"a line of filler text, 12 words and 0.5 numbers 1_0 0x1 e5 :30\n" * (SMALL // 64 + 1)
+# Small buffers take the pure-Python passes, large ones the compiled passes (where they are
+# built): both must hold every rule. Each side of a "large" case alone is past
+# classes.COMPILED_FROM, so the compiled passes run
+FILLER = b"a line of filler text, 12 words and 0.5 numbers 1_0 0x1 e5 :30\n" \
+    * (COMPILED_FROM // 64 + 1)
 BINARY = ("gzip", "zlib", "bz2", "xz", "zip", "tar", "file name", "folder name")
 
 

@@ -8,12 +8,13 @@ import base64
 import pytest
 from scankit import SEED, make_set, scan_checked
 
-from plimsoll_ci.match.extract import SMALL
+from plimsoll_ci.match.classes import COMPILED_FROM
 from plimsoll_ci.shipscan.scan import Limits
 
 S = SEED.encode()
 SEED_ID, TEXT_ID = "seeds.txt:2", "labels.txt:1"
-FILLER = b"filler line with words, 17 numbers 0.25 and x_y ok\n" * (SMALL // 51 + 1)
+FILLER = b"filler line with words, 17 numbers 0.25 and x_y ok\n" \
+    * (COMPILED_FROM // 51 + 1)
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,13 @@
 """Token edges of docs/matching.md: numbers beside a colon (only a real clock is one token),
 comma-grouped numbers, and underscores at a text value's ends. Each rule on the small (`re`) and
-the large (numpy) path, with a case it must find and a case it must not."""
+the large (compiled) path, with a case it must find and a case it must not."""
 
 from __future__ import annotations
 
 import pytest
 from scankit import LeakGuard, make_set, scan_checked
 
-from plimsoll_ci.match.extract import SMALL
+from plimsoll_ci.match.classes import COMPILED_FROM
 
 VALUES = [("ports.txt:1", "8080"), ("ports.txt:2", "80"), ("ports.txt:3", "22"),
           ("times.txt:1", "31.5"), ("seeds.txt:1", "4820193756"), ("sizes.txt:1", "4820"),
@@ -54,7 +54,8 @@ NOT_FOUND = [
     ("a name without its trailing underscore", b"skip = 1", "names.txt:3"),
 ]
 
-FILLER = b"filler line with words, 17 numbers 0.25 and 3:4 x_y 1_0 ok\n" * (SMALL // 58 + 1)
+FILLER = b"filler line with words, 17 numbers 0.25 and 3:4 x_y 1_0 ok\n" \
+    * (COMPILED_FROM // 58 + 1)
 
 
 @pytest.fixture(scope="module")

@@ -87,7 +87,7 @@ def test_the_sdist_carries_every_example(dist: dict) -> None:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     for rel in ("examples/argon/plimsoll.yaml", "examples/argon/.pre-commit-config.yaml",
                 "examples/squeeze/squeeze.yaml", "examples/workflows/ship-scan.yml",
-                "plimsoll_sim/__init__.py", "plimsoll_ci/match/_runs.h", "setup.py"):
+                "plimsoll_sim/__init__.py", "plimsoll_ci/match/_passes.h", "setup.py"):
         assert rel in names, rel
 
 

@@ -196,7 +196,7 @@ def test_lines_and_columns_are_counted_across_windows(wset):
 
 def test_windows_find_what_one_whole_buffer_finds_on_random_tricky_text(wset):
     sys.path.insert(0, str(TESTS / "match"))
-    from test_match_np_equivalence import randbuf
+    from test_match_compiled_equality import randbuf
 
     rng = random.Random(11)
     values = [*VALUES, ("p:1", "8080"), ("g:1", "4820193756"), ("u:1", "_attrs_to_script")]

@@ -1,18 +1,22 @@
-"""The numpy paths find exactly what the small (pure `re`) paths find, on random tricky buffers.
+"""The compiled passes find exactly what the pure-Python passes (`re`, their one fallback) find,
+on random tricky buffers.
 
-Each with the runs of a class found by the compiled part and by numpy's passes (its fallback).
-Values: `_numbers_np`/`_texts_np` against `_numbers_small`/`_texts_small`, and `find_values` with
-and without shared byte classes; regions: `text_regions` with numpy forced off and on. Sets with
-and without decimals, text entries, and keyed (HMAC) sets.
+Values: `_numbers_compiled`/`_texts_compiled` against `_numbers_small`/`_texts_small`, and
+`find_values` with either forced, with and without shared byte classes; regions: `text_regions`
+with either forced; and the claims about regions made with each (`passes`: the compiled passes,
+and the fallback run explicitly, as a machine without a C compiler runs it). Sets with and
+without decimals, text entries, and keyed (HMAC) sets. `.ci/sanitize` runs these against a build
+with AddressSanitizer and UndefinedBehaviorSanitizer.
 """
 
 from __future__ import annotations
 
+import array
 import base64
-import os
 import random
 
 import pytest
+from nativekit import need
 
 from plimsoll_ci.match import b64, classes, decode, extract
 from plimsoll_ci.shipscan.scan import Scanner
@@ -99,15 +103,14 @@ def _key(m):
     return (m.start, m.end, m.kind, tuple(m.entries))
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def runs_by(request, monkeypatch):
-    """The runs of a class found by the compiled part, or by numpy's passes (its fallback)."""
-    if request.param == "numpy":
+@pytest.fixture(params=["compiled", "pure-python"])
+def passes(request, monkeypatch):
+    """The matching passes a large buffer takes: the compiled ones, or the pure-Python fallback
+    (as without a C compiler: the compiled part taken away)."""
+    if request.param == "pure-python":
         monkeypatch.setattr(classes, "native", None)
-    elif classes.native is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but the compiled part (plimsoll_ci.match._runs) is not built")
-        pytest.skip("the compiled part is not built here (no C compiler at install)")
+    else:
+        need(classes.native, "the compiled part (plimsoll_ci.match._passes)")
     return request.param
 
 
@@ -122,7 +125,8 @@ def scanners():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_numpy_paths_match_the_small_paths(scanners, seed, runs_by, monkeypatch):
+def test_the_compiled_passes_find_what_the_pure_python_passes_find(scanners, seed, monkeypatch):
+    need(classes.native, "the compiled part (plimsoll_ci.match._passes)")
     rng = random.Random(seed)
     for _ in range(15):
         buf = randbuf(rng)
@@ -130,36 +134,34 @@ def test_numpy_paths_match_the_small_paths(scanners, seed, runs_by, monkeypatch)
         for sc in scanners:
             ix = sc.index
             small, big = [], []
+            cl = classes.byte_classes(flat)
             if ix.has_numbers:
                 extract._numbers_small(flat, ix, small)
-                extract._numbers_np(flat, ix, None, big)
+                extract._numbers_compiled(flat, ix, cl, big)
             if ix.has_texts:
                 extract._texts_small(flat, ix, small)
-                extract._texts_np(flat, ix, None, big)
+                extract._texts_compiled(flat, ix, cl, big)
+            cl.release()
             want = sorted(map(_key, small))
             assert sorted(map(_key, big)) == want, buf[:300]
-            monkeypatch.setattr(extract, "SMALL", 1 << 40)
-            monkeypatch.setattr(extract, "NUMPY_FROM", 1 << 40)
+            monkeypatch.setattr(classes, "COMPILED_FROM", 1 << 40)
             assert sorted(map(_key, extract.find_values(buf, ix))) == want
-            monkeypatch.setattr(extract, "SMALL", 1)
+            monkeypatch.setattr(classes, "COMPILED_FROM", 1)  # (an empty buffer has nothing)
             assert sorted(map(_key, extract.find_values(buf, ix))) == want
             assert sorted(map(_key, extract.find_values(buf, ix, extract.byte_classes(buf)))) == want
-            monkeypatch.setattr(extract, "SMALL", 64 * 1024)
+            monkeypatch.setattr(classes, "COMPILED_FROM", 4 * 1024)
         bounds = scanners[0].bounds
-        monkeypatch.setattr(decode, "_SMALL", 1 << 40)
-        monkeypatch.setattr(decode, "_NUMPY_FROM", 1 << 40)
+        monkeypatch.setattr(classes, "COMPILED_FROM", 1 << 40)
         slow = decode.text_regions(buf, bounds)
-        monkeypatch.setattr(decode, "_SMALL", 0)
+        monkeypatch.setattr(classes, "COMPILED_FROM", 0)
         assert decode.text_regions(buf, bounds) == slow
         assert decode.text_regions(buf, bounds, extract.byte_classes(buf)) == slow
-        monkeypatch.setattr(decode, "_SMALL", 64 * 1024)
+        monkeypatch.setattr(classes, "COMPILED_FROM", 4 * 1024)
 
 
-def test_runs_decoded_all_at_once_are_what_each_decodes_to_alone(runs_by: str) -> None:
+def test_runs_decoded_all_at_once_are_what_each_decodes_to_alone(module: object) -> None:
     # Source code brings thousands of base64-looking runs per megabyte; a large buffer's are
-    # decoded in one vectorized pass, which must give what `b64.decode_run` gives each (or nothing).
-    import numpy as np
-
+    # decoded in one compiled pass, which must give what `b64.decode_run` gives each (or nothing).
     rng = random.Random(7)
     alphabets = ["ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
                  "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
@@ -175,12 +177,14 @@ def test_runs_decoded_all_at_once_are_what_each_decodes_to_alone(runs_by: str) -
     for t in toks:
         starts.append(pos)
         pos += len(t) + 1
-    s = np.array(starts, dtype=np.int32)  # (int32, as the compiled runs give them)
-    data, first, last, good = b64.decode_many(buf, s, s + np.array([len(t) for t in toks],
-                                                                   dtype=np.int32))
+    ends = [s + len(t) for s, t in zip(starts, toks, strict=True)]
+    data, good = module.b64_runs(buf, array.array("i", starts).tobytes(),
+                                 array.array("i", ends).tobytes())
+    first = 0  # (each run's bytes from 3 * the quads of the runs before it)
     for i, t in enumerate(toks):
         want = b64.decode_run(t)
-        assert (data[first[i] : last[i]] if good[i] else None) == want, t
+        assert (data[first : first + len(t) * 3 // 4] if good[i] else None) == want, t
+        first += (len(t) + 3) // 4 * 3
 
 
 def _layers_key(dec: decode.Decoded) -> list[tuple]:
@@ -189,7 +193,7 @@ def _layers_key(dec: decode.Decoded) -> list[tuple]:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_regions_in_bulk_are_the_regions_text_regions_gives(seed: int, runs_by: str) -> None:
+def test_regions_in_bulk_are_the_regions_text_regions_gives(seed: int, passes: str) -> None:
     # A batch's plain base64 regions come in bulk (no layer each); with their layers made,
     # they are what `text_regions` gives, notes and all, and the budget counts them alike.
     rng = random.Random(seed)
@@ -236,20 +240,20 @@ def test_a_set_whose_texts_have_no_run_lengths_is_searched_up_to_a_stop() -> Non
 
 
 @pytest.mark.parametrize("tail", [b"", b"%3", b"%", b"\\u004", b"\\x4", b"&", b"&#", b"\\"])
-def test_escape_lines_are_found_from_the_leads_that_could_start_one(tail: bytes, runs_by: str,
+def test_escape_lines_are_found_from_the_leads_that_could_start_one(tail: bytes, passes: str,
                                                                      monkeypatch) -> None:
     # Source code is full of `%s`, `%d` and `\n`: only a lead that the bytes after it could make
-    # an escape or an entity starts the search of its line, in the vectorized pass as in `re`'s.
+    # an escape or an entity starts the search of its line, in the compiled pass as in `re`'s.
     rng = random.Random(len(tail))
     parts = ["print('%s' % x)\n", "s = 'a\\nb'\n", "x = y & z\n", "%d%%\n", "url = '%33%31'\n",
              "'\\x33\\x31' '\\u0033'\n", "&amp; &#51; &lt;\n", "%2d %ZZ \\xZZ \\u12G4\n", "&&\n",
              "%%33 &&amp; \\\\x33 %&\\u0033\n"]  # (leads in a row: each one counts)
     buf = "".join(rng.choice(parts) for _ in range(9000)).encode() + tail
     bounds = decode.Bounds()
-    monkeypatch.setattr(decode, "_SMALL", 1 << 40)
-    monkeypatch.setattr(decode, "_NUMPY_FROM", 1 << 40)
+    monkeypatch.setattr(classes, "COMPILED_FROM", 1 << 40)
     slow = decode.text_regions(buf, bounds)
-    monkeypatch.setattr(decode, "_SMALL", 0)
+    monkeypatch.setattr(classes, "COMPILED_FROM", 0)
     assert decode.text_regions(buf, bounds) == slow
-    assert decode.text_regions(buf, bounds, extract.byte_classes(buf)) == slow  # (from classes)
+    if passes == "compiled":  # (from classes)
+        assert decode.text_regions(buf, bounds, extract.byte_classes(buf)) == slow
     assert any(x.chain.startswith(("percent", "escapes", "html")) for x in slow.layers)

@@ -1,11 +1,12 @@
-"""With the compiled part built, a large buffer is scanned without numpy: its results are read as
-bytes and lists, and the base64 regions' bounds and bulk are compiled too (`_b64.c`). What it
-finds is what numpy's passes (the fallback without a C compiler) find, byte for byte: values in
-the same order, decoded layers, bulk regions and notes, and a whole scan's findings, in both
-builds of the compiled part (SSE2 and portable). A hook-sized scan never imports numpy."""
+"""A large buffer scanned by the compiled passes gives what the pure-Python passes (the fallback
+without a C compiler, run here explicitly) give: the same values, decoded regions (in layers or
+in bulk) and notes, and a whole scan's findings, in both builds of the compiled part (SSE2 and
+portable); the base64 regions' bounds and bulk (`_b64.c`) are what a plain loop makes of the
+runs. The engine never imports numpy, with the compiled part or without it."""
 
 from __future__ import annotations
 
+import array
 import base64
 import json
 import random
@@ -15,7 +16,8 @@ import sys
 import pytest
 from nativekit import need
 
-from plimsoll_ci.match import b64, candidates, classes, decode, extract
+from plimsoll_ci.engine import Limits
+from plimsoll_ci.match import b64, classes, decode, extract
 from plimsoll_ci.match.classes import C_B64, C_LOWER, C_UPPER
 from plimsoll_ci.shipscan.scan import Scanner
 from plimsoll_ci.withheld import build_set, parse
@@ -101,14 +103,14 @@ def corpus(rng: random.Random, size: int) -> bytes:
 
 
 def _matches(ms: list) -> list[tuple]:
-    return [(m.start, m.end, m.kind, tuple(m.entries)) for m in ms]
+    return sorted((m.start, m.end, m.kind, tuple(m.entries)) for m in ms)
 
 
 def _decoded(dec: decode.Decoded) -> tuple:
-    bulk = None
-    if dec.bulk is not None:
-        bulk = ([int(x) for x in dec.bulk.offsets], dec.bulk.data, list(dec.bulk.places))
-    return ([tuple(x) for x in dec.layers], dec.notes, dec.stopped, bulk)
+    """Its regions, whether in layers or in bulk (only the compiled passes make a bulk), and its
+    notes, each in order."""
+    bulk = [dec.bulk.layer(i) for i in range(len(dec.bulk.offsets))] if dec.bulk else []
+    return (sorted(tuple(x) for x in [*dec.layers, *bulk]), sorted(dec.notes), dec.stopped)
 
 
 def _everything(buf: bytes, sc: Scanner) -> tuple:
@@ -119,7 +121,9 @@ def _everything(buf: bytes, sc: Scanner) -> tuple:
     win = decode.Window(1000, half, 0, False)
     return (
         _matches(extract.find_values(buf, ix)),
-        _matches(extract.find_values(buf, ix, stop=half, limit=50)),
+        _matches(extract.find_values(buf, ix, stop=half)),
+        # (which places come first differs: the compiled passes check kind by kind)
+        len(extract.find_values(buf, ix, stop=half, limit=50)),
         _decoded(decode.text_regions(buf, bounds)),
         _decoded(decode.text_regions(buf, tight)),
         _decoded(decode.text_regions(buf, bounds, window=win)),
@@ -129,7 +133,7 @@ def _everything(buf: bytes, sc: Scanner) -> tuple:
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_a_large_buffer_gives_the_same_without_numpy_as_numpys_passes(
+def test_a_large_buffer_gives_the_same_by_the_compiled_and_the_pure_python_passes(
         scanners: list[Scanner], seed: int, module: object,
         monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(seed)
@@ -141,12 +145,19 @@ def test_a_large_buffer_gives_the_same_without_numpy_as_numpys_passes(
             compiled = _everything(buf, sc)
             monkeypatch.setattr(classes, "native", None)
             assert _everything(buf, sc) == compiled
-            found += len(compiled[0]) + len(compiled[2][0])
+            found += len(compiled[0]) + len(compiled[3][0])
     assert found  # (values and regions were there to find)
 
 
+def _finding(f: object) -> tuple:
+    """A finding, its decodings as a set: a value that two decodings of one place give (base64
+    and hex) is one finding naming both, the one found first as its chain."""
+    return (f.path, f.line, f.column, f.entry, f.kind, f.where, f.detail,  # type: ignore[attr-defined]
+            tuple(sorted({f.chain, *f.via})))  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("seed", range(2))
-def test_a_scan_of_many_files_finds_the_same_without_numpy_as_with_it(
+def test_a_scan_of_many_files_finds_the_same_by_the_compiled_and_the_pure_python_passes(
         scanners: list[Scanner], seed: int, module: object,
         monkeypatch: pytest.MonkeyPatch) -> None:
     # Small files joined into batches past the pure-Python size, and one long file.
@@ -154,74 +165,94 @@ def test_a_scan_of_many_files_finds_the_same_without_numpy_as_with_it(
     files = [(f"f{i}.txt", corpus(rng, rng.randint(10, 3000))) for i in range(300)]
     files.append(("long.txt", corpus(rng, 300_000)))
     for sc in scanners:
+        # (no cap on the findings of a file: which come first differs, the compiled passes
+        # check kind by kind)
+        sc = Scanner(sc.wset, Limits(max_findings=10**6))  # noqa: PLW2901
         monkeypatch.setattr(classes, "native", module)
         compiled = sc.scan_contents(files)
         monkeypatch.setattr(classes, "native", None)
-        assert sc.scan_contents(files) == compiled
+        found, notes = sc.scan_contents(files)
+        assert sorted(map(_finding, found)) == sorted(map(_finding, compiled[0]))
+        assert sorted(notes) == sorted(compiled[1])
         assert compiled[0]
 
 
-def test_base64_bounds_are_numpys(module: object) -> None:
-    # Each kept run's end with its padding, and which are decoded alone: as numpy says, for a
-    # window in the middle of a content (a run to the buffer's end is cut) and at its end.
-    import numpy as np
+def bounds_the_plain_way(buf: bytes, runs: list[tuple[int, int, int]], max_region: int,
+                        at_end: bool) -> tuple[list[int], list[int]]:
+    """For base64 runs (start, end without padding, the length of the run of 6+ after it), their
+    ends with up to two `=` and whether each is decoded alone: it ends its line and may start a
+    wrapped block (12+ long, no `=` at its end, a width 16..1024 and a multiple of 4: its own, or
+    the next run's when that is no shorter), it is over `max_region`, or it runs to the end of
+    a buffer that is not the content's end."""
+    lo, hi = b64.WRAP_WIDTHS
+    ends, slow = [], []
+    for s, e, second in runs:
+        for _ in range(2):
+            e += buf[e : e + 1] == b"="
+        one = False
+        if buf[e : e + 1] in (b"\n", b"\r"):
+            first = e - s
+            own = first % 4 == 0 and lo <= first <= hi
+            by_second = second > 0 and second % 4 == 0 and second >= first and lo <= second <= hi
+            one = first >= 12 and buf[e - 1 : e] != b"=" and (own or by_second)
+        ends.append(e)
+        slow.append(int(one or e - s > max_region or (not at_end and e >= len(buf))))
+    return ends, slow
 
+
+def test_base64_bounds_are_the_plain_ones(module: object) -> None:
+    # Each kept run's end with its padding, and which are decoded alone, for a window in the
+    # middle of a content (a run to the buffer's end is cut) and at its end.
     rng = random.Random(5)
     for _ in range(30):
         buf = corpus(rng, rng.randint(1, 20_000))
-        cl = classes.byte_classes(buf)
-        pairs, nexts = module.base64_kept(cl.cls, buf, C_B64, C_UPPER | C_LOWER)
-        t = np.frombuffer(pairs, dtype=np.int32)
-        runs = (t[0::2], t[1::2], np.frombuffer(nexts, dtype=np.int32))
+        pairs, nexts = module.base64_kept(buf.translate(classes._cls_lut_bytes()), buf, C_B64,
+                                          C_UPPER | C_LOWER)
+        t, nx = array.array("i", pairs).tolist(), array.array("i", nexts).tolist()
+        runs = list(zip(t[0::2], t[1::2], nx, strict=True))
         for max_region, at_end in ((4 * 1024 * 1024, True), (40, False), (1, True)):
-            ends, slow = candidates.base64_bounds_np(buf, runs, max_region, at_end)
+            ends, slow = bounds_the_plain_way(buf, runs, max_region, at_end)
             s_b, r_b, e_b, slow_b = module.base64_bounds(buf, pairs, nexts, max_region, at_end,
                                                          *b64.WRAP_WIDTHS)
-            assert np.frombuffer(s_b, dtype=np.int32).tolist() == runs[0].tolist()
-            assert np.frombuffer(r_b, dtype=np.int32).tolist() == runs[1].tolist()
-            assert np.frombuffer(e_b, dtype=np.int32).tolist() == ends.tolist()
-            assert list(slow_b) == slow.astype(np.uint8).tolist()
-        cl.release()
+            assert array.array("i", s_b).tolist() == t[0::2]
+            assert array.array("i", r_b).tolist() == t[1::2]
+            assert (array.array("i", e_b).tolist(), list(slow_b)) == (ends, slow)
+    i32 = array.array("i", [0, 9]).tobytes()
     with pytest.raises(ValueError):  # a run past the text, a next length missing, lo > hi
-        module.base64_bounds(b"QUJD", np.array([0, 9], dtype=np.int32).tobytes(),
-                             bytes(4), 9, True, 16, 1024)
+        module.base64_bounds(b"QUJD", i32, bytes(4), 9, True, 16, 1024)
     with pytest.raises(ValueError):
-        module.base64_bounds(b"QUJD", np.array([0, 4], dtype=np.int32).tobytes(), b"", 9, True,
-                             16, 1024)
+        module.base64_bounds(b"QUJD", array.array("i", [0, 4]).tobytes(), b"", 9, True, 16, 1024)
     with pytest.raises(ValueError):
         module.base64_bounds(b"QUJD", b"", b"", 9, True, 17, 16)
 
 
-def test_runs_joined_in_bulk_are_what_numpy_joins(module: object) -> None:
-    # The decoded bytes of the runs taken, joined with a separator, and where each starts: as
-    # numpy joins `b64.decode_arrays`' spans.
-    import numpy as np
-
+def test_runs_joined_in_bulk_are_their_decoded_bytes_joined(module: object) -> None:
+    # The decoded bytes of the runs taken, joined with a separator (as `sep.join`), and where
+    # each starts.
     rng = random.Random(6)
     alpha = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
     for _ in range(100):
         toks = [bytes(rng.choice(alpha) for _ in range(rng.randint(6, 80)))
                 for _ in range(rng.randint(0, 40))]
         buf = b" ".join(toks)
-        starts = np.array([sum(len(x) + 1 for x in toks[:i]) for i in range(len(toks))],
-                          dtype=np.int32)
-        ends = starts + np.array([len(x) for x in toks], dtype=np.int32)
+        starts = [sum(len(x) + 1 for x in toks[:i]) for i in range(len(toks))]
+        ends = [s + len(x) for s, x in zip(starts, toks, strict=True)]
         take = bytes(rng.random() < 0.7 for _ in toks)
         sep = rng.choice([decode.BULK_SEP, b"", b"|"])
-        out, first, last, _ = b64.decode_arrays(buf, starts.astype(np.int64),
-                                                ends.astype(np.int64))
-        data, _ = module.b64_runs(buf, starts.tobytes(), ends.tobytes())
-        assert data == out.tobytes()
-        idx = np.flatnonzero(np.frombuffer(take, dtype=np.uint8))
-        want = b64.join_decoded(out, first[idx], last[idx], sep)
-        joined, offsets, places = module.b64_join(data, starts.tobytes(), ends.tobytes(), take,
-                                                  sep)
-        assert (joined, np.frombuffer(places, dtype=np.int64).tolist()) == want
-        assert np.frombuffer(offsets, dtype=np.int32).tolist() == starts[idx].tolist()
-    four = np.array([0], dtype=np.int32).tobytes()
-    for args in ((b"", four, np.array([8], dtype=np.int32).tobytes(), b"\x01", b""),  # no data
+        s_b, e_b = array.array("i", starts).tobytes(), array.array("i", ends).tobytes()
+        data, good = module.b64_runs(buf, s_b, e_b)
+        # (a short last quad filled with zeros, `A`, as the compiled decoding fills it)
+        pieces = [base64.b64decode(x + b"A" * (-len(x) % 4))[: len(x) * 3 // 4] for x in toks]
+        taken = [i for i in range(len(toks)) if take[i]]
+        joined, offsets, places = module.b64_join(data, s_b, e_b, take, sep)
+        assert joined == sep.join(pieces[i] for i in taken)
+        assert array.array("i", offsets).tolist() == [starts[i] for i in taken]
+        at = [sum(len(toks[j]) * 3 // 4 + len(sep) for j in taken[:k]) for k in range(len(taken))]
+        assert array.array("q", places).tolist() == at
+    four = array.array("i", [0]).tobytes()
+    for args in ((b"", four, array.array("i", [8]).tobytes(), b"\x01", b""),  # no data
                  (b"abc", four, four, b"", b""),  # a flag missing
-                 (b"abcdef", np.array([4], dtype=np.int32).tobytes(), four, b"\x01", b"")):
+                 (b"abcdef", array.array("i", [4]).tobytes(), four, b"\x01", b"")):
         with pytest.raises(ValueError):
             module.b64_join(*args)
 
@@ -229,8 +260,11 @@ def test_runs_joined_in_bulk_are_what_numpy_joins(module: object) -> None:
 PROBE = """
 import json, random, sys
 sys.path.insert(0, sys.argv[1])
-from test_match_nonumpy import NUMBERS, TEXTS, corpus
+from test_match_compiled_scan import NUMBERS, TEXTS, corpus
 from plimsoll_ci import withheld
+from plimsoll_ci.match import classes
+if sys.argv[2] == "pure-python":  # (as installed without a C compiler)
+    classes.native = None
 from plimsoll_ci.shipscan.scan import Scanner
 doc, _ = withheld.build_set(values=NUMBERS + TEXTS)
 scanner = Scanner(withheld.parse(doc))
@@ -242,12 +276,14 @@ print(json.dumps([len(found) > 0, "numpy" in sys.modules]))
 """
 
 
-def test_a_large_scan_with_the_compiled_part_never_imports_numpy() -> None:
+@pytest.mark.parametrize("passes", ["compiled", "pure-python"])
+def test_a_large_scan_never_imports_numpy(passes: str) -> None:
     # (a hook's cold run joins a thousand files into buffers past the pure-Python size; numpy's
-    # import, 60-90 ms, was most of what it cost)
-    need(classes.native, "the compiled part (plimsoll_ci.match._runs)")
+    # import, 60-90 ms, was most of what it cost; its passes were a third implementation)
+    if passes == "compiled":
+        need(classes.native, "the compiled part (plimsoll_ci.match._passes)")
     from pathlib import Path
 
-    out = subprocess.run([sys.executable, "-c", PROBE, str(Path(__file__).parent)],
+    out = subprocess.run([sys.executable, "-c", PROBE, str(Path(__file__).parent), passes],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == [True, False]

@@ -27,7 +27,15 @@
    b64_join(data, starts, ends, take, sep): the decoded bytes of some runs joined.
      (These two are in _b64.c.)
    Each function's comment below says more; none holds a value: they read bytes and return
-   offsets, flags and decoded bytes. */
+   offsets, flags and decoded bytes.
+
+   What every function keeps to (its hostile-buffer tests are in tests/match, run under
+   AddressSanitizer and UndefinedBehaviorSanitizer by .ci/sanitize): each length it is given is
+   checked against MAX_LEN (int32 places) before anything else; the runs and flags it follows
+   (starts, ends, pairs, take) are `bytes`, immutable, checked before the interpreter lock is
+   released and never changed after; a text or classes buffer is read through const pointers,
+   and every place read from it is bounded by the length taken with it, so another thread that
+   changes a bytearray meanwhile changes the answer, never where the pass reads. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -35,10 +43,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_runs.h"
+#include "_passes.h"
 /* SSE2 where the compiler has it (every x86-64); else eight bytes at a time in plain C (the
-   tests build that path too, with PLIMSOLL_RUNS_PORTABLE defined). */
-#if defined(__SSE2__) && !defined(PLIMSOLL_RUNS_PORTABLE)
+   tests build that path too, with PLIMSOLL_PASSES_PORTABLE defined). */
+#if defined(__SSE2__) && !defined(PLIMSOLL_PASSES_PORTABLE)
 #define RUNS_SSE2 1
 #include <emmintrin.h>
 #endif
@@ -133,10 +141,13 @@ static PyObject *runs(PyObject *self, PyObject *args, PyObject *kwargs) {
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*in|p", names, &view, &bit, &minimum,
                                      &with_bits))
         return NULL;
-    if (bit < 1 || bit > 255 || minimum < 1 || view.len > INT32_MAX - 16) {
+    if (too_long("runs", "classes", view.len)) {
         PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError,
-                        "runs: bit must be 1..255, minimum >= 1, and the buffer under 2 GiB");
+        return NULL;
+    }
+    if (bit < 1 || bit > 255 || minimum < 1) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "runs: bit must be 1..255 and minimum >= 1");
         return NULL;
     }
     const uint8_t *c = (const uint8_t *)view.buf;
@@ -236,7 +247,9 @@ static PyObject *classify(PyObject *self, PyObject *args) {
     Py_buffer text, table, out;
     if (!PyArg_ParseTuple(args, "y*y*w*", &text, &table, &out)) return NULL;
     PyObject *result = NULL;
-    if (table.len != 256 || out.len != text.len) {
+    if (too_long("classify", "the text", text.len)) {
+        /* (the error is set) */
+    } else if (table.len != 256 || out.len != text.len) {
         PyErr_SetString(PyExc_ValueError, "classify: a 256-byte table, and out as long as text");
     } else {
         const uint8_t *t = (const uint8_t *)table.buf, *c = (const uint8_t *)text.buf;
@@ -278,13 +291,18 @@ static void b64_tables(void) {
 }
 
 static PyObject *b64_runs(PyObject *self, PyObject *args) {
-    Py_buffer text, starts, ends;
-    if (!PyArg_ParseTuple(args, "y*y*y*", &text, &starts, &ends)) return NULL;
+    Py_buffer text;
+    PyObject *starts, *ends;
+    if (!PyArg_ParseTuple(args, "y*OO", &text, &starts, &ends)) return NULL;
     PyObject *result = NULL, *out = NULL, *good = NULL;
-    Py_ssize_t n = starts.len / 4, total = 0;
-    const int32_t *st = (const int32_t *)starts.buf, *en = (const int32_t *)ends.buf;
+    const int32_t *st = (const int32_t *)immutable(starts, "b64_runs", "starts");
+    const int32_t *en = st ? (const int32_t *)immutable(ends, "b64_runs", "ends") : NULL;
+    if (en == NULL || too_long("b64_runs", "the text", text.len)
+        || too_long("b64_runs", "starts", PyBytes_GET_SIZE(starts))) goto done;
+    Py_ssize_t n = PyBytes_GET_SIZE(starts) / 4, total = 0;
     const uint8_t *c = (const uint8_t *)text.buf;
-    if (starts.len != ends.len || starts.len % 4) goto bad;
+    if (PyBytes_GET_SIZE(starts) != PyBytes_GET_SIZE(ends) || PyBytes_GET_SIZE(starts) % 4)
+        goto bad;
     for (Py_ssize_t r = 0; r < n; r++) {
         if (st[r] < 0 || en[r] < st[r] || en[r] > text.len) goto bad;
         total += (en[r] - st[r] + 3) / 4 * 3;
@@ -318,8 +336,6 @@ done:
     Py_XDECREF(out);
     Py_XDECREF(good);
     PyBuffer_Release(&text);
-    PyBuffer_Release(&starts);
-    PyBuffer_Release(&ends);
     return result;
 }
 
@@ -387,10 +403,12 @@ static PyObject *base64_runs(PyObject *self, PyObject *args) {
     int bit, both;
     if (!PyArg_ParseTuple(args, "y*y*ii", &view, &text, &bit, &both)) return NULL;
     PyObject *result = NULL;
-    if (bit < 1 || bit > 255 || both < 1 || both > 255 || view.len != text.len
-        || view.len > INT32_MAX - 16)
+    int bad = bit < 1 || bit > 255 || both < 1 || both > 255 || view.len != text.len;
+    if (too_long("base64_runs", "the text", text.len)) {
+        /* (the error is set) */
+    } else if (bad) {
         PyErr_SetString(PyExc_ValueError, "base64_runs: classes as long as the text, bits 1..255");
-    else
+    } else
         result = picked_runs(&view, &text, (uint8_t)bit, 5, pick_base64, &both);
     PyBuffer_Release(&view);
     PyBuffer_Release(&text);
@@ -409,8 +427,8 @@ static PyObject *base64_kept(PyObject *self, PyObject *args) {
     int32_t *t = NULL, *nx = NULL;
     uint8_t *keep = NULL;
     Py_ssize_t n = view.len, count = 0, kept = 0;
-    if (bit < 1 || bit > 255 || both < 1 || both > 255 || view.len != text.len
-        || view.len > INT32_MAX - 16) {
+    if (too_long("base64_kept", "the text", text.len)) goto done;
+    if (bit < 1 || bit > 255 || both < 1 || both > 255 || view.len != text.len) {
         PyErr_SetString(PyExc_ValueError, "base64_kept: classes as long as the text, bits 1..255");
         goto done;
     }
@@ -472,8 +490,11 @@ static PyObject *hex_runs(PyObject *self, PyObject *args) {
     int bit, bits[2];
     if (!PyArg_ParseTuple(args, "y*y*iii", &view, &text, &bit, &bits[0], &bits[1])) return NULL;
     PyObject *result = NULL;
-    if (bit < 1 || bit > 255 || bits[0] < 1 || bits[0] > 255 || bits[1] < 1 || bits[1] > 255
-        || view.len != text.len || view.len > INT32_MAX - 16)
+    int bad = bit < 1 || bit > 255 || bits[0] < 1 || bits[0] > 255 || bits[1] < 1 || bits[1] > 255
+              || view.len != text.len;
+    if (too_long("hex_runs", "the text", text.len)) {
+        /* (the error is set) */
+    } else if (bad)
         PyErr_SetString(PyExc_ValueError, "hex_runs: classes as long as the text, bits 1..255");
     else
         result = picked_runs(&view, &text, (uint8_t)bit, 7, pick_hex, bits);
@@ -524,11 +545,16 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_runs", "The runs of a byte class, in one pass.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_passes", "The matching engine's passes over every byte of a buffer, compiled.", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__runs(void) {
+PyMODINIT_FUNC PyInit__passes(void) {
     b64_tables();
     class_table();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "MAX_LEN", (long)PASSES_MAX_LEN) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }
