@@ -23,7 +23,7 @@ from plimsoll_ci.match.ascii import (
 from plimsoll_ci.match.workspace import give_back, give_back_bytes, pooled, pooled_bytes, work_array
 
 try:  # the one compiled part, optional (built when the package is installed with a C compiler)
-    from plimsoll_ci.match import _runs as native
+    import plimsoll_ci.match._runs as native
 except ImportError:  # pragma: no cover - installed without a compiler: numpy finds the same runs
     native = None
 
