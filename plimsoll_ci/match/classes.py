@@ -4,6 +4,7 @@ finders and the encoded-region finders, and the runs of a class."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from plimsoll_ci.match.ascii import (
     LOWER_A,
@@ -97,6 +98,8 @@ class ByteClasses:
     compiled part (`compiled`) a memoryview of bytes; else a numpy array."""
 
     __slots__ = ("n", "padded")
+    # a memoryview (compiled) or a numpy array, None once released: read by index either way
+    padded: Any
 
     def __init__(self, buf: bytes) -> None:
         n = self.n = len(buf)
@@ -218,20 +221,20 @@ def no_nbsp(buf: bytes, classes: ByteClasses | None) -> tuple[bytes, ByteClasses
 
     a = np.frombuffer(buf, dtype=np.uint8)
     if few is None:  # lead bytes everywhere (text in another script): one vectorized pass
-        p = np.flatnonzero(a[:-1] == NBSP_LEAD)
-        p = p[a[p + 1] == NBSP_TAIL]
+        at = np.flatnonzero(a[:-1] == NBSP_LEAD)
+        at = at[a[at + 1] == NBSP_TAIL]
     else:
-        p = np.array(few, dtype=np.int64)
-    if not len(p):
+        at = np.array(few, dtype=np.int64)
+    if not len(at):
         return buf, classes
     ba = bytearray(buf)
     arr = np.frombuffer(ba, dtype=np.uint8)
-    arr[p] = SPACE
-    arr[p + 1] = SPACE
+    arr[at] = SPACE
+    arr[at + 1] = SPACE
     if classes is not None:  # a space is in no class
         classes = classes.copy()
-        classes.padded[p + 1] = 0
-        classes.padded[p + 2] = 0
+        classes.padded[at + 1] = 0
+        classes.padded[at + 2] = 0
     return bytes(ba), classes
 
 
@@ -243,7 +246,8 @@ def _nbsp_places(buf: bytes) -> list[int] | None:
     when it has more than `_FEW_LEADS` of them. Most buffers that have the lead byte have it a
     few times (`©`, `°`) and no no-break space; a two-byte search or a numpy pass costs a pass
     over the whole buffer, a one-byte search almost nothing."""
-    out, lead, tail = [], bytes([NBSP_LEAD]), NBSP_TAIL
+    out: list[int] = []
+    lead, tail = bytes([NBSP_LEAD]), NBSP_TAIL
     i = buf.find(lead)
     for _ in range(_FEW_LEADS):
         if i < 0:

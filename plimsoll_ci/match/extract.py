@@ -17,7 +17,7 @@ at a value's ends (`_private`) must be there too.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from plimsoll_ci.match import classes as _classes
 from plimsoll_ci.match.ascii import (
@@ -385,7 +385,7 @@ def _luts():  # noqa: ANN202  (numpy arrays; imported lazily)
     return _NP
 
 
-_NP = None
+_NP: tuple[Any, ...] | None = None  # numpy arrays, made on first use
 
 
 _NEXT_LUT = None

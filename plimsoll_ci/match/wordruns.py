@@ -26,7 +26,8 @@ _BIT6_4, _CASE_4, _HIGH_4 = 0x40 * _EACH4, CASE_BIT * _EACH4, NON_ASCII * _EACH4
 class WordRuns(NamedTuple):
     starts: Any  # where each word run starts (int32 from the compiled part)
     lens: Any  # its length
-    count: int  # the first this many are candidates (the rest is context past a `stop`)
+    # the first this many are candidates (the rest is context past a `stop`)
+    count: int  # type: ignore[assignment]  # shadows tuple.count, on purpose
 
 
 def text_candidates(buf: bytes, runs: WordRuns, index: ValueIndex) -> Any:  # noqa: ANN401
@@ -108,7 +109,7 @@ def _joined_tables(index: ValueIndex) -> tuple[bool, bytes]:
         two[key] = 1
     for key in wanted[2]:
         pre3[key >> 8] = 1
-    parts = [one, two, pre3]
+    parts: list[bytes | bytearray] = [one, two, pre3]
     tagged = not index.untagged
     if tagged:
         tag_ok = bytearray(1 << TAG_BITS)
