@@ -65,7 +65,7 @@ def _name_row(f: Finding) -> list[Any]:
 
 def _finding(path: str, row: Any) -> Finding:  # noqa: ANN401
     """A finding from its row (the lists JSON gave back as the tuples a finding holds)."""
-    return Finding(path, *(tuple(v) if isinstance(v, list) else v for v in row))
+    return Finding._make((path, *(tuple(v) if isinstance(v, list) else v for v in row)))
 
 
 class ScanCache:

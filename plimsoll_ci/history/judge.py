@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,7 +22,7 @@ from plimsoll_ci.history.session import Session
 
 CONFIG_NAME = os.fsencode(ship.CONFIG_NAME)
 
-Tree = dict[bytes, TreeEntry | Change]  # path -> (mode, blob id)
+Tree = Mapping[bytes, TreeEntry | Change]  # path -> (mode, blob id); the judge only reads it
 Selection = dict[bytes, tuple[str, str] | None]  # path -> (path as text, shipped path) or None
 
 
