@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -95,7 +96,7 @@ def reap_once(tmpdir: str | os.PathLike[str] | None = None) -> Reaped | None:
     return reap(tmpdir)
 
 
-def _folders(base: Path) -> Iterator[tuple[Path, object]]:
+def _folders(base: Path) -> Iterator[tuple[Path, re.Match[str]]]:
     try:
         names = os.listdir(base)
     except OSError:
