@@ -65,7 +65,10 @@ def _name_row(f: Finding) -> list[Any]:
 
 def _finding(path: str, row: Any) -> Finding:  # noqa: ANN401
     """A finding from its row (the lists JSON gave back as the tuples a finding holds)."""
-    return Finding._make((path, *(tuple(v) if isinstance(v, list) else v for v in row)))
+    # (a row holds a finding's fields after its path, as `_content_rows` wrote them; a short
+    # row leaves the last ones to their defaults, which `_make` would not)
+    fields = (tuple(v) if isinstance(v, list) else v for v in row)
+    return Finding(path, *fields)  # type: ignore[arg-type]
 
 
 class ScanCache:

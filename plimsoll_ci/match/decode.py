@@ -177,7 +177,8 @@ def regions_in_bulk(buf: bytes, bounds: Bounds, classes: ByteClasses | None,
         return _Regions(buf, bounds, None, budget, expired).run(None)
     own = byte_classes(buf) if classes is None else None
     try:
-        return _Regions(buf, bounds, None, budget, expired, bulk=True).run(classes or own)
+        return _Regions(buf, bounds, None, budget, expired, bulk=True).run(
+            classes if classes is not None else own)
     finally:
         if own is not None:
             own.release()
