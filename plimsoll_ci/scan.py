@@ -100,6 +100,7 @@ def make_limits(config: Mapping[str, float] | None = None, origin: str = "limits
         if bound <= 0:
             raise BadInput(f"--{k.replace('_', '-')} must be positive, not {bound}")
         values[k] = bound
+    # (each value is the type of its field: `decode_seconds` a float, every other an int)
     limits = Limits(**{k: v if k == "decode_seconds" else int(v)  # type: ignore[arg-type]
                        for k, v in values.items()})
     floor = memory_floor(limits)
@@ -469,6 +470,7 @@ class Verdicts:
                 batch.append((label, b"", it.size or 0, "", it.disk))
                 placed.append((key, [label]))
                 continue
+            # (an item with neither data nor a file on disk has a blob id: `add` checks it)
             data = it.data if it.data is not None else blobs[it.blob]  # type: ignore[index]
             size = max(len(data), it.size or 0)  # (a reader may stop one byte past)
             cut = _over_bound(size, bound) if len(data) > bound else ""

@@ -177,6 +177,7 @@ def _yaml(text: str, origin: str) -> Any:
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+    # (a base chosen at run time: the C loader when PyYAML has it)
     class Loader(base):  # type: ignore[misc, valid-type]
         pass
 

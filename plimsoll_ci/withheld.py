@@ -285,7 +285,8 @@ _FLOAT = json.JSONEncoder().iterencode  # NaN, Infinity and repr, as json.dumps 
 def _leaf(o: object) -> str | None:
     """The JSON text of a scalar as json.dumps writes it, or None for a list or an object."""
     t = type(o)
-    if t is str:  # (`type(o)` once, in a variable: mypy does not narrow `o` through it)
+    if t is str:
+        # (`type(o)` once, in a variable: mypy does not narrow `o` through it)
         return _STRING(o)  # type: ignore[arg-type]
     if t is int:
         return int.__repr__(o)
@@ -346,7 +347,7 @@ def _dump(o: object, newline: str, out: list[str]) -> None:
         out.append("[]")
         return
     sep = "[" + inner
-    for v in o:  # type: ignore[attr-defined]
+    for v in o:  # type: ignore[attr-defined]  # (a list: `_leaf` said)
         leaf = _leaf(v)
         if leaf is not None:
             out.append(sep + leaf)

@@ -343,6 +343,7 @@ class ContentRun:
                 matches = None  # a file full of values: each piece alone, under its own bound
             else:
                 for m in found:
+                    # (`matches` is a list here: None only past the cap, just above)
                     matches[bisect.bisect_right(starts, m.start) - 1].append(m)  # type: ignore[index]
             if todo:
                 alone = self._regions_joined(joined, starts, classes, pieces, todo, layers)

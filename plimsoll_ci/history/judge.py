@@ -175,7 +175,7 @@ class Judge:
         for s in self._glob_sets(cfg):
             sel = self.selected.get(s)
             try:
-                hits = [sel[p] for p in paths]  # type: ignore[index]
+                hits = [sel[p] for p in paths]  # type: ignore[index]  # (None: TypeError, below)
             except (KeyError, TypeError):  # a path (or the set) not seen yet
                 sel = self._selection(s, paths)
                 hits = [sel[p] for p in paths]

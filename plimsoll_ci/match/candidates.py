@@ -13,12 +13,20 @@ from typing import Any, NamedTuple
 from plimsoll_ci.match import classes as _classes
 from plimsoll_ci.match.ascii import CARRIAGE_RETURN, EQUALS, NEWLINE, SEVEN, TWO
 from plimsoll_ci.match.b64 import WRAP_WIDTHS
-from plimsoll_ci.match.classes import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER, run_positions
+from plimsoll_ci.match.classes import (
+    C_B64,
+    C_DIGIT,
+    C_HEX,
+    C_LOWER,
+    C_UPPER,
+    ByteClasses,
+    run_positions,
+)
 from plimsoll_ci.match.workspace import work_array
 
 
 def runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
-          classes: object | None) -> list[tuple[int, int]]:
+          classes: ByteClasses | None) -> list[tuple[int, int]]:
     """Maximal runs of a byte class (base64: 6+ bytes and up to two `=`; hex: 8+ bytes)."""
     if classes is None:
         return [(m.start(), m.end()) for m in rx.finditer(buf)]
@@ -37,7 +45,7 @@ def runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
     return out
 
 
-def runs_np(buf: bytes, pad: bool, classes: object) -> tuple[Any, Any]:
+def runs_np(buf: bytes, pad: bool, classes: ByteClasses) -> tuple[Any, Any]:
     """(starts, ends) of the runs `runs` keeps, as arrays; a base64 run's padding not in it."""
     return kept_runs(buf, pad, classes, long_runs(buf, pad, classes))
 
@@ -52,31 +60,31 @@ class LongRuns(NamedTuple):
     picked: Any = None
 
 
-def long_runs(buf: bytes, pad: bool, classes: object) -> LongRuns:
+def long_runs(buf: bytes, pad: bool, classes: ByteClasses) -> LongRuns:
     """The `LongRuns` of `buf`: base64 runs with `pad`, else hex runs (numpy's passes, the
     fallback where the compiled part is not built: with it, `_compiled_runs`)."""
     n = len(buf)
-    cls = classes.padded[1:]  # type: ignore[attr-defined]  # n + 1: the last 0 ends every run
+    cls = classes.padded[1:]  # n + 1: the last 0 ends every run
     k = 6 if pad else 8
     bit = C_B64 if pad else C_HEX
     return LongRuns(*eroded_runs(cls, n, bit, k))
 
 
-def _compiled_runs(buf: bytes, pad: bool, classes: object) -> tuple[bytes, bytes]:
+def _compiled_runs(buf: bytes, pad: bool, classes: ByteClasses) -> tuple[bytes, bytes]:
     """With the compiled part: the base64 runs (`pad`) or the hex runs of `buf`, as int32
     (start, end) pairs, and a byte for each, 1 when `kept_runs` keeps it."""
-    cls = classes.padded[1 : len(buf) + 1]  # type: ignore[attr-defined]
+    cls = classes.padded[1 : len(buf) + 1]
     if pad:
         return _classes.native.base64_runs(cls, buf, C_B64, C_UPPER | C_LOWER)
     return _classes.native.hex_runs(cls, buf, C_HEX, C_UPPER | C_LOWER, C_DIGIT)
 
 
-def kept_runs(buf: bytes, pad: bool, classes: object, runs: LongRuns) -> tuple[Any, Any]:
+def kept_runs(buf: bytes, pad: bool, classes: ByteClasses, runs: LongRuns) -> tuple[Any, Any]:
     """The `long_runs` that look encoded (see `runs`)."""
     import numpy as np
 
     n = len(buf)
-    cls = np.asarray(classes.padded)[1:]  # type: ignore[attr-defined]
+    cls = np.asarray(classes.padded)[1:]
     starts, ends, picked = runs
     if picked is not None:  # picked by the compiled part
         return starts[picked], ends[picked]
@@ -115,11 +123,11 @@ def kept_runs(buf: bytes, pad: bool, classes: object, runs: LongRuns) -> tuple[A
     return starts[keep], ends[keep]
 
 
-def base64_kept(buf: bytes, classes: object) -> tuple[bytes, bytes]:
+def base64_kept(buf: bytes, classes: ByteClasses) -> tuple[bytes, bytes]:
     """With the compiled part: the base64 runs `kept_runs` keeps, as int32 (start, end) pairs,
     and the length of the run of 6+ after each, int32, found in one call that hands back no
     other run."""
-    cls = classes.padded[1 : len(buf) + 1]  # type: ignore[attr-defined]
+    cls = classes.padded[1 : len(buf) + 1]
     return _classes.native.base64_kept(cls, buf, C_B64, C_UPPER | C_LOWER)
 
 

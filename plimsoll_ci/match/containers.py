@@ -280,6 +280,7 @@ class Container:
 
         b = self.bounds
         try:
+            # (`mode` is one of the read modes the stubs list, held in a plain str)
             tf = tarfile.open(fileobj=fileobj, mode=mode)  # type: ignore[call-overload]
         except _read_errors() as e:
             self.notes.append(f"tar archive does not open ({type(e).__name__})")

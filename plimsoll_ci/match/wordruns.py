@@ -118,8 +118,10 @@ def _joined_tables(index: ValueIndex) -> tuple[bool, bytes]:
                 tag_ok[t] = 1
         parts.append(tag_ok)
     parts.append(array("q", sorted(wanted[2])).tobytes())
-    index._word_joined = (tagged, b"".join(parts))  # type: ignore[attr-defined]
-    return index._word_joined  # type: ignore[attr-defined]
+    out = (tagged, b"".join(parts))
+    # (a cache kept on the index, made here on first use: the index does not declare it)
+    index._word_joined = out  # type: ignore[attr-defined]
+    return out
 
 
 def _tables(index: ValueIndex) -> tuple:
@@ -138,8 +140,10 @@ def _tables(index: ValueIndex) -> tuple:
         at += size
     one, two, pre3, tag_ok = cut
     w3 = np.frombuffer(joined, dtype=np.int64, offset=at)
-    index._word_tables = (one, two, pre3, w3, tag_ok if tagged else None, joined)  # type: ignore[attr-defined]
-    return index._word_tables  # type: ignore[attr-defined]
+    tables = (one, two, pre3, w3, tag_ok if tagged else None, joined)
+    # (a cache kept on the index, made here on first use: the index does not declare it)
+    index._word_tables = tables  # type: ignore[attr-defined]
+    return tables
 
 
 def _candidates_np(a, runs: WordRuns, tables: tuple, mult: int):  # noqa: ANN001, ANN202

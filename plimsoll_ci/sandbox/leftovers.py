@@ -81,6 +81,7 @@ def reap(tmpdir: str | os.PathLike[str] | None = None) -> Reaped:
     for folder in dead_folders:
         shutil.rmtree(folder, ignore_errors=True)
         removed += not folder.exists()
+    # (a token is GONE only when it parsed: `_gone`)
     pids = sorted({owner_mod.parse(t).pid for t, v in verdicts.items()  # type: ignore[union-attr]
                    if v == owner_mod.GONE})
     found = Reaped(tuple(pids), containers, sandboxes, processes, cgroups, removed)
