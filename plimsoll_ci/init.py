@@ -184,7 +184,7 @@ def missing(plan: Plan) -> list[str]:
 def _structured(plan: Plan) -> bool:
     from plimsoll_ci import valuefiles
 
-    full = plan.repo / plan.values  # type: ignore[operator]
+    full = plan.repo / plan.values  # type: ignore[operator]  # (asked only with values)
     return valuefiles.structure(str(full), valuefiles.read(str(full))) is not None
 
 

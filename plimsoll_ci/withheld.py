@@ -278,7 +278,7 @@ def dumps(doc: dict) -> str:
     return "".join(out)
 
 
-_STRING = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_STRING = json.encoder.encode_basestring_ascii
 _FLOAT = json.JSONEncoder().iterencode  # NaN, Infinity and repr, as json.dumps writes them
 
 
@@ -286,9 +286,10 @@ def _leaf(o: object) -> str | None:
     """The JSON text of a scalar as json.dumps writes it, or None for a list or an object."""
     t = type(o)
     if t is str:
-        return _STRING(o)
+        # (`type(o)` once, in a variable: mypy does not narrow `o` through it)
+        return _STRING(o)  # type: ignore[arg-type]
     if t is int:
-        return int.__repr__(o)  # type: ignore[arg-type]
+        return int.__repr__(o)
     if o is None:
         return "null"
     if o is True:
@@ -346,7 +347,7 @@ def _dump(o: object, newline: str, out: list[str]) -> None:
         out.append("[]")
         return
     sep = "[" + inner
-    for v in o:  # type: ignore[attr-defined]
+    for v in o:  # type: ignore[attr-defined]  # (a list: `_leaf` said)
         leaf = _leaf(v)
         if leaf is not None:
             out.append(sep + leaf)
@@ -477,7 +478,8 @@ def parse(doc: object, key: bytes | None = None, origin: str = "<set>",
                      "scan against it passes; rebuild it from your values")
     if raw is None:
         raw = dumps(doc).encode()
-    return WithheldSet(origin, fmt, scheme, kid, mode, entries,
+    # (scheme is one of the two: any other was a problem raised above)
+    return WithheldSet(origin, fmt, str(scheme), kid, mode, entries,
                        hashlib.sha256(raw).hexdigest(), key, tuple(notes))
 
 

@@ -64,7 +64,7 @@ def loader_class(libyaml: bool) -> type:
     if libyaml:
         parser = yaml._yaml.CParser
 
-        class _Events(Composer, parser, SafeConstructor, Resolver):  # type: ignore[misc]
+        class _Events(Composer, parser, SafeConstructor, Resolver):  # type: ignore[misc, valid-type]
             """libyaml's events, composed here (its own composer is never called)."""
 
             def __init__(self, stream: Any) -> None:
@@ -75,7 +75,7 @@ def loader_class(libyaml: bool) -> type:
 
         base = _Events
 
-    class BoundedLoader(base):  # type: ignore[misc, valid-type]
+    class BoundedLoader(base):
         origin = "<yaml>"
         bounds = CONFIG
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -143,13 +143,13 @@ def _parse(commands: list) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
     cmd = np.zeros((n, 4))
     attitude = np.zeros(n, dtype=bool)
     bad: dict[int, str] = {}
-    for row, command in enumerate(commands):
+    for i, command in enumerate(commands):
         problem, values, att = _invalid(command)
         if problem:
-            bad[row] = problem
+            bad[i] = problem
         else:
-            cmd[row] = values
-            attitude[row] = att
+            cmd[i] = values
+            attitude[i] = att
     return cmd, attitude, bad
 
 
@@ -576,7 +576,8 @@ class Batch:
             if cross.any():
                 self._cross(g_index, p0, d0, d1, cross, frame_hit)
         P = S[0:3]
-        wall = ((P < self._room_lo) | (P > self._room_hi)).any(axis=0)
+        # (an array: `any` over one axis of a 2-D array; numpy's stubs allow a scalar)
+        wall = cast("np.ndarray", ((P < self._room_lo) | (P > self._room_hi)).any(axis=0))
         tilt = (S[7] * S[7] + S[8] * S[8]) * _MINUS_TWO + _ONE < self._cos_crash
         landed = ~self.airborne & (self.next_gate == len(c.gates))
         if landed.any():

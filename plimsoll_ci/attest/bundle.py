@@ -81,7 +81,7 @@ class Report(NamedTuple):
 
     problems: list[Problem]
     records: list[RecordSummary]
-    count: int
+    count: int  # type: ignore[assignment]  # shadows tuple.count, on purpose
     keyid: str
 
     @property

@@ -21,6 +21,7 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -132,6 +133,7 @@ def _depth(obj: Any) -> int:
     deepest, stack = 0, [(obj, 1)]
     while stack:
         item, d = stack.pop()
+        items: Iterable[Any]
         if isinstance(item, dict):
             items = item.values()
         elif isinstance(item, list | tuple):

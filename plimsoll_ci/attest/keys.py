@@ -206,6 +206,7 @@ def load_signer(
             )
         return _parse_private(value.encode("utf-8"), f"environment variable {key_env}")
     signer = generate()._replace(ephemeral=True)
+    # (exactly one flag is given, checked above: here it is --ephemeral-key)
     _write_new(Path(ephemeral_pub_out), signer.public.pem(), 0o644)  # type: ignore[arg-type]
     return signer
 

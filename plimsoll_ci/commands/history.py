@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (imported where they are used: a command's import is kept light)
+    from plimsoll_ci.history import HistoryReport
+    from plimsoll_ci.shipscan.baseline import Baseline
+    from plimsoll_ci.withheld import WithheldSet
 
 # Every process and file a replay opens is closed when `run` returns: the program may end there.
 QUICK_EXIT = True
@@ -115,15 +121,16 @@ def run(args: argparse.Namespace) -> int:
     return 1 if found else 0
 
 
-def _baseline(path: str | None) -> object:
+def _baseline(path: str | None) -> Baseline | None:
     """The `--baseline` file, read before the replay (a bad one: exit 2 naming its line)."""
     from plimsoll_ci.shipscan import baseline
 
     return baseline.load(path) if path else None
 
 
-def _baselined(report: object, known: object, wset: object) -> object:
+def _baselined(report: HistoryReport, known: Baseline | None,
+               wset: WithheldSet) -> HistoryReport:
     """The replay's report without the entries the baseline matches (`baseline.apply_history`)."""
     from plimsoll_ci.shipscan import baseline
 
-    return baseline.apply_history(report, known, wset)  # type: ignore[arg-type]
+    return baseline.apply_history(report, known, wset)

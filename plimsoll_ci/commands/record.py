@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"--port {args.port}: not a port number; use 0..65535")
     server = make_server(args.upstream, args.out, args.host, args.port,
                          keep_credentials=args.keep_credentials, quiet=not args.verbose)
-    host, port = server.server_address[:2]
+    host, port = server.socket.getsockname()[:2]  # (= server_address, typed)
     print(f"plimsoll-ci record: listening on http://{host}:{port} -> {args.upstream}; "
           f"writing to {args.out}", file=sys.stderr, flush=True)
     try:

@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _looks_like_set_file(value: str | None) -> bool:
-    return bool(value) and value.endswith(".json") and os.path.isfile(value)
+    return value is not None and value.endswith(".json") and os.path.isfile(value)
 
 
 def run(args: argparse.Namespace) -> int:

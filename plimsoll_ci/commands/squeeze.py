@@ -376,7 +376,7 @@ def _canary(args: argparse.Namespace) -> int:
 
         model = Model(model_config_from(args))
     temp = None if args.out else tempfile.mkdtemp(prefix="plimsoll-squeeze-canary-")
-    out = Path(args.out) if args.out else Path(temp) / "canary"
+    out = Path(args.out) if temp is None else Path(temp) / "canary"
     try:
         found = run_canary(job, CanaryOptions(out, model, args.provider, max(1, args.jobs)),
                            progress.make())

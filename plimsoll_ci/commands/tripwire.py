@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (imported where it is used: a command's import is kept light)
+    from plimsoll_ci.withheld import WithheldSet
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_key_arguments(parser)
 
 
-def _sealed(path: str, key: bytes | None) -> object:
+def _sealed(path: str, key: bytes | None) -> WithheldSet:
     """The sealed set; a keyed one with no key flag takes the key of plimsoll.yaml (the
     repository root's, found as the hook finds it), as every command that reads a set does."""
     from pathlib import Path

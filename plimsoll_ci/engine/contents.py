@@ -29,7 +29,7 @@ from plimsoll_ci.engine.merge import Hit
 from plimsoll_ci.engine.merge import merged as _merged
 from plimsoll_ci.engine.records import Finding, Limits, windowing
 from plimsoll_ci.match.charsets import Transcoder, text_encoding
-from plimsoll_ci.match.classes import compiled
+from plimsoll_ci.match.classes import ByteClasses, compiled
 from plimsoll_ci.match.containers import Container, is_container
 from plimsoll_ci.match.decode import (
     Bounds,
@@ -113,7 +113,7 @@ class _File:
         self.stopped = False  # the decode time bound was reached
         self.notes: list[str] = []
 
-    def decode(self, buf: bytes, bounds: Bounds, classes: object | None,  # noqa: PLR0913
+    def decode(self, buf: bytes, bounds: Bounds, classes: ByteClasses | None,  # noqa: PLR0913
                window: Window | None, budget: RegionBudget) -> Decoded:
         """`text_regions` of a piece of this file, its time counted to the file's decode time
         (asked throughout the decoding: `expired`)."""
@@ -343,6 +343,7 @@ class ContentRun:
                 matches = None  # a file full of values: each piece alone, under its own bound
             else:
                 for m in found:
+                    # (`matches` is a list here: None only past the cap, just above)
                     matches[bisect.bisect_right(starts, m.start) - 1].append(m)  # type: ignore[index]
             if todo:
                 alone = self._regions_joined(joined, starts, classes, pieces, todo, layers)
@@ -406,7 +407,7 @@ class ContentRun:
                     out[where[i]].append((bulk.layer(i), at))
         return None if len(found) > cap else out
 
-    def _regions_joined(self, joined: bytes, starts: list[int], classes: object | None,
+    def _regions_joined(self, joined: bytes, starts: list[int], classes: ByteClasses | None,
                         pieces: list[_Piece], todo: list[int], layers: list[list[Layer]]) -> bool:
         """Encoded regions of a joined batch, into `layers` by piece; True when a bound was hit
         (or a file's own budget would be), so that each piece must be decoded alone."""
@@ -576,7 +577,7 @@ class _Windows:
                 layers = dec.layers
         finally:
             if classes is not None:
-                classes.release()  # type: ignore[attr-defined]
+                classes.release()
         run._emit(buf, _Seg(f, self.chain, self.binary, 0, self.base, self.lines, self.last_nl),
                   matches, layers)
         if run.sc.sources and not self.binary:

@@ -89,9 +89,9 @@ def parse(content: str | None) -> Proposal | NotContract:
     text = fenced.group(1) if fenced else content
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        return NotContract(f"the reply is not one JSON object (line {e.lineno} column {e.colno}: "
-                           f"{e.msg})")
+    except json.JSONDecodeError as err:
+        return NotContract(f"the reply is not one JSON object (line {err.lineno} column "
+                           f"{err.colno}: {err.msg})")
     except RecursionError:
         return NotContract("the reply is JSON nested too deeply")
     if not isinstance(doc, dict):

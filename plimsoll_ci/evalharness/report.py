@@ -11,11 +11,14 @@ touched, a note) go through `shown` on the terminal and `md` in report.md.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plimsoll_ci.evalharness.attempt import Attempt
 from plimsoll_ci.evalharness.contract import CommandOutcome, printable
 from plimsoll_ci.names import md, shown
+
+if TYPE_CHECKING:  # a table is also made from the signed records (`verify`, which imports this)
+    from plimsoll_ci.evalharness.verify import SignedAttempt
 
 TAIL_BYTES = 8 * 1024  # of each command's output kept in results.json
 
@@ -49,7 +52,7 @@ def attempt_doc(a: Attempt, diff_path: str,
     }
 
 
-def _why_not(a: Attempt) -> str:
+def _why_not(a: Attempt | SignedAttempt) -> str:
     """Why a passing guarded test is not an honest pass."""
     why = []
     if a.test_files_changed:
@@ -66,7 +69,8 @@ def _rate(passed: int, finished: int) -> float | None:
     return round(100.0 * passed / finished, 1) if finished else None
 
 
-def model_table(model: str, attempts: Sequence[Attempt], runs: int) -> dict[str, Any]:
+def model_table(model: str, attempts: Sequence[Attempt] | Sequence[SignedAttempt],
+                runs: int) -> dict[str, Any]:
     """One model's numbers: per task and in all, with the pass rate's spread over the runs."""
     finished = [a for a in attempts if a.stopped is None]
     by_run = [_rate(sum(a.honest_pass for a in finished if a.run == r),

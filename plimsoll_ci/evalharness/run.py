@@ -295,7 +295,7 @@ def run_eval(request: EvalRequest, signer: Any = None, bundle: str | None = None
                "the copy holds withheld entries.\n\n" + "\n".join(f"- {n}" for n in notes) + "\n")
         return EvalResult([], [], [], scan, None, out, 0)
     keys = [read_key(config.api_key_env, environ) for config in request.models]  # checked first
-    if signer is not None:
+    if signer is not None and bundle is not None:  # (both or neither: checked above)
         from plimsoll_ci.grading.sign import check_bundle
 
         check_bundle(bundle, signer)
@@ -412,7 +412,7 @@ def _finish(request: EvalRequest, attempts: list[Attempt], context: dict[str, An
     _write(out / "report.md", report.render_markdown(run_info, tables, kept,
                                                       tripwire_lines(tripwire), notes))
     records = 0
-    if signer is not None and attempts:
+    if signer is not None and bundle is not None and attempts:
         from plimsoll_ci.attest.bundle import append_runs
 
         pairs = [(doc, _predicate(a, doc, context, hashes))

@@ -27,7 +27,7 @@ _TOO_WIDE = ("/", "/usr", "/usr/local", "/bin", "/etc", "/home", "/root", "/opt"
 
 
 def _config(venv: Path) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     try:
         text = (venv / "pyvenv.cfg").read_text("utf-8", "replace")[:64 * 1024]
     except OSError:

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -112,14 +114,20 @@ def grade(request: GradeRequest, progress: ProgressFn | None = None) -> GradeRes
         stage_mod.cleanup(st)
 
 
-def _fly_all(request: GradeRequest, flights: list[Seed], st, course, say) -> _Flown:
+def _flying(say: Callable[..., None], b0: int, n: int) -> None:
+    say("flying", b0 + n)  # (n of the batch from flight b0 have ended)
+
+
+def _fly_all(request: GradeRequest, flights: list[Seed], st, course,
+             say: Callable[..., None]) -> _Flown:
     import plimsoll_sim as sim
 
     out: list[Flight] = []
     evidences: list[dict] = []
     tiers_seen: list[str] = []
     cpu = {"max_tick_s": 0.0, "total_s": 0.0, "startup_s": 0.0, "max_flight_s": 0.0}
-    timing = {"wall_s": 0.0, "start_s": 0.0, "sim_s": 0.0, "round_trip_s": 0.0, "ticks": 0}
+    timing = {"wall_s": 0.0, "start_s": 0.0, "sim_s": 0.0, "round_trip_s": 0.0}
+    ticks_flown = 0
     started = time.monotonic()
     size = max(1, min(request.batch_size, MAX_BATCH))
     pipelined = _free_core() if request.pipeline is None else request.pipeline
@@ -145,7 +153,7 @@ def _fly_all(request: GradeRequest, flights: list[Seed], st, course, say) -> _Fl
         else:
             try:
                 flown = fly(opened.session, groups, budget,
-                            on_end=lambda n, b0=b0: say("flying", b0 + n))
+                            on_end=functools.partial(_flying, say, b0))
             finally:
                 opened.session.close()
             per_flight = flown.flight_cpu
@@ -153,7 +161,7 @@ def _fly_all(request: GradeRequest, flights: list[Seed], st, course, say) -> _Fl
             cpu["total_s"] += flown.total_cpu
             timing["sim_s"] += flown.sim_seconds
             timing["round_trip_s"] += flown.round_trips
-            timing["ticks"] += flown.ticks
+            ticks_flown += flown.ticks
         results = [r for batch in groups for r in batch.results()]
         for s, r, c in zip(chunk, results, per_flight, strict=True):
             out.append(Flight(s.id, s.value if s.shown else None, bool(r.landed), int(r.gates),
@@ -162,14 +170,14 @@ def _fly_all(request: GradeRequest, flights: list[Seed], st, course, say) -> _Fl
         say("flown", b0 + len(chunk))
     wall = time.monotonic() - started
     notes = sorted({n for e in evidences for n in e.get("tier_notes", [])})
-    ticks = max(1, timing["ticks"])
+    ticks = max(1, ticks_flown)
     return _Flown(
         flights=out,
         tier=tiers.weakest(tiers_seen),
         evidence=evidences[0] if len(evidences) == 1 else {"batches": evidences},
         cpu=CpuUse(**{k: round(v, 6) for k, v in cpu.items()}),
         timing=Timing(wall_s=round(wall, 3), start_s=round(timing["start_s"], 3),
-                      ticks=timing["ticks"], pipelined=pipelined,
+                      ticks=ticks_flown, pipelined=pipelined,
                       round_trip_ms_per_tick=round(1000 * timing["round_trip_s"] / ticks, 3),
                       sim_share=round(timing["sim_s"] / max(wall, 1e-9), 3)),
         notes=notes,

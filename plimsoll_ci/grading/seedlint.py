@@ -152,7 +152,8 @@ def _lines(wheres: Sequence[str]) -> str:
     if len(prefix) != 1 or not all(t.isdigit() for t in tails):
         return ", ".join(wheres)
     nums = sorted({int(t) for t in tails})
-    parts, start = [], nums[0]
+    parts: list[str] = []
+    start: int | None = nums[0]
     for a, b in zip(nums, [*nums[1:], None], strict=True):
         if b != a + 1:
             parts.append(str(start) if start == a else f"{start}-{a}")

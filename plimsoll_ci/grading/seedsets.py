@@ -54,7 +54,7 @@ class Commitment(NamedTuple):
     """What is published before grading: nothing in it helps guess a seed."""
 
     digest: str  # fresh.commit(...) of the seeds and salt
-    count: int
+    count: int  # type: ignore[assignment]  # shadows tuple.count, on purpose
     bits: int
     committed: str  # UTC time, 2026-01-31T12:00:00Z
 
@@ -172,7 +172,8 @@ def read_revealed(path: str | os.PathLike[str]) -> Revealed:
     doc = _read(path, "seed set")
     fmt = doc.get("format")
     keys = {SET_FORMAT: {"bits", "drawn", "format", "salt", "seeds"},
-            REVEAL_FORMAT: {"bits", "format", "salt", "seeds"}}.get(fmt)
+            REVEAL_FORMAT: {"bits", "format", "salt", "seeds"}}.get(fmt) \
+        if isinstance(fmt, str) else None  # (a list or an object as the format cannot key it)
     if keys is None:
         hint = (" (that is a commitment: it holds no seeds; give the set or its reveal)"
                 if fmt == COMMIT_FORMAT else "")

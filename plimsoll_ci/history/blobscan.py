@@ -41,7 +41,7 @@ def _open_worker(scanner: Scanner, repo: Repo, max_bytes: int) -> None:
     _WORKER["cat"] = CatFile(repo, max_bytes, delta_cache=DELTA_CACHE)
 
 
-def _scan_blobs(oids: list[str]) -> list[Scanned]:
+def _scan_blobs(oids: list[str]) -> Scanned:
     """Read blobs by id through this worker's `git cat-file` and scan them, in sessions of about
     `SESSION_BYTES` (the engine's memory grows with what one batch joins).
     """

@@ -67,7 +67,10 @@ def _name_row(f: Finding) -> list[Any]:
 
 def _finding(path: str, row: Any) -> Finding:  # noqa: ANN401
     """A finding from its row (the lists JSON gave back as the tuples a finding holds)."""
-    return Finding(path, *(tuple(v) if isinstance(v, list) else v for v in row))
+    fields = (tuple(v) if isinstance(v, list) else v for v in row)
+    # (a row holds a finding's fields after its path, as `_content_rows` wrote them; a short
+    # row leaves the last ones to their defaults, which `_make` would not)
+    return Finding(path, *fields)  # type: ignore[arg-type]
 
 
 class ScanCache:
@@ -296,7 +299,7 @@ class ScanCache:
                 self._keep(oid, found._replace(entries=self._intern(found.entries)))
         for mine, theirs in ((self.names, other.names), (self.builds, other.builds)):
             for k, v in theirs.items():
-                mine.setdefault(k, v)  # type: ignore[arg-type]
+                mine.setdefault(k, v)  # type: ignore[arg-type]  # (each pair: one kind)
         self.clean_names |= other.clean_names
         doc = self._doc()
         fd, tmp = tempfile.mkstemp(prefix=".tmp-scan-", dir=self.folder)

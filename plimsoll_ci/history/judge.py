@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -23,7 +23,7 @@ from plimsoll_ci.shipscan import ship, shipconfig
 
 CONFIG_NAME = os.fsencode(ship.CONFIG_NAME)
 
-Tree = dict[bytes, TreeEntry | Change]  # path -> (mode, blob id)
+Tree = Mapping[bytes, TreeEntry | Change]  # path -> (mode, blob id); the judge only reads it
 Selection = dict[bytes, tuple[str, str] | None]  # path -> (path as text, shipped path) or None
 
 
@@ -176,7 +176,7 @@ class Judge:
         for s in self._glob_sets(cfg):
             sel = self.selected.get(s)
             try:
-                hits = [sel[p] for p in paths]  # type: ignore[index]
+                hits = [sel[p] for p in paths]  # type: ignore[index]  # (None: TypeError, below)
             except (KeyError, TypeError):  # a path (or the set) not seen yet
                 sel = self._selection(s, paths)
                 hits = [sel[p] for p in paths]

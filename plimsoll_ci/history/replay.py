@@ -8,11 +8,11 @@ import sys
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.git import ZERO_OID, ls_tree
-from plimsoll_ci.gitlog import Log, RevList
+from plimsoll_ci.git import ZERO_OID, TreeEntry, ls_tree
+from plimsoll_ci.gitlog import Change, Log, RevList
 from plimsoll_ci.history.blobscan import BlobScans, load_engine, scan_names, start_workers
 from plimsoll_ci.history.cache import save
-from plimsoll_ci.history.judge import Delta, Judge, ShipState, Tree
+from plimsoll_ci.history.judge import Delta, Judge, ShipState
 from plimsoll_ci.history.progress import Progress
 from plimsoll_ci.history.records import CommitInfo, HistoryReport, Notes, Options, shown
 from plimsoll_ci.history.redact import Redactor
@@ -123,7 +123,7 @@ def _walk(run: _Run, log: Log, scans: BlobScans) -> _Walked:
     for row in run.graph:
         if len(row) > 1 and row[1] in in_range:
             children_fp[row[1]] = children_fp.get(row[1], 0) + 1
-    trees: dict[str, Tree] = {}
+    trees: dict[str, dict[bytes, TreeEntry | Change]] = {}  # (changed in place, commit to commit)
     states: dict[str, tuple[str, ShipState]] = {}  # commit -> (config identity, ship state)
     out = _Walked([], {}, {}, 0)
     need, names, records = out.need, out.names, out.records
@@ -142,7 +142,7 @@ def _walk(run: _Run, log: Log, scans: BlobScans) -> _Walked:
             if left != 0:
                 parent_state = dict(parent_state)
         else:
-            tree = ls_tree(session.repo, fp) if fp is not None else {}
+            tree = dict(ls_tree(session.repo, fp)) if fp is not None else {}  # (may hold changes)
             parent_cfg, parent_state = "none", {}
         for ch in commit.changes:
             if ch.oid == ZERO_OID:

@@ -15,7 +15,7 @@ from plimsoll_ci.history import configs
 from plimsoll_ci.history.cache import ScanCache, cache_key
 from plimsoll_ci.history.records import Notes, Options
 from plimsoll_ci.shipscan import ship
-from plimsoll_ci.shipscan.scan import Limits
+from plimsoll_ci.shipscan.scan import Limits, make_limits
 
 
 class Session(NamedTuple):
@@ -69,12 +69,8 @@ def _config(options: Options, memo: Path | None) -> tuple[Any, Limits]:
     if options.config is not None:
         external = configs.external(options.config, memo)
     limits = Limits()
-    if external is not None and external.limits:
-        try:
-            limits = Limits(**external.limits)
-        except TypeError as e:
-            raise BadInput(f"{options.config}: limits: {e}; use the names scan.Limits knows") \
-                from None
+    if external is not None and external.limits:  # read as the scan reads them (one road)
+        limits = make_limits(external.limits, str(external.path))
     return external, limits
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 
 from plimsoll_ci.match import classes as _classes
-from plimsoll_ci.match.classes import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER
+from plimsoll_ci.match.classes import C_B64, C_DIGIT, C_HEX, C_LOWER, C_UPPER, ByteClasses
 
 
 def runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
-          classes: object | None) -> list[tuple[int, int]]:
+          classes: ByteClasses | None) -> list[tuple[int, int]]:
     """Maximal runs of a byte class (base64: 6+ bytes and up to two `=`; hex: 8+ bytes): all of
     them from `rx` (the pure-Python passes: `classes` None), or, from the compiled passes (given
     the buffer's `classes`), only those the checks after this would keep."""
@@ -30,22 +30,22 @@ def runs(buf: bytes, rx: re.Pattern[bytes], pad: bool,
     return out
 
 
-def _compiled_runs(buf: bytes, pad: bool, classes: object) -> tuple[bytes, bytes]:
+def _compiled_runs(buf: bytes, pad: bool, classes: ByteClasses) -> tuple[bytes, bytes]:
     """With the compiled part: the base64 runs (`pad`) or the hex runs of `buf`, as int32
     (start, end) pairs, and a byte for each, 1 when it may be encoded: a base64 run padded, or
     12+ long mixing both cases (`b64.looks_base64`); a hex run of even length whose high
     nibbles are mostly '2'..'7' (all of them, and 16+ long, for digits only)."""
-    cls = classes.padded[1 : len(buf) + 1]  # type: ignore[attr-defined]
+    cls = classes.padded[1 : len(buf) + 1]
     if pad:
         return _classes.native.base64_runs(cls, buf, C_B64, C_UPPER | C_LOWER)
     return _classes.native.hex_runs(cls, buf, C_HEX, C_UPPER | C_LOWER, C_DIGIT)
 
 
-def base64_kept(buf: bytes, classes: object) -> tuple[bytes, bytes]:
+def base64_kept(buf: bytes, classes: ByteClasses) -> tuple[bytes, bytes]:
     """With the compiled part: the base64 runs `_compiled_runs` keeps, as int32 (start, end) pairs,
     and the length of the run of 6+ after each, int32, found in one call that hands back no
     other run."""
-    cls = classes.padded[1 : len(buf) + 1]  # type: ignore[attr-defined]
+    cls = classes.padded[1 : len(buf) + 1]
     return _classes.native.base64_kept(cls, buf, C_B64, C_UPPER | C_LOWER)
 
 

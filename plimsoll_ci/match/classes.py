@@ -12,6 +12,8 @@ the two equal (tests/match/test_match_compiled_equality.py).
 
 from __future__ import annotations
 
+from typing import Any
+
 from plimsoll_ci.match.ascii import (
     LOWER_A,
     LOWER_F,
@@ -30,7 +32,7 @@ from plimsoll_ci.match.ascii import (
 from plimsoll_ci.match.workspace import give_back_bytes, pooled_bytes
 
 try:  # the one compiled part, optional (built when the package is installed with a C compiler)
-    from plimsoll_ci.match import _passes as native
+    import plimsoll_ci.match._passes as native
 except ImportError:  # pragma: no cover - installed without a compiler: the pure-Python passes
     native = None
 
@@ -84,6 +86,8 @@ class ByteClasses:
     `padded[-1]` are 0, so every run of a class starts and ends inside it."""
 
     __slots__ = ("n", "padded")
+    # a memoryview of the pooled bytes, None once released: read by index
+    padded: Any
 
     def __init__(self, buf: bytes) -> None:
         n = self.n = len(buf)
@@ -139,7 +143,8 @@ def _nbsp_places(buf: bytes) -> list[int] | None:
     when it has more than `_FEW_LEADS` of them. Most buffers that have the lead byte have it a
     few times (`©`, `°`) and no no-break space; a two-byte search or a numpy pass costs a pass
     over the whole buffer, a one-byte search almost nothing."""
-    out, lead, tail = [], bytes([NBSP_LEAD]), NBSP_TAIL
+    out: list[int] = []
+    lead, tail = bytes([NBSP_LEAD]), NBSP_TAIL
     i = buf.find(lead)
     for _ in range(_FEW_LEADS):
         if i < 0:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import zlib
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from plimsoll_ci.match.decode import Bounds
 
@@ -43,8 +43,9 @@ _FEED = 64 * 1024  # compressed bytes handed to a decompressor at a time
 class _Inflate:
     """The output of a compression stream held in memory, `read` a piece at a time."""
 
-    def __init__(self, kind: str, data: bytes) -> None:
+    def __init__(self, kind: str, data: bytes | bytearray) -> None:
         self.kind, self.data, self.pos, self.eof = kind, data, 0, False
+        self.d: Any  # zlib's, bz2's or lzma's decompressor: the three share no base type
         if kind == "gzip":
             self.d = zlib.decompressobj(16 + zlib.MAX_WBITS)
         elif kind == "zlib":
@@ -58,7 +59,7 @@ class _Inflate:
 
             self.d = lzma.LZMADecompressor()
 
-    def _input(self) -> bytes:
+    def _input(self) -> bytes | bytearray:
         chunk = self.data[self.pos : self.pos + _FEED]
         self.pos += len(chunk)
         return chunk
@@ -176,7 +177,7 @@ class Member(NamedTuple):
     read: Callable[[int], bytes] | None
 
 
-def stream_kind(data: bytes) -> str | None:
+def stream_kind(data: bytes | bytearray) -> str | None:
     """The compression stream whose header `data` starts with, if any."""
     if data[:2] == GZIP_MAGIC:
         return "gzip"
@@ -196,7 +197,7 @@ def is_container(data: bytes) -> bool:
     return stream_kind(data) is not None or data[:4] in ZIP_MAGICS or _is_tar(data)
 
 
-def _is_tar(data: bytes) -> bool:
+def _is_tar(data: bytes | bytearray) -> bool:
     return len(data) >= 512 and data[TAR_MAGIC_AT:TAR_MAGIC_AT + len(TAR_MAGIC)] == TAR_MAGIC
 
 
@@ -279,6 +280,7 @@ class Container:
 
         b = self.bounds
         try:
+            # (`mode` is one of the read modes the stubs list, held in a plain str)
             tf = tarfile.open(fileobj=fileobj, mode=mode)  # type: ignore[call-overload]
         except _read_errors() as e:
             self.notes.append(f"tar archive does not open ({type(e).__name__})")

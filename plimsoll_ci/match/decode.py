@@ -29,7 +29,7 @@ from plimsoll_ci.match.b64 import looks_base64 as _looks_base64
 from plimsoll_ci.match.b64 import run_re as _b64_run
 from plimsoll_ci.match.b64 import unwrap as _unwrap
 from plimsoll_ci.match.b64 import wrapped as _wrapped
-from plimsoll_ci.match.classes import C_ESC, byte_classes, compiled
+from plimsoll_ci.match.classes import C_ESC, ByteClasses, byte_classes, compiled
 from plimsoll_ci.match.escapes import escape_kind, unescape
 
 
@@ -125,7 +125,7 @@ _PRINTABLE = bytes(range(SPACE, DEL)) + b"\t\n\r"
 _TICK = 64  # `expired` is asked once per this many regions or lines
 
 
-def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None,  # noqa: PLR0913
+def text_regions(buf: bytes, bounds: Bounds, classes: ByteClasses | None = None,  # noqa: PLR0913
                  window: Window | None = None, budget: RegionBudget | None = None,
                  expired: Callable[[], bool] | None = None) -> Decoded:
     """Encoded regions of a text buffer, each decoded once: base64 (a line-wrapped block as one
@@ -145,23 +145,23 @@ def text_regions(buf: bytes, bounds: Bounds, classes: object | None = None,  # n
     try:
         return _Regions(buf, bounds, window, budget, expired).run(classes)
     finally:
-        classes.release()  # type: ignore[attr-defined]
+        classes.release()
 
 
-def regions_in_bulk(buf: bytes, bounds: Bounds, classes: object | None,
+def regions_in_bulk(buf: bytes, bounds: Bounds, classes: ByteClasses | None,
                     budget: RegionBudget, expired: Callable[[], bool] | None) -> Decoded:
     """`text_regions` of a whole buffer, where the plain base64 regions (that start no wrapped
     block and pass no bound) come back together in `Decoded.bulk` rather than as layers, when
     that changes nothing: the budget holds every region and the clock has not run out before."""
     if not compiled(len(buf)):  # the pure-Python passes
         return _Regions(buf, bounds, None, budget, expired).run(None)
-    own = classes is None
-    classes = byte_classes(buf) if own else classes
+    own = byte_classes(buf) if classes is None else None
     try:
-        return _Regions(buf, bounds, None, budget, expired, bulk=True).run(classes)
+        return _Regions(buf, bounds, None, budget, expired, bulk=True).run(
+            classes if classes is not None else own)
     finally:
-        if own:
-            classes.release()  # type: ignore[union-attr]
+        if own is not None:
+            own.release()
 
 
 class _Stop(Exception):
@@ -186,7 +186,7 @@ class _Regions:
         self.stopped: int | None = None
         self.ticks = 0
 
-    def run(self, classes: object | None) -> Decoded:
+    def run(self, classes: ByteClasses | None) -> Decoded:
         """Every region: with the buffer's byte `classes` by the compiled passes, with None by
         the pure-Python ones (`classes.compiled` chose)."""
         try:
@@ -231,7 +231,7 @@ class _Regions:
                           f"the {self.bounds.max_region}-byte region bound: not decoded")
         return True
 
-    def _base64(self, classes: object | None) -> None:
+    def _base64(self, classes: ByteClasses | None) -> None:
         if classes is not None:
             self._base64_compiled(classes)
             return
@@ -245,7 +245,7 @@ class _Regions:
             if _looks_base64(buf[a:b]):
                 block_end = self._one_base64(a, b, block_end)
 
-    def _base64_compiled(self, classes: object) -> None:
+    def _base64_compiled(self, classes: ByteClasses) -> None:
         """`_base64` with the compiled passes: the runs that can neither start a wrapped block
         (they end their line) nor pass the region bound are kept and bounded
         (`_passes.base64_kept`, `base64_bounds`), decoded all at once (`b64_runs`), and only
@@ -347,7 +347,7 @@ class _Regions:
             self.add("base64", a, _b64(buf[a:b]))
         return block_end
 
-    def _hex(self, classes: object | None) -> None:
+    def _hex(self, classes: ByteClasses | None) -> None:
         buf, lo, hi = self.buf, self.win.lo, self.win.hi
         for a, b in _c.runs(buf, _hex_run(), False, classes):
             if a < lo:
@@ -365,7 +365,7 @@ class _Regions:
                 continue  # not hex-encoded text (ids, hashes, digit strings): nothing to find in it
             self.add("hex", a, data)
 
-    def _escapes(self, classes: object | None) -> None:
+    def _escapes(self, classes: ByteClasses | None) -> None:
         """Each line that holds an escape or entity, decoded whole (the region is placed at its
         first one): a line is looked at once, from its first `%`, `\\` or `&`, so a long line
         costs one pass."""
@@ -391,14 +391,14 @@ class _Regions:
                 self.add(escape_kind(line), hit, data, (), (hit - ls, le - ls))
 
 
-def escape_lines(buf: bytes, classes: object | None) -> Iterator[tuple[int, int, int]]:
+def escape_lines(buf: bytes, classes: ByteClasses | None) -> Iterator[tuple[int, int, int]]:
     """(start, end, first hit) of each line of `buf` that holds an escape or an entity, in
     order: where the line starts, where its line break is (or the buffer's end), and where its
     first escape or entity starts. The compiled passes find them in one pass from the byte
     `classes` (given when the buffer takes them); else from the first lead of each line
     (`_line_firsts`)."""
     if classes is not None:
-        rows = memoryview(_classes.native.escape_lines(classes.cls, buf, C_ESC)).cast("i")  # type: ignore[attr-defined]
+        rows = memoryview(_classes.native.escape_lines(classes.cls, buf, C_ESC)).cast("i")
         for i in range(0, len(rows), 3 << 16):
             t = rows[i : i + (3 << 16)].tolist()
             yield from zip(t[0::3], t[1::3], t[2::3], strict=True)

@@ -48,5 +48,5 @@ def _compiled_rules(index, grouped_from: int, digit_bit: int) -> tuple[bytes, tu
                  for b in (16, 8, 2))
     rules = (bytes(int_lut + sig_lut),
              (digit_bit, flags, index.min_int_length, min(index.min_sig, 2**31), *need))
-    index._number_rules = rules  # type: ignore[attr-defined]
+    index._number_rules = rules
     return rules

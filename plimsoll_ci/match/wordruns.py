@@ -83,7 +83,7 @@ def _joined_tables(index: ValueIndex) -> tuple[bool, bytes]:
         two[key] = 1
     for key in wanted[2]:
         pre3[key >> 8] = 1
-    parts = [one, two, pre3]
+    parts: list[bytes | bytearray] = [one, two, pre3]
     tagged = not index.untagged
     if tagged:
         tag_ok = bytearray(1 << TAG_BITS)

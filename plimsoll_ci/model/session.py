@@ -173,7 +173,7 @@ class Session:
         body = payload(config.model, self.messages, self.tools)
         posted = self.client._post(body, self.exchanges, self._turns, self._until)
         if posted.body is None:
-            self.stopped = posted.stopped  # type: ignore[assignment]
+            self.stopped = posted.stopped  # type: ignore[assignment]  # (a Stop when no body)
             return None
         self._replies += 1
         try:

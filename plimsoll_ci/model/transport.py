@@ -204,7 +204,8 @@ def _once(line: Line, body: bytes, start: float) -> _Answer:
     conn_cls = (http.client.HTTPSConnection if endpoint.scheme == "https"
                 else http.client.HTTPConnection)
     conn = conn_cls(endpoint.host, endpoint.port, timeout=line.config.timeout)
-    done, cut = threading.Event(), []
+    done = threading.Event()
+    cut: list[str] = []  # why the watchdog cut the connection, if it did
     threading.Thread(target=_watch, args=(conn, line, deadline, done, cut), daemon=True,
                      name="model-request-watchdog").start()
     try:

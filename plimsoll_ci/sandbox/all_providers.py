@@ -27,7 +27,7 @@ def get(name: str) -> Provider:
 
 def strongest_available() -> tuple[str, list[str]]:
     """The strongest provider that can start here, and why each stronger one cannot."""
-    skipped = []
+    skipped: list[str] = []
     for name, provider in PROVIDERS.items():
         ok, why = provider.available()
         if ok:

@@ -35,7 +35,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput, SandboxError
 from plimsoll_ci.sandbox import all_providers, rootfs
@@ -156,7 +156,7 @@ def run_in_sandbox(provider: str, folder: Path, argv: Sequence[str],
     tier = chosen.configured_tier()
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="plimsoll-cmd-"))
-    run: _Started | None = None
+    run: _Started | CommandResult | None = None
     try:
         run = _RUNNERS[provider](folder, argv, limits._replace(view=view), work)
         if isinstance(run, CommandResult):  # the program is not there: nothing was started
@@ -253,7 +253,7 @@ def _gvisor(folder: Path, argv: tuple[str, ...], limits: CommandLimits,
     # runsc's cgroups, unless this host refused them once (then the grader's sandboxes run
     # without them too; `gvisor.retry_start` decides that)
     no_cgroups = bool(gvisor._NO_CGROUPS)
-    evidence = {
+    evidence: dict[str, Any] = {
         "provider": "gvisor", "runtime": "runsc", "runtime_version": gvisor.runsc_version(runsc),
         "runtime_path": runsc, "platform": platform, "network": "none",
         "root": "read-only (OCI root.readonly), the minimal Python runtime",

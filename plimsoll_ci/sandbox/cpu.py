@@ -144,18 +144,18 @@ class OwnCgroup:
                     pass
             self.meter: CgroupMeter = CgroupMeter(os.path.join(d, "cpu.stat"), True)
         else:
-            for ctl, fname, value in (("cpuacct", None, None),
-                                      ("memory", "memory.limit_in_bytes", memory),
-                                      ("pids", "pids.max", pids)):
+            for ctl, limit_file, limit in (("cpuacct", None, None),
+                                           ("memory", "memory.limit_in_bytes", memory),
+                                           ("pids", "pids.max", pids)):
                 d = os.path.join(CGROUP_ROOT, ctl, "plimsoll", name)
                 if not os.path.isdir(os.path.join(CGROUP_ROOT, ctl)):
                     continue
                 os.makedirs(d)
                 self.dirs.append(d)
-                if fname:
+                if limit_file:
                     try:
-                        with open(os.path.join(d, fname), "w") as fh:
-                            fh.write(str(value))
+                        with open(os.path.join(d, limit_file), "w") as fh:
+                            fh.write(str(limit))
                     except OSError:
                         pass
             self.meter = CgroupMeter(os.path.join(CGROUP_ROOT, "cpuacct", "plimsoll", name,

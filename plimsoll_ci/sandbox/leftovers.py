@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -80,6 +81,7 @@ def reap(tmpdir: str | os.PathLike[str] | None = None) -> Reaped:
     for folder in dead_folders:
         shutil.rmtree(folder, ignore_errors=True)
         removed += not folder.exists()
+    # (a token is GONE only when it parsed: `_gone`)
     pids = sorted({owner_mod.parse(t).pid for t, v in verdicts.items()  # type: ignore[union-attr]
                    if v == owner_mod.GONE})
     found = Reaped(tuple(pids), containers, sandboxes, processes, cgroups, removed)
@@ -95,7 +97,7 @@ def reap_once(tmpdir: str | os.PathLike[str] | None = None) -> Reaped | None:
     return reap(tmpdir)
 
 
-def _folders(base: Path) -> Iterator[tuple[Path, object]]:
+def _folders(base: Path) -> Iterator[tuple[Path, re.Match[str]]]:
     try:
         names = os.listdir(base)
     except OSError:

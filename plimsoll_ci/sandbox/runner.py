@@ -116,7 +116,7 @@ def unpack(packed: object, max_rows: int = 1 << 16) -> list:
     rows = []
     pos = 0
     for _ in range(n):
-        row = {}
+        row: dict[str, object] = {}
         for key, width, kind in cols:
             if kind == "list":
                 row[key] = list(vals[pos:pos + width])

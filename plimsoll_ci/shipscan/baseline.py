@@ -80,7 +80,8 @@ def _entry_lines(text: str) -> list[int]:
     at = text.find("[", at) + 1 if at >= 0 else 0
     if at <= 0:
         return []
-    decoder, lines = json.JSONDecoder(), []
+    decoder = json.JSONDecoder()
+    lines: list[int] = []
     try:
         while True:
             while at < len(text) and text[at] in " \t\r\n,":

@@ -59,6 +59,7 @@ def _private(st: os.stat_result) -> bool:
 def _parser_version() -> str:
     """Changes whenever the config's reading does: our parser, pathspec's translator and
     PyYAML (by size and time of their files), found without importing either."""
+    # (modules loaded from source files: each has a `__file__`)
     files = [Path(m.__file__) for m in (ship, shipconfig, globs)]  # type: ignore[arg-type]
     spec = importlib.util.find_spec("yaml")
     if spec is not None and spec.origin:

@@ -377,10 +377,13 @@ def _guessable_unkeyed(doc: dict) -> list[str]:
     if doc.get("scheme") != "sha256":
         return []
     ids = []
-    for e in doc.get("entries", []):
+    entries = doc.get("entries")
+    for e in entries if isinstance(entries, list) else []:  # (any JSON: a staged file)
         if not isinstance(e, dict) or e.get("kind") != "value":
             continue
-        shape = e.get("shape") if isinstance(e.get("shape"), dict) else {}
+        shape = e.get("shape")
+        if not isinstance(shape, dict):
+            shape = {}
         try:
             bits = shape_bits(str(e.get("type")), shape)
         except (TypeError, ValueError):

@@ -75,8 +75,8 @@ def walk(root: str, label: str, notes: list[str]) -> Iterator[Listed]:
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
-        except OSError as e:
-            notes.append(f"{shown_folder or '/'}: cannot list ({e.strerror})")
+        except OSError as err:
+            notes.append(f"{shown_folder or '/'}: cannot list ({err.strerror})")
             continue
         subfolders = []
         for e in entries:

@@ -66,15 +66,16 @@ def make_limits(config: Mapping[str, float] | None = None, origin: str = "limits
             raise ConfigError(f"{origin}: limits: unknown bound {k!r}; known: "
                               f"{', '.join(Limits._fields)}")
         values[k] = v
-    for k, v in (overrides or {}).items():
-        if v is None:
+    for k, bound in (overrides or {}).items():
+        if bound is None:
             continue
         if k not in Limits._fields:
             raise BadInput(f"--{k.replace('_', '-')}: not a bound; known: "
                            f"{', '.join(Limits._fields)}")
-        if v <= 0:
-            raise BadInput(f"--{k.replace('_', '-')} must be positive, not {v}")
-        values[k] = v
+        if bound <= 0:
+            raise BadInput(f"--{k.replace('_', '-')} must be positive, not {bound}")
+        values[k] = bound
+    # (each value is the type of its field: `decode_seconds` a float, every other an int)
     limits = Limits(**{k: v if k == "decode_seconds" else int(v)  # type: ignore[arg-type]
                        for k, v in values.items()})
     floor = memory_floor(limits)
@@ -397,7 +398,8 @@ class Verdicts:
         """Scan everything queued; its verdicts are placed in turn (before `finish` returns)."""
         pending, self._pending = self._pending, []
         self._pending_bytes = self._unread = 0
-        need = [it.blob for _, _, it in pending if it.data is None and it.disk is None]
+        need = [it.blob for _, _, it in pending
+                if it.data is None and it.disk is None and it.blob is not None]  # (as `add` says)
         # git reads the blobs while this process checks the names (and builds the engine)
         reading = _read_behind(self.read, need) if need and self.read is not None else None
         try:
@@ -414,6 +416,7 @@ class Verdicts:
                 batch.append((label, b"", it.size or 0, "", it.disk))
                 placed.append((key, [label]))
                 continue
+            # (an item with neither data nor a file on disk has a blob id: `add` checks it)
             data = it.data if it.data is not None else blobs[it.blob]  # type: ignore[index]
             size = max(len(data), it.size or 0)  # (a reader may stop one byte past)
             cut = _over_bound(size, bound) if len(data) > bound else ""
@@ -713,9 +716,9 @@ def scan_items(items: Iterable[Item | tuple[str, bytes] | tuple[str, str, bytes]
         if isinstance(it, Item):
             session.add(it)
         elif len(it) == 3:
-            session.add(Item(it[0], it[2], it[1]))  # type: ignore[misc]
+            session.add(Item(it[0], it[2], it[1]))
         else:
-            session.add(Item(it[0], it[1]))  # type: ignore[arg-type]
+            session.add(Item(it[0], it[1]))
     return session.finish()
 
 

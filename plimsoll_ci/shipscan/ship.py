@@ -431,6 +431,7 @@ def collect(config_path: str | None, set_name: str | None, staged: bool, rev: st
         files = from_index(repo, config, set_name)
         check_not_empty(config, files, "the index", set_name)
         return config, files
+    assert rev  # (neither the working tree nor the index: a commit was asked for)
     files = from_rev(repo, rev, config, set_name)
     check_not_empty(config, files, f"commit {rev}", set_name)
     return config, files

@@ -83,7 +83,8 @@ class _Seq(list):
 def _yaml_load(text: str, origin: str) -> Any:
     import yaml
 
-    class Loader(yamlsafe.bounded_loader()):  # nesting and aliases bounded, with a line
+    # nesting and aliases bounded, with a line (a base made at run time: yaml loads lazily)
+    class Loader(yamlsafe.bounded_loader()):  # type: ignore[misc]
         pass
 
     def construct_map(loader: yaml.SafeLoader, node: yaml.MappingNode) -> _Map:
@@ -260,7 +261,9 @@ def _parse_set(name: str, body: Any, origin: str, line: int) -> ShipSet:
         if key not in _SET_KEYS:
             raise ConfigError(f"{origin} line {_line_of(body, key)}: {where}: unknown key {key!r}; "
                               f"expected one of {', '.join(_SET_KEYS)}")
-    include = exclude = inputs = ()
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
     if "include" in body:
         include = _str_list(body["include"], origin, _line_of(body, "include"), f"{where}.include")
     if "exclude" in body:

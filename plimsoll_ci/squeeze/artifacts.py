@@ -42,11 +42,12 @@ def derive(bundle_bytes: bytes, public: PublicKey, sets: dict[int, bytes] | None
     files: dict[str, str] = {}
     problems: list[str] = []
     set_reads = []
-    for n in sorted(set(sets or {}) - set(range(1, count + 1))):
+    sets = sets or {}
+    for n in sorted(set(sets) - set(range(1, count + 1))):
         problems.append(f"{SETS}/{n}: not one of the run's {count} fresh sets")
     for n in range(1, count + 1):
         where = f"{SETS}/{n}"
-        if n not in (sets or {}):
+        if n not in sets:
             problems.append(f"{where}/{BUNDLE}: missing (the records say the run flew {count} "
                             "more fresh sets)")
             continue
@@ -92,6 +93,7 @@ def derive_set(data: bytes, public: Any, index: int, count: int, job: dict[str, 
             problems.append("it flew the run's own fresh set, not a set of its own")
     if problems:
         return SetDerived({}, read, problems)
+    assert read.job is not None  # (records that verify name their job)
     doc = {"format": SET_FORMAT, "set": index, "of": count,
            "fresh_commitment": read.job["fresh"]["commitment"],
            "loops": [{"name": r.grading.group, "controller": r.grading.controller,

@@ -25,6 +25,7 @@ def answer(request: object) -> dict:
     messages = request.get("messages") if isinstance(request, dict) else None
     spoke = isinstance(messages, list) and any(
         isinstance(m, dict) and m.get("role") == "assistant" for m in messages)
+    message: dict[str, object]
     if spoke:
         message = {"role": "assistant", "content": "done"}
         finish = "stop"

@@ -79,7 +79,7 @@ def account(index: int, unseen: Unseen, loops: int, job_sha256: str = "",
 class SetTask(NamedTuple):
     """One grading of a set: which set, the loop's grading, and the task."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index, on purpose
     grading: Grading
     task: Any  # grader.Task
 

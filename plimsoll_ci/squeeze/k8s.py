@@ -102,7 +102,7 @@ def _pod(cluster: Cluster, role: str, script: str, mounts: list[dict[str, Any]],
     security: dict[str, Any] = {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
                                 "readOnlyRootFilesystem": True,
                                 "capabilities": {"drop": ["ALL"]}}
-    container = {
+    container: dict[str, Any] = {
         "name": role,
         "image": cluster.image,
         "command": ["/bin/sh", "-ec", script],

@@ -73,8 +73,8 @@ class Shard(NamedTuple):
     """One shard folder, verified on its own."""
 
     folder: Path
-    index: int
-    count: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index, on purpose
+    count: int  # type: ignore[assignment]  # shadows tuple.count, on purpose
     job: dict[str, Any]  # the job section its records carry
     runs: list[SignedRun]
     bundle: bytes
@@ -368,10 +368,11 @@ def check_provenance(folder: Path, data: bytes,
                 report = bundle.verify_bytes(shard_data, public)
                 used[public.keyid] = f"{where}/{artifacts.PUBLIC_KEY}"
             else:
-                key, report = verify_pinned(shard_data, pinned)
-                if key is None or report is None:
+                key, pinned_report = verify_pinned(shard_data, pinned)
+                if key is None or pinned_report is None:
                     problems.append(unpinned(where, shard_data, "--shard-pub"))
                     continue
+                report = pinned_report
                 used[key.public.keyid] = key.source
         except BadInput as e:
             problems.append(f"{where}: {e}")

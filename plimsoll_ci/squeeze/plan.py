@@ -150,8 +150,9 @@ def grading_context(job_ctx: dict[str, Any], grading: Grading,
                     code_checks: dict[str, Any]) -> dict[str, Any]:
     """What one record states about the squeeze: the job, its grading, its code checks."""
     made = grading.controller.startswith(BUILT) and grading.role != "loop"
-    where = {"group": grading.group, "role": grading.role, "controller": grading.controller,
-             "origin": "built" if made else "imported"}
+    where: dict[str, object] = {"group": grading.group, "role": grading.role,
+                                "controller": grading.controller,
+                                "origin": "built" if made else "imported"}
     if made:
         where["session"] = [grading.group, int(grading.controller.rsplit("/", 1)[1])]
     return {"job": job_ctx, "grading": where, "code_checks": code_checks}

@@ -158,6 +158,7 @@ def follow(plan: Plan, job: Job, prepared: Any, sealed: Any) -> Planned:
         if sealed is not None:
             raise BadInput(f"the plan {plan.folder} drew a fresh set: --sealed goes to `squeeze "
                            "plan`, not to its shards")
+        assert plan.fresh is not None  # (a plan holds its fresh set or its held-out one: `load`)
         unseen = Unseen(plan.fresh)
     context = plan.context
     made = _made(context)

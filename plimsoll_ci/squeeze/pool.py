@@ -52,7 +52,7 @@ class GradingFailed(PlimsollError):
 class Done(NamedTuple):
     """A grading that finished."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index, on purpose
     graded: Graded
     wall_s: float
 

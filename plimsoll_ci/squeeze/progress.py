@@ -8,9 +8,12 @@ the bar reads no `rich` markup in them.
 from __future__ import annotations
 
 import sys
-from typing import Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from plimsoll_ci.names import shown
+
+if TYPE_CHECKING:  # rich is imported when a bar is made
+    from rich.progress import TaskID
 
 
 class Progress(Protocol):
@@ -78,7 +81,7 @@ class Bar:
         self.bar = Progress(TextColumn("squeeze"), BarColumn(), MofNCompleteColumn(),
                             TimeElapsedColumn(), TextColumn("{task.description}", markup=False),
                             console=self.console, transient=False)
-        self.task = None
+        self.task: TaskID | None = None
         self.running: list[str] = []
 
     def start(self, total: int, what: str = "") -> None:

@@ -83,7 +83,8 @@ class Spec(NamedTuple):
     """One session of the plan."""
 
     group: str  # the loop's name, or "control"
-    index: int  # 1..N within the group
+    # 1..N within the group
+    index: int  # type: ignore[assignment]  # shadows tuple.index, on purpose
     role: str  # "rebuild" | "control"
     recipe: str | None
     recipe_sha256: str | None

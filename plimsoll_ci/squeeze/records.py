@@ -59,7 +59,7 @@ class SessionRecord(NamedTuple):
     line: int
     result_sha256: str
     group: str
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index, on purpose
     ended: str  # answered | max_turns | budget | rate_limit | error | interrupted
     verdict: str  # graded | refused | no_controller | stopped
     tokens: int
@@ -75,7 +75,8 @@ class Read(NamedTuple):
     job: dict[str, Any] | None  # the job section all records share
     reveal: dict[str, Any] | None  # the unseen set's reveal all records share
     problems: list[str]  # "bundle line N: ..." or "bundle: ..."
-    count: int  # records in the bundle
+    # records in the bundle
+    count: int  # type: ignore[assignment]  # shadows tuple.count, on purpose
     sessions: list[SessionRecord] = []  # rebuild sessions, in plan order
     seed_check: dict[str, Any] | None = None  # the seed lint's record all gradings share
 
@@ -265,7 +266,7 @@ def _record(n: int, result: dict, predicate: dict, ctx: dict, job: dict,
         why.append("its reveal differs from the other records'")
     if inputs["course"] != job["course"] or result.get("course") != job["course"]:
         why.append(f"its course is not the job's ({job['course']})")
-    g = ctx.get("grading")
+    g: Any = ctx.get("grading")  # any shape: refused below when it names no grading
     try:
         grading = Grading(g["group"], g["role"], g["controller"])
     except (TypeError, KeyError):
@@ -289,7 +290,7 @@ def _scores(result: dict, job: dict, reveal: dict | None,
             why: list[str]) -> tuple[Score, Score, dict[str, int]] | None:
     flights = result.get("flights")
     kind, section = unseen_section(job)
-    n, m = job["practice"]["count"], section.get("count")
+    n, m = job["practice"]["count"], section["count"]  # (the job as our run signed it)
     shown = kind == "fresh"
     prefix, what = ("fresh", "fresh") if shown else ("sealed", "held-out")
     if not isinstance(flights, list) or len(flights) != n + m:

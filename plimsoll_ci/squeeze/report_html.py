@@ -108,7 +108,8 @@ def _lane(scores: list[tuple[str, int]]) -> int:
 def _dots(scores: list[tuple[str, int]], total: int, top: int, cls: str) -> list[str]:
     """Dots stacked downward from `top`, one above the other where scores are equal: drawn
     after the diamond and the median bar, so none is hidden by them or by another dot."""
-    out, seen = [], {}
+    out: list[str] = []
+    seen: dict[int, int] = {}  # score -> dots drawn at it
     for name, landed in scores:
         k = seen.get(landed, 0)
         seen[landed] = k + 1

@@ -78,7 +78,8 @@ def render(result: dict[str, Any], evidence: dict[str, Any]) -> str:
             "construction (`combined_verdict` in `result.json`; `verdict` keeps the arithmetic)."]
     out += ["", f"Recipes are counted with `{md(tok['encoding'])}`. The practice seeds alone take "
             f"{tok['practice_seed_tokens']} tokens written one per line."]
-    records = {(r["group"], r["role"]): [] for r in evidence["records"]}
+    records: dict[tuple[str, str], list[dict[str, Any]]] = {
+        (r["group"], r["role"]): [] for r in evidence["records"]}
     for r in evidence["records"]:
         records[(r["group"], r["role"])].append(r)
     for loop in result["loops"]:

@@ -9,6 +9,7 @@ give the same `result.json` as one runner would have.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from plimsoll_ci.squeeze import verdicts as v
@@ -57,7 +58,7 @@ def _sessions(made: list[SessionRecord]) -> dict[str, Any]:
             "tokens": sum(s.tokens for s in made), "note": SESSIONS_NOTE}
 
 
-def compute(read: Read, sets: list[Read] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
+def compute(read: Read, sets: Sequence[Read] = ()) -> tuple[dict[str, Any], dict[str, Any]]:
     """(result, evidence) from a complete, verified read of a squeeze bundle (and of its more
     fresh sets' bundles, checked against it: `fresh_sets.derive`)."""
     job = read.job
@@ -126,9 +127,10 @@ def compute(read: Read, sets: list[Read] = ()) -> tuple[dict[str, Any], dict[str
     if kind == "fresh":
         result["fresh_commitment"] = section["commitment"]
         if sets:
-            result["fresh_sets"] = [{"set": n, "commitment": s.job["fresh"]["commitment"],
-                                     "count": s.job["fresh"]["count"]}
-                                    for n, s in enumerate(sets, 1)]
+            # (complete reads, each with its job: `fresh_sets.derive` checked them)
+            fresh = [s.job["fresh"] for s in sets]  # type: ignore[index]
+            result["fresh_sets"] = [{"set": n, "commitment": f["commitment"], "count": f["count"]}
+                                    for n, f in enumerate(fresh, 1)]
     else:  # a held-out set committed earlier flew where a fresh set would have
         result["held_out"] = {"commitment": section["commitment"],
                               "committed": section["committedOn"], "count": section["count"],

@@ -449,7 +449,8 @@ def _grade(ctx: _Running, work: Work, seed_check: dict[str, Any],
 
     status, code_, error = "done", 0, None
     progress.start(len(tasks) + len(extra), f"grading {len(tasks)} controllers" + (
-        f" and the loops' own on {len(more.unseen)} more fresh sets" if extra else "") + (
+        f" and the loops' own on {len(more.unseen)} more fresh sets"
+        if more is not None and extra else "") + (
         f" (shard {options.shard[0]}/{options.shard[1]} of {len(work.gradings)})"
         if options.shard is not None else ""))
     try:

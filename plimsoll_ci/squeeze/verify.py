@@ -238,6 +238,7 @@ def verify(folder: str | Path, public: PublicKey, shard_keys: tuple | None = Non
             problems += _compare(name, have, text)
     _check_run_json(folder, derived.read, problems)
     notes = _held_out_note(derived.read)
+    assert derived.read.job is not None  # (files are derived only from a read with its job)
     count = derived.read.job.get("fresh_sets", 0)
     for n in range(1, count + 1):  # each set's run.json states what its records state
         found: list[str] = []

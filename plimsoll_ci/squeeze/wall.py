@@ -241,7 +241,7 @@ def check_session(folder: Path, sealed: Any) -> WallCheck:
         role = _role(folder, f.path, index, roles) if index is not None and \
             f.path.endswith((".request.json", ".request.body")) else None
         placed.append((f, place, index))
-        if role == "assistant":
+        if role == "assistant" and index is not None:  # (a role is read only with an index)
             first_own[f.entry] = min(first_own.get(f.entry, index), index)
     hits = []
     for f, place, index in placed:

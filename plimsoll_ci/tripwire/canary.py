@@ -17,6 +17,7 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from plimsoll_ci.engine import Scanner
@@ -218,6 +219,7 @@ class CheckResult(NamedTuple):
 
 def _planted_items(root: str, skip_sha256: str):
     """(relative path, bytes) of every file under the planted tree, minus the canary file."""
+    walk: Iterable[tuple[str, list[str], list[str]]]
     if os.path.isfile(root):
         walk = [(os.path.dirname(root) or ".", [], [os.path.basename(root)])]
         base = os.path.dirname(root) or "."

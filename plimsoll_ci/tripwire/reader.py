@@ -39,7 +39,7 @@ import re
 import urllib.parse
 import zlib
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.files import cannot_read
@@ -294,7 +294,9 @@ class RequestReader:
         target = doc.get("target")
         if isinstance(target, str):
             yield Piece(rel, "target", target.encode(), "text")
-        headers = doc.get("headers") if isinstance(doc.get("headers"), list) else []
+        headers = doc.get("headers")
+        if not isinstance(headers, list):
+            headers = []
         ctype = cenc = ""
         for h in headers:
             if isinstance(h, list) and len(h) == 2 and all(isinstance(x, str) for x in h):
@@ -453,7 +455,8 @@ class RequestReader:
 
     def _walk(self, source: str, place: str, doc) -> Iterator[Piece]:
         """Keys, strings and numbers of a JSON document; places are `place > /json/pointer`."""
-        stack = [("", doc, None, 0)]
+        # (pointer, node, the object holding it or None, depth)
+        stack: list[tuple[str, Any, dict | None, int]] = [("", doc, None, 0)]
         while stack:
             ptr, node, parent, depth = stack.pop()
             at = join_place(place, ptr)

@@ -22,14 +22,17 @@ the upstream: they are recorded (credentials redacted) and not forwarded.
 
 from __future__ import annotations
 
+import email.message
 import http.client
 import http.server
+import io
 import re
+import socket
 import socketserver
 import sys
 import threading
 import urllib.parse
-from typing import BinaryIO, NamedTuple
+from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.tripwire.apis import error_body, stream_error_event, which_api
@@ -84,15 +87,16 @@ class Refused(Exception):
         self.status = status
 
 
-def _read_exactly(rfile: BinaryIO, n: int, what: str) -> bytes:
+def _read_exactly(rfile: io.BufferedIOBase, n: int, what: str) -> bytes:
     data = rfile.read(n)
     if len(data) != n:
         raise Refused(400, f"{what} ended after {len(data)} of {n} bytes")
     return data
 
 
-def _read_chunked(rfile: BinaryIO) -> bytes:
-    chunks, total = [], 0
+def _read_chunked(rfile: io.BufferedIOBase) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
     while True:
         line = rfile.readline(65537)
         size_text = line.split(b";", 1)[0].strip()
@@ -114,7 +118,7 @@ def _read_chunked(rfile: BinaryIO) -> bytes:
             raise Refused(400, "a chunk of the chunked body is longer than its size line says")
 
 
-def read_body(headers: http.client.HTTPMessage, rfile: BinaryIO) -> bytes:
+def read_body(headers: email.message.Message, rfile: io.BufferedIOBase) -> bytes:
     """The request body, framed exactly as HTTP/1.1 says; `Refused` when it is not."""
     lengths = headers.get_all("Content-Length") or []
     codings = headers.get_all("Transfer-Encoding") or []
@@ -387,7 +391,8 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         super().server_close()
         self.folder.close()
 
-    def handle_error(self, request: object, client_address: object) -> None:
+    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket],
+                     client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], ConnectionError):
             return  # a client that went away mid-answer: nothing the proxy could do
         super().handle_error(request, client_address)
@@ -419,5 +424,5 @@ def start_in_thread(upstream: str, out: str, host: str = "127.0.0.1", port: int 
     server = make_server(upstream, out, host, port, keep_credentials)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                      daemon=True).start()
-    bound_host, bound_port = server.server_address[:2]
+    bound_host, bound_port = server.socket.getsockname()[:2]  # (= server_address, typed)
     return server, f"http://{bound_host}:{bound_port}"

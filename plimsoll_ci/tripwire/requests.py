@@ -70,8 +70,8 @@ def _listed(names: list[str], most: int = 5) -> str:
 def group_retries(findings: list[Finding], sent: dict[str, Sent], root: str) -> list[Finding]:
     """Findings with the retries of one recorded request reported once (see the docstring)."""
     groups: dict[tuple[str, str, str], list[str]] = {}
-    for stem in sorted(sent):
-        groups.setdefault(sent[stem].same, []).append(stem)
+    for name in sorted(sent):
+        groups.setdefault(sent[name].same, []).append(name)
     stem_of = {path: stem for stem, s in sent.items() for path in s.files}
     details: dict[str, str] = {}
 

@@ -95,3 +95,43 @@ def test_ship_list_takes_ship_set_and_the_old_set_with_one_deprecation_line(
     warnings = [ln for ln in old.stderr.splitlines() if "deprecated" in ln]
     assert warnings == ["plimsoll-ci: warning: --set is deprecated; say --ship-set task"]
     assert "deprecated" not in new.stderr
+
+
+def _auditor_config(tmp_path: Path, limits: str) -> tuple[GitRepo, Path]:
+    """A harness whose viewer leaks in its first bytes and runs past 1000 bytes, and an
+    auditor's config outside it with the `limits:` lines given."""
+    from history_repos import make_set
+
+    make_set(tmp_path)
+    config = tmp_path / "audit.yaml"
+    config.write_text(f"withheld: withheld.json\nlimits:\n{limits}ship:\n  task:\n"
+                      "    include: [\"viewer/**\"]\n")
+    repo = GitRepo(tmp_path / "harness")
+    repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json") + "<!-- padding -->\n" * 100)
+    repo.commit("viewer: an example link", 0)
+    return repo, config
+
+
+def test_history_reads_a_configs_limits_as_the_scan_does_a_whole_number_written_as_float(
+        tmp_path: Path) -> None:
+    # YAML `1000.0` is a float: the scan takes it as 1000 bytes; history once handed the float
+    # to the blob reader and stopped on a TypeError
+    repo, config = _auditor_config(tmp_path, "  max_file_bytes: 1000.0\n")
+    scan = run_cli("scan", "--config", str(config), "--rev", "HEAD", cwd=repo.path)
+    assert scan.returncode == 1 and "seeds.txt:2" in scan.stdout, scan.stderr
+    proc = run_cli("history", "--config", str(config), "--no-progress", "--no-cache",
+                   cwd=repo.path)
+    assert proc.returncode == 1, proc.stderr
+    assert "seeds.txt:2: shipped" in proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_history_refuses_a_configs_memory_budget_the_scan_refuses(tmp_path: Path) -> None:
+    repo, config = _auditor_config(tmp_path, "  max_memory: 1000\n")
+    scan = run_cli("scan", "--config", str(config), "--rev", "HEAD", cwd=repo.path)
+    history = run_cli("history", "--config", str(config), "--no-progress", "--no-cache",
+                      cwd=repo.path)
+    for proc in (scan, history):
+        assert proc.returncode == 2, proc.stderr
+        assert f"{config}: limits: max_memory 1000: a scan with" in proc.stderr
+        assert proc.stdout == ""

@@ -313,3 +313,19 @@ def test_the_guard_survives_a_staged_file_nested_100000_deep(harness: Path) -> N
     git(harness, "add", "-A")
     r = run_cli(harness, "hook", "withheld-guard", "viewer/deep.json")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+
+
+def test_the_guard_survives_a_staged_set_whose_entries_or_shapes_are_not_lists_or_objects(
+        harness: Path) -> None:
+    for n, (entries, shape) in enumerate([("5", "{}"), ("null", "{}"), ("[]", "[]"),
+                                          ('{"a": 1}', "{}"), ("[1, \"x\"]", "{}"),
+                                          ('[{"kind": "value", "type": "number", "shape": S}]',
+                                           "[1]")]):
+        doc = ('{"format": "plimsoll-withheld/1", "scheme": "sha256", "entries": '
+               + entries.replace("S", shape) + "}")
+        (harness / f"viewer/odd{n}.json").write_text(doc)
+    git(harness, "add", "-A")
+    r = run_cli(harness, "hook", "withheld-guard", *(f"viewer/odd{n}.json" for n in range(6)))
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr  # the one value entry: no shape, guessable
+    assert r.stdout.count("an unkeyed withheld set") == 1 and "odd5.json" in r.stdout

@@ -224,6 +224,7 @@ def test_commit_warns_about_a_set_others_can_read_and_about_committing_a_reveal(
     ("salt", "AB" * 32, "lowercase hex"),
     ("bits", 0, "bits must be an integer"),
     ("format", "plimsoll-seed-set/2", "format is not"),
+    ("format", ["plimsoll-seed-set/1"], "format is not"),  # (a list cannot key a lookup)
     ("extra", 1, "exactly the fields"),
 ])
 def test_a_malformed_set_file_is_bad_input_naming_the_field(tmp_path, field, value, message):
