@@ -178,6 +178,7 @@ def _yaml(text: str, origin: str) -> Any:
 
     from plimsoll_ci import yamlsafe
 
+    # (a base made at run time: mypy cannot see its class)
     class Loader(yamlsafe.bounded_loader()):  # type: ignore[misc]
         pass
 

@@ -64,6 +64,7 @@ def loader_class(libyaml: bool) -> type:
     if libyaml:
         parser = yaml._yaml.CParser
 
+        # (libyaml's parser class is found at run time: mypy cannot take it as a base)
         class _Events(Composer, parser, SafeConstructor, Resolver):  # type: ignore[misc, valid-type]
             """libyaml's events, composed here (its own composer is never called)."""
 

@@ -92,5 +92,6 @@ def _joined_tables(index: ValueIndex) -> tuple[bool, bytes]:
                 tag_ok[t] = 1
         parts.append(tag_ok)
     parts.append(array("q", sorted(wanted[2])).tobytes())
+    # (a cache kept on the index by this module alone, not a field of ValueIndex)
     index._word_joined = (tagged, b"".join(parts))  # type: ignore[attr-defined]
-    return index._word_joined  # type: ignore[attr-defined]
+    return index._word_joined  # type: ignore[attr-defined]  # (the same cache)
