@@ -3,7 +3,7 @@
 - `gvisor`, `docker_runsc`: the sandbox providers. Outside CI a missing runsc / dockerd skips with
   the reason; with CI=true it fails, so a CI machine that lost its sandbox can never pass by
   skipping the tests that matter.
-- `leak`: the leak guard of `tests/scan/scankit.py`; at teardown it also checks everything the
+- `leak`: the leak guard of `tests/kit/scan.py`; at teardown it also checks everything the
   test printed for a withheld value.
 - `sarif_rules`: GitHub's and SARIF's own rules over SARIF files, by the real SARIF Multitool
   (npm `@microsoft/sarif-multitool`, which `.ci/run` installs into `.ci/cache`); skips outside CI
@@ -20,10 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent / "scan"))
-
-from scankit import LeakGuard  # noqa: E402
+from kit.scan import LeakGuard
 
 
 def _need(provider: str) -> None:

@@ -10,10 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from action_runner import ACTION, local_inputs, run_action  # noqa: E402
-from harness_repo import KEY, SEED, commit, fix, git, leak, make_harness  # noqa: E402
+from kit.action_runner import ACTION, local_inputs, run_action
+from kit.harness_repo import KEY, SEED, commit, fix, git, leak, make_harness
 
 
 def pr_event(base: str, head: str) -> dict:

@@ -314,8 +314,7 @@ def test_the_ship_scan_actions_baseline_input_runs_with_act(tmp_path: Path) -> N
     """The `baseline` input through act: a harness whose viewer carries a practice seed, with a
     baseline of that finding committed, passes; the finding is named as baselined."""
     act = _act()
-    sys.path.insert(0, str(REPO / "tests" / "hook"))
-    from harness_repo import KEY, SEED, commit, git, hook_env, leak, make_harness
+    from kit.harness_repo import KEY, SEED, commit, git, hook_env, leak, make_harness
 
     repo = make_harness(tmp_path)
     leak(repo)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from scankit import SEED
+from kit.scan import SEED
 
 from plimsoll_ci import __version__
 from plimsoll_ci.cli import COMMANDS

@@ -14,7 +14,18 @@ import time
 from pathlib import Path
 
 import pytest
-from evalkit import EXAMPLE, KEY, KEY_ENV, cli, commit, fix, make_repo, reply, tasks, tree_digest
+from kit.evalharness import (
+    EXAMPLE,
+    KEY,
+    KEY_ENV,
+    cli,
+    commit,
+    fix,
+    make_repo,
+    reply,
+    tasks,
+    tree_digest,
+)
 
 EXAMPLE_WITHHELD = EXAMPLE / "withheld.json"
 EXAMPLE_SEALED = EXAMPLE / "sealed.json"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from chat_server import ChatServer
-from evalkit import KEY, cli, fix, reply, tasks
+from kit.chat_server import ChatServer
+from kit.evalharness import KEY, cli, fix, reply, tasks
 
 pytestmark = pytest.mark.gvisor
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from evalkit import cli, fix, reply, tasks
+from kit.evalharness import cli, fix, reply, tasks
 from test_eval_cli import run_args
 
 pytestmark = pytest.mark.gvisor

@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "hook"))
-sys.path.insert(0, str(TESTS / "action"))
-from action_runner import local_inputs, run_action  # noqa: E402
-from harness_repo import commit, git, hook_env, make_harness, run_cli  # noqa: E402
+from kit.action_runner import local_inputs, run_action
+from kit.harness_repo import commit, git, hook_env, make_harness, run_cli
 
 HOOKS = ("pre-commit", "post-checkout", "post-index-change", "reference-transaction",
          "pre-auto-gc", "post-merge", "pre-push", "post-rewrite", "fsmonitor-watchman")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from scankit import LeakGuard
+from kit.scan import LeakGuard
 
 import plimsoll_sim as sim
 from plimsoll_ci.attest import canonical, keys

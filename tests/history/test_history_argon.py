@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from history_repos import LEAK, run_cli
+from kit.history import LEAK, run_cli
 
 
 def test_history_names_first_commit_fix_and_46_minute_window(argon: dict) -> None:

@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from history_repos import LEAK, GitRepo, run_cli, viewer
+from kit.history import LEAK, GitRepo, run_cli, viewer
 
 
 def _linear(repo: GitRepo, n: int, leak_at: int) -> list[str]:

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from history_repos import run_cli
+from kit.history import run_cli
 
 # The official SARIF 2.1.0 (rtm.5) schema, from the npm package @microsoft/jest-sarif, which
 # `.ci/run` fetches (the same file tests/scan/test_scan_reports.py validates against).
@@ -77,7 +77,7 @@ def test_output_file_gets_the_report(argon: dict, tmp_path: Path) -> None:
 
 def test_an_author_carrying_a_value_or_control_characters_is_redacted_and_escaped(
         globrepo, wset_path: Path) -> None:
-    from history_repos import LEAK, viewer
+    from kit.history import LEAK, viewer
 
     repo = globrepo
     repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
@@ -102,7 +102,7 @@ def test_an_author_carrying_a_value_or_control_characters_is_redacted_and_escape
 
 
 def test_a_set_name_or_config_note_carrying_a_value_is_redacted(globrepo, wset_path: Path) -> None:
-    from history_repos import LEAK, viewer
+    from kit.history import LEAK, viewer
 
     repo = globrepo
     repo.write("plimsoll.yaml", f"ship:\n  v{LEAK}:\n    include: [\"viewer/**\"]\n")
@@ -122,7 +122,7 @@ def test_a_set_name_or_config_note_carrying_a_value_is_redacted(globrepo, wset_p
 
 def test_control_characters_in_a_path_are_escaped_in_every_format(globrepo,
                                                                   wset_path: Path) -> None:
-    from history_repos import LEAK
+    from kit.history import LEAK
 
     repo = globrepo
     name = "tasks/drone/notes\x1b[2J\nseeds.txt:9: shipped 0 s (fixed).md"

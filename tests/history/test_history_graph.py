@@ -7,7 +7,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from history_repos import (
+from kit.history import (
     GLOB_CONFIG,
     KIT,
     LEAK,

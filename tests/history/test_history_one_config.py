@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from history_repos import LEAK, SEEDS, GitRepo, run_cli, viewer
+from kit.history import LEAK, SEEDS, GitRepo, run_cli, viewer
 
 KEY = "history-test-key-not-a-secret"
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from history_repos import LEAK, PYTHON, GitRepo, history_json, make_set, run_cli, viewer
+from kit.history import LEAK, PYTHON, GitRepo, history_json, make_set, run_cli, viewer
 
 
 def test_a_shallow_clone_is_refused_unless_shallow_ok(globrepo: GitRepo, wset_path: Path,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from history_repos import LEAK, GitRepo, history_json, run_cli, viewer
+from kit.history import LEAK, GitRepo, history_json, run_cli, viewer
 
 
 def _text(repo: GitRepo, wset: Path, *args: str) -> str:
@@ -175,7 +175,7 @@ def test_a_value_in_a_folder_name_is_reported_once_per_folder(globrepo: GitRepo,
 
 def test_a_folder_name_inside_a_builders_output_is_reported_once(tmp_path: Path,
                                                                  wset_path: Path) -> None:
-    from history_repos import KIT, PYTHON
+    from kit.history import KIT, PYTHON
 
     repo = GitRepo(tmp_path / "built")
     repo.write("plimsoll.yaml", f"ship:\n  drone:\n    command: {PYTHON} loop/kit.py {{out}}\n")

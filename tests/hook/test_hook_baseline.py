@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from harness_repo import KEY, PRACTICE, SEED, commit, fix, git, leak, run_cli
+from kit.harness_repo import KEY, PRACTICE, SEED, commit, fix, git, leak, run_cli
 
 from plimsoll_ci import withheld
 

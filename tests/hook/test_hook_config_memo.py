@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from harness_repo import SEED, git, leak, run_cli
+from kit.harness_repo import SEED, git, leak, run_cli
 from test_hook_cold_start import hook_loads
 
 

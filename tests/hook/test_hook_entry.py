@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness_repo import (
+from kit.harness_repo import (
     KEY,
     PRACTICE,
     SEED,

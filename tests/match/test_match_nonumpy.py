@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from nativekit import need
+from kit.native import need
 
 from plimsoll_ci.match import b64, candidates, classes, decode, extract
 from plimsoll_ci.match.classes import C_B64, C_LOWER, C_UPPER
@@ -228,7 +228,7 @@ def test_runs_joined_in_bulk_are_what_numpy_joins(module: object) -> None:
 
 PROBE = """
 import json, random, sys
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/match"]  # tests/ for the kit, match/ for this file
 from test_match_nonumpy import NUMBERS, TEXTS, corpus
 from plimsoll_ci import withheld
 from plimsoll_ci.scan import Scanner
@@ -248,6 +248,6 @@ def test_a_large_scan_with_the_compiled_part_never_imports_numpy() -> None:
     need(classes.native, "the compiled part (plimsoll_ci.match._runs)")
     from pathlib import Path
 
-    out = subprocess.run([sys.executable, "-c", PROBE, str(Path(__file__).parent)],
+    out = subprocess.run([sys.executable, "-c", PROBE, str(Path(__file__).parents[1])],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == [True, False]

@@ -16,9 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sandboxkit import SLEEPER, grade_cli, leftovers, no_leftovers, wait_for_sandbox  # noqa: E402
+from kit.sandbox import SLEEPER, grade_cli, leftovers, no_leftovers, wait_for_sandbox
 
 from plimsoll_ci.sandbox import leftovers as leftovers_mod  # noqa: E402
 from plimsoll_ci.sandbox import owner  # noqa: E402

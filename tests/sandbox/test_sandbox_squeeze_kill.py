@@ -18,9 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sandboxkit import SLEEPER, leftovers, no_leftovers, wait_for_sandbox  # noqa: E402
+from kit.sandbox import SLEEPER, leftovers, no_leftovers, wait_for_sandbox
 
 REPO = Path(__file__).resolve().parents[2]
 JOB = """\

@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from scankit import SEED, VALUES, make_set, scan_checked, zip_bytes
+from kit.scan import SEED, VALUES, make_set, scan_checked, zip_bytes
 
 from plimsoll_ci.engine import Scanner, Windowing, windowing
 from plimsoll_ci.engine.records import CONTEXT
@@ -27,7 +27,6 @@ from plimsoll_ci.withheld import FORMAT, build_set, dumps
 
 S = SEED.encode()
 SEED_ID, DEC_ID, TEXT_ID = "seeds.txt:2", "times.txt:1", "labels.txt:1"
-TESTS = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +70,7 @@ def test_a_shipped_set_longer_than_a_window_is_found(wset):
 
 
 def test_a_deeply_nested_set_in_a_git_blob_is_found_by_scan_rev(tmp_path, leak):
-    sys.path.insert(0, str(TESTS / "hook"))
-    from harness_repo import commit, git, make_harness, run_cli
+    from kit.harness_repo import commit, git, make_harness, run_cli
 
     repo = make_harness(tmp_path)
     (repo / "viewer" / "deep.json").write_bytes(DEEP)
@@ -195,8 +193,7 @@ def test_lines_and_columns_are_counted_across_windows(wset):
 
 
 def test_windows_find_what_one_whole_buffer_finds_on_random_tricky_text(wset):
-    sys.path.insert(0, str(TESTS / "match"))
-    from test_match_np_equivalence import randbuf
+    from kit.tricky import randbuf
 
     rng = random.Random(11)
     values = [*VALUES, ("p:1", "8080"), ("g:1", "4820193756"), ("u:1", "_attrs_to_script")]
@@ -253,7 +250,7 @@ def test_an_archive_over_the_archive_bound_is_scanned_as_its_bytes_with_a_note(w
 _CHILD = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from scankit import make_set
+from kit.scan import make_set
 from plimsoll_ci.scan import make_limits, scan_paths
 result = scan_paths([sys.argv[2]], make_set(), make_limits(overrides={"max_memory": int(sys.argv[3])}))
 with open("/proc/self/status") as fh:
@@ -265,7 +262,7 @@ BUDGET = 320 * 1024 * 1024  # (the smallest budget the default bounds allow is a
 
 
 def _peak(path: Path) -> tuple[int, int, int]:
-    p = subprocess.run([sys.executable, "-c", _CHILD, str(Path(__file__).parent), str(path),
+    p = subprocess.run([sys.executable, "-c", _CHILD, str(Path(__file__).parents[1]), str(path),
                         str(BUDGET)], capture_output=True, text=True, timeout=600, check=True)
     found, notes, kib = (int(x) for x in p.stdout.split())
     return found, notes, kib * 1024

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from scankit import DECIMAL, SEED, TEXT, KeepAll, make_set, zip_bytes
+from kit.scan import DECIMAL, SEED, TEXT, KeepAll, make_set, zip_bytes
 
 from plimsoll_ci import report, scan
 from plimsoll_ci.scan import Item, Limits, ShipScan, scan_paths

@@ -16,17 +16,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "hook"))
-sys.path.insert(0, str(TESTS / "action"))
-from action_runner import local_inputs, run_action  # noqa: E402
-from harness_repo import SEED, commit, git, hook_env, leak, make_harness, run_cli  # noqa: E402
+from kit.action_runner import local_inputs, run_action
+from kit.harness_repo import SEED, commit, git, hook_env, leak, make_harness, run_cli
 
 SUMMARY = re.compile(r"^\d+ findings? in \d+ files? \([\d,]+ bytes scanned\)$")
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from scankit import LeakGuard
+from kit.scan import LeakGuard
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import fresh, seedlint, seedsets

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from squeezekit import REPO
+from kit.squeeze import REPO
 
 from plimsoll_ci.attest import keys
 from plimsoll_ci.squeeze import progress

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from chat_server import ChatServer, text
-from squeezekit import KEY
+from kit.chat_server import ChatServer, text
+from kit.squeeze import KEY
 
 import plimsoll_sim as sim
 from plimsoll_ci.squeeze import recipes

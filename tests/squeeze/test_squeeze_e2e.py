@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from scankit import LeakGuard
-from squeezekit import EXAMPLE, need_gvisor
+from kit.scan import LeakGuard
+from kit.squeeze import EXAMPLE, need_gvisor
 
 import plimsoll_sim as sim
 from plimsoll_ci.attest import keys

@@ -13,7 +13,7 @@ import sys
 import kubernetes_validate
 import pytest
 import yaml
-from squeezekit import EXAMPLE
+from kit.squeeze import EXAMPLE
 
 K8S_VERSION = "1.33.0"  # the oldest release the manifests are checked against here
 

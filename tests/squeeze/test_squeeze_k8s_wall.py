@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from squeezekit import REPO
+from kit.squeeze import REPO
 
 from plimsoll_ci.sandbox import process
 

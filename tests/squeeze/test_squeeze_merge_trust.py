@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from chat_server import ChatServer
-from squeezekit import HONEST, KEY, builder
+from kit.chat_server import ChatServer
+from kit.squeeze import HONEST, KEY, builder
 from test_squeeze_shards import cli, shard, tiny_job
 
 from plimsoll_ci.attest import bundle, keys, record

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from squeezekit import HONEST
+from kit.squeeze import HONEST
 
 from plimsoll_ci.cli import main
 from plimsoll_ci.squeeze import progress

@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scankit import LeakGuard
-from squeezekit import REPO
+from kit.scan import LeakGuard
+from kit.squeeze import REPO
 
 from plimsoll_ci.grading import fresh, seedsets
 

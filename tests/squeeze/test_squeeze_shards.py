@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from squeezekit import REPO
+from kit.squeeze import REPO
 
 TINY = """\
 course: easy

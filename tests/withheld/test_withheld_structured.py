@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from scankit import LeakGuard
+from kit.scan import LeakGuard
 
 from plimsoll_ci import valuefiles
 from plimsoll_ci.cli import main

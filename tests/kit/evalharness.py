@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chat_server import Answer, text
-
+from kit.chat_server import Answer, text
 from plimsoll_ci.evalharness.run import EvalRequest, EvalResult, run_eval
 from plimsoll_ci.model import ModelConfig
 from plimsoll_ci.sandbox.command import CommandLimits

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
+from kit.chat_server import Answer, Received, text, tool_call
 from plimsoll_ci.squeeze.plan import FORMAT, Grading
 from plimsoll_ci.squeeze.records import GradingRecord, Read, Score
 
@@ -88,8 +88,6 @@ def need_gvisor() -> None:
 
 # ---- rebuilds made through a scripted model -------------------------------------------------------
 
-sys.path.insert(0, str(REPO / "tests" / "model"))  # also done by conftest.py
-from chat_server import Answer, Received, text, tool_call  # noqa: E402
 
 # a made-up key shaped like a real one; the tests that could leak it look for it
 KEY = "sk-proj-PLIMSOLLrebuildKEY9f8e7d6c5b4a3f2e1d0c9b8a7"
