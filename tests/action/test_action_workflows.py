@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kit.squeeze import tiny_job
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((REPO / "examples" / "workflows").glob("*.yml"))
@@ -172,15 +173,6 @@ def _remove_images_built_under(cache: Path) -> None:
             pass
 
 
-TINY_JOB = """\
-course: easy
-fresh: {count: 4}
-loops:
-  solo:
-    controller: loop.py
-    rebuilds: [rebuilds/*.py]
-"""
-
 UPLOAD_STUB = """\
 name: upload-artifact (offline stand-in)
 inputs:
@@ -229,11 +221,7 @@ def test_the_squeeze_workflow_plans_shards_merges_and_verifies_with_act(
     act = _act()
     repo = tmp_path / "repo"
     job_dir = repo / "squeeze"
-    (job_dir / "rebuilds").mkdir(parents=True)
-    (job_dir / "loop.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
-    (job_dir / "rebuilds" / "hover.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
-    (job_dir / "rebuilds" / "twin.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
-    (job_dir / "squeeze.yaml").write_text(TINY_JOB)
+    tiny_job(job_dir, twin=True)
     _checkout_copy(repo)
     export = tmp_path / "artifacts"
     export.mkdir()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
 import random
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from kit.cli import run_cli
 from kit.scan import SEED, VALUES, make_set, scan_checked, zip_bytes
 
 from plimsoll_ci.engine import Scanner, Windowing, windowing
@@ -70,13 +70,13 @@ def test_a_shipped_set_longer_than_a_window_is_found(wset):
 
 
 def test_a_deeply_nested_set_in_a_git_blob_is_found_by_scan_rev(tmp_path, leak):
-    from kit.harness_repo import commit, git, make_harness, run_cli
+    from kit.harness_repo import commit, git, make_harness, repo_cli
 
     repo = make_harness(tmp_path)
     (repo / "viewer" / "deep.json").write_bytes(DEEP)
     git(repo, "add", "-A")
     commit(repo, "viewer: a deep file")
-    p = run_cli(repo, "scan", "--rev", "HEAD", "--format", "json")
+    p = repo_cli(repo, "scan", "--rev", "HEAD", "--format", "json")
     assert p.returncode == 1, p.stderr
     assert "Traceback" not in p.stderr
     kinds = {(f["path"], f["kind"]) for f in json.loads(p.stdout)["findings"]}
@@ -315,19 +315,15 @@ def test_max_memory_is_a_bound_of_the_command_line_and_of_plimsoll_yaml():
 def test_the_max_memory_flag_takes_sizes_with_units(tmp_path, leak):
     (tmp_path / "seeds.txt").write_text(SEED + "\n")
     (tmp_path / "a.txt").write_text("seed " + SEED + "\n")
-    env = {**os.environ}
-
-    def cli(*args: str) -> subprocess.CompletedProcess:
-        p = subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=120)
-        leak.text(p.stdout + p.stderr)
-        return p
-
-    assert cli("withheld", "build", "--values", "seeds.txt", "-o", "w.json").returncode == 0
-    assert cli("scan", "--set", "w.json", "--max-memory", "400M", "a.txt").returncode == 1
-    bad = cli("scan", "--set", "w.json", "--max-memory", "10M", "a.txt")
+    assert run_cli("withheld", "build", "--values", "seeds.txt", "-o", "w.json", cwd=tmp_path,
+                   guard=leak).returncode == 0
+    assert run_cli("scan", "--set", "w.json", "--max-memory", "400M", "a.txt", cwd=tmp_path,
+                   guard=leak).returncode == 1
+    bad = run_cli("scan", "--set", "w.json", "--max-memory", "10M", "a.txt", cwd=tmp_path,
+                  guard=leak)
     assert bad.returncode == 2 and "--max-memory 10485760" in bad.stderr
-    assert cli("scan", "--set", "w.json", "--max-memory", "lots", "a.txt").returncode == 2
+    assert run_cli("scan", "--set", "w.json", "--max-memory", "lots", "a.txt", cwd=tmp_path,
+                   guard=leak).returncode == 2
 
 
 # --- the decode time bound ------------------------------------------------------------------
@@ -371,9 +367,7 @@ def test_the_file_bound_note_gives_the_true_size_and_the_total_counts_what_was_r
     assert (result.files, result.bytes, result.findings) == (1, 1000, [])
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("PLIMSOLL_SLOW_TESTS") != "1",
-                    reason="scans 256 MiB; run with PLIMSOLL_SLOW_TESTS=1")
+@pytest.mark.slow  # scans 256 MiB
 def test_a_sparse_file_over_the_default_file_bound_is_noted_with_its_true_size(tmp_path):
     path = tmp_path / "sparse.bin"
     with open(path, "wb") as fh:

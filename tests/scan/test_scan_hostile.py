@@ -118,10 +118,7 @@ def test_an_encoded_region_over_the_region_bound_is_noted(wset, leak):
     assert any("base64" in n and "bound" in n for n in result.notes), result.notes
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("PLIMSOLL_SLOW_TESTS") != "1",
-                    reason="a 200 MB line takes ~21-26 s on a loaded 2-core machine; "
-                    "run with PLIMSOLL_SLOW_TESTS=1")
+@pytest.mark.slow  # a 200 MB line: ~21-26 s on a loaded 2-core machine
 def test_a_200_megabyte_single_line_completes_and_finds_the_value_at_its_end(wset, leak):
     line = b"alpha 12345 beta=0.5 x_y " * (200 * 1024 * 1024 // 25) + b" " + S + b"\n"
     result = scan_checked([("one-line.txt", line)], wset, leak)

@@ -23,6 +23,7 @@ from kit.chat_server import (
     tool_calls,
     trickled,
 )
+from kit.cli import run_process
 from kit.squeeze import HONEST, KEY, REPO, assistant_turns, builder, need_gvisor
 
 import plimsoll_sim as sim
@@ -139,11 +140,10 @@ def built(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, ChatServ
     env = {**os.environ, "SCRIPTED_KEY": KEY}
     env.pop("OPENAI_API_KEY", None)
     with ChatServer(script, key=KEY) as server:
-        r = subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", "run", str(job),
-                            "--out", str(root / "out"), "--jobs", "2", "--base-url", server.url,
-                            "--model", "scripted", "--api-key-env", "SCRIPTED_KEY",
-                            "--max-tokens", "100000", "--max-retries", "2"],
-                           capture_output=True, text=True, timeout=900, env=env)
+        r = run_process("squeeze", "run", str(job), "--out", str(root / "out"), "--jobs", "2",
+                        "--base-url", server.url, "--model", "scripted", "--api-key-env",
+                        "SCRIPTED_KEY", "--max-tokens", "100000", "--max-retries", "2",
+                        timeout=900, env=env, inherit=False)
     assert r.returncode == 0, r.stderr[-3000:]
     assert limited, "the control session was never rate-limited"
     return root / "out", r, server
