@@ -3,8 +3,11 @@
 - `gvisor`, `docker_runsc`: the sandbox providers. Outside CI a missing runsc / dockerd skips with
   the reason; with CI=true it fails, so a CI machine that lost its sandbox can never pass by
   skipping the tests that matter.
-- `leak`: the leak guard of `tests/scan/scankit.py`; at teardown it also checks everything the
+- `leak`: the leak guard of `tests/kit/scan.py`; at teardown it also checks everything the
   test printed for a withheld value.
+- The heavy modules start first: with pytest-xdist a module's tests stay on one worker, so a
+  module of slow or sandboxed tests collected last would run alone at the end while the other
+  workers sit idle (longest first is the classic fix for such a tail).
 - `sarif_rules`: GitHub's and SARIF's own rules over SARIF files, by the real SARIF Multitool
   (npm `@microsoft/sarif-multitool`, which `.ci/run` installs into `.ci/cache`); skips outside CI
   when it is missing, fails in CI.
@@ -20,10 +23,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from kit.scan import LeakGuard
 
-sys.path.insert(0, str(Path(__file__).parent / "scan"))
+HEAVY = ("slow", "gvisor", "docker")
 
-from scankit import LeakGuard  # noqa: E402
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules holding a test marked slow, gvisor or docker first; the order within a module,
+    and among the rest, stays as collected (every worker sorts alike, as xdist requires)."""
+    heavy = {item.path for item in items if any(item.get_closest_marker(m) for m in HEAVY)}
+    items.sort(key=lambda item: item.path not in heavy)
 
 
 def _need(provider: str) -> None:

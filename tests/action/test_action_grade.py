@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from kit.cli import run_process
 
 REPO = Path(__file__).resolve().parents[2]
 ACTION = REPO / "actions" / "grade"
@@ -61,8 +62,7 @@ def _outputs(tmp_path: Path) -> dict[str, str]:
 
 
 def _verify(pub: str, bundle: str, count: int) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", "verify", "--pub", pub,
-                           "--expect-count", str(count), bundle], capture_output=True, text=True)
+    return run_process("verify", "--pub", pub, "--expect-count", str(count), bundle)
 
 
 def test_grade_step_writes_a_verified_bundle_and_outputs(tmp_path: Path) -> None:

@@ -6,14 +6,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from action_runner import ACTION, local_inputs, run_action  # noqa: E402
-from harness_repo import KEY, SEED, commit, fix, git, leak, make_harness  # noqa: E402
+from kit.action_runner import ACTION, local_inputs, run_action
+from kit.cli import run_process
+from kit.harness_repo import KEY, SEED, commit, fix, git, leak, make_harness
 
 
 def pr_event(base: str, head: str) -> dict:
@@ -364,8 +362,7 @@ def _baseline_of(repo: Path, commit_: str, reason: str) -> None:
                   str(repo.parent / "report.json")],
                  ["baseline", str(repo.parent / "report.json"), "--reason", reason, "-o",
                   "baseline.json"]):
-        subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], cwd=repo, env=env,
-                       capture_output=True, text=True, check=False)
+        run_process(*args, cwd=repo, env=env, inherit=False)
     assert (repo / "baseline.json").is_file()
     git(repo, "add", "baseline.json")
     commit(repo, "baseline: the seed was rotated")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kit.squeeze import tiny_job
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((REPO / "examples" / "workflows").glob("*.yml"))
@@ -172,15 +173,6 @@ def _remove_images_built_under(cache: Path) -> None:
             pass
 
 
-TINY_JOB = """\
-course: easy
-fresh: {count: 4}
-loops:
-  solo:
-    controller: loop.py
-    rebuilds: [rebuilds/*.py]
-"""
-
 UPLOAD_STUB = """\
 name: upload-artifact (offline stand-in)
 inputs:
@@ -229,11 +221,7 @@ def test_the_squeeze_workflow_plans_shards_merges_and_verifies_with_act(
     act = _act()
     repo = tmp_path / "repo"
     job_dir = repo / "squeeze"
-    (job_dir / "rebuilds").mkdir(parents=True)
-    (job_dir / "loop.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
-    (job_dir / "rebuilds" / "hover.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
-    (job_dir / "rebuilds" / "twin.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
-    (job_dir / "squeeze.yaml").write_text(TINY_JOB)
+    tiny_job(job_dir, twin=True)
     _checkout_copy(repo)
     export = tmp_path / "artifacts"
     export.mkdir()
@@ -314,8 +302,7 @@ def test_the_ship_scan_actions_baseline_input_runs_with_act(tmp_path: Path) -> N
     """The `baseline` input through act: a harness whose viewer carries a practice seed, with a
     baseline of that finding committed, passes; the finding is named as baselined."""
     act = _act()
-    sys.path.insert(0, str(REPO / "tests" / "hook"))
-    from harness_repo import KEY, SEED, commit, git, hook_env, leak, make_harness
+    from kit.harness_repo import KEY, SEED, commit, git, hook_env, leak, make_harness
 
     repo = make_harness(tmp_path)
     leak(repo)

@@ -10,14 +10,14 @@ import textwrap
 import time
 from pathlib import Path
 
-import attest_demo as demo
 import pytest
-from attest_forge import fixed_signer, lines_of, resign_line
+from kit import attest_demo as demo
+from kit.attest_forge import fixed_signer, lines_of, resign_line
 
 from plimsoll_ci.attest import bundle, keys, record
 from plimsoll_ci.errors import BadInput
 
-HERE = str(Path(__file__).parent)  # the subprocesses below import attest_demo from here
+TESTS = str(Path(__file__).parents[1])  # the subprocesses below import kit.attest_demo from here
 SIGNER = fixed_signer(5)
 FOREIGN = fixed_signer(6)
 
@@ -126,7 +126,7 @@ def _write_key(tmp_path):
 
 
 def _python(script: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *args, HERE],
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *args, TESTS],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -138,7 +138,7 @@ def test_a_process_killed_between_write_and_rename_leaves_a_verifiable_bundle(tm
     script = """
         import os, sys
         sys.path.insert(0, sys.argv[3])
-        import attest_demo as demo
+        from kit import attest_demo as demo
         from plimsoll_ci.attest import bundle, keys
         signer = keys.load_signer(key_file=sys.argv[1])
         os.replace = lambda src, dst: os._exit(99)  # die right at the rename, no cleanup at all
@@ -161,7 +161,7 @@ def test_a_process_killed_at_any_moment_while_appending_leaves_a_verifiable_bund
     script = """
         import sys
         sys.path.insert(0, sys.argv[3])
-        import attest_demo as demo
+        from kit import attest_demo as demo
         from plimsoll_ci.attest import bundle, keys
         signer = keys.load_signer(key_file=sys.argv[1])
         for i in range(10_000):
@@ -193,7 +193,7 @@ def test_concurrent_appenders_never_lose_or_interleave_records(tmp_path):
     script = """
         import sys
         sys.path.insert(0, sys.argv[3])
-        import attest_demo as demo
+        from kit import attest_demo as demo
         from plimsoll_ci.attest import bundle, keys
         signer = keys.load_signer(key_file=sys.argv[1])
         for i in range(8):

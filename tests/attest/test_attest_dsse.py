@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from attest_forge import fixed_signer, lines_of, small_bundle
+from kit.attest_forge import fixed_signer, lines_of, small_bundle
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 from securesystemslib.signer import SSlibKey

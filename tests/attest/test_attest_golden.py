@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from attest_forge import fixed_signer
+from kit.attest_forge import fixed_signer
 
 from plimsoll_ci.attest import bundle, canonical, dsse, keys, record
 from plimsoll_ci.grading import fresh

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 import rfc8785
-from attest_forge import fixed_signer
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kit.attest_forge import fixed_signer
 
 from plimsoll_ci.attest import bundle, canonical, record
 

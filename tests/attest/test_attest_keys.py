@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import stat
 
-import attest_demo as demo
 import pytest
 from cryptography.hazmat.primitives import serialization
+from kit import attest_demo as demo
 
 from plimsoll_ci.attest import bundle, keys
 from plimsoll_ci.cli import main

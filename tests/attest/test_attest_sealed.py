@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from attest_forge import fixed_signer, forge_record_line, seal
+from kit.attest_forge import fixed_signer, forge_record_line, seal
 
 from plimsoll_ci.attest import bundle, record
 from plimsoll_ci.errors import BadInput

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import attest_demo as demo
 import pytest
-from attest_forge import (
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kit import attest_demo as demo
+from kit.attest_forge import (
     fixed_signer,
     forge_record_line,
     lines_of,
@@ -13,8 +15,6 @@ from attest_forge import (
     seal,
     small_bundle,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from plimsoll_ci.attest import bundle, canonical, record
 from plimsoll_ci.grading import fresh

@@ -7,9 +7,9 @@ import os
 import subprocess
 import sys
 
-import attest_demo as demo
 import pytest
-from attest_forge import lines_of
+from kit import attest_demo as demo
+from kit.attest_forge import lines_of
 
 from plimsoll_ci.attest import bundle, keys
 from plimsoll_ci.cli import main

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kit.cli import run_process
 
 import plimsoll_sim as sim
 
@@ -18,8 +19,7 @@ SEEDS = [str(s) for s in sim.PRACTICE_SEEDS]  # what the example's withheld set 
 
 
 def _demo(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", "demo", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=600, check=False)
+    return run_process("demo", *args, cwd=REPO, timeout=600)
 
 
 def test_demo_finds_the_planted_viewer_leak_and_prints_no_seed() -> None:

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-for _kit in ("model", "attest"):  # the scripted chat server; the grading records' demo
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / _kit))
-
-import pytest  # noqa: E402
-from chat_server import ChatServer, chat_server  # noqa: E402, F401 (the fixture)
-from evalkit import make_repo, tree_digest  # noqa: E402
+import pytest
+from kit.chat_server import ChatServer, chat_server  # noqa: F401 (the fixture)
+from kit.evalharness import make_repo, tree_digest
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from evalkit import KEY, evaluate, fix, reply, tasks, user_messages
+from kit.evalharness import KEY, evaluate, fix, reply, tasks, user_messages
 
 pytestmark = pytest.mark.gvisor
 
@@ -229,7 +229,7 @@ def test_an_aggressive_attempt_leaves_the_original_repository_byte_identical(
 
 def test_a_reply_outside_the_contract_is_an_attempt_that_proposed_nothing(gvisor, chat_server,
                                                                           repo, tmp_path):
-    from chat_server import text
+    from kit.chat_server import text
 
     chat_server.push(text("I would change `range(count)` to `range(count + 1)`."))
     result = evaluate(chat_server.url, repo, tasks(tmp_path, "off-by-one"), tmp_path / "out",
@@ -269,7 +269,7 @@ def test_two_models_get_a_table_each_and_their_own_folders(gvisor, chat_server, 
 
 def test_hostile_text_in_a_reply_or_a_file_name_never_breaks_the_run(gvisor, chat_server, repo,
                                                                      tmp_path):
-    from chat_server import text
+    from kit.chat_server import text
 
     from plimsoll_ci.attest import bundle, keys
 

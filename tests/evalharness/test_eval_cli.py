@@ -14,7 +14,19 @@ import time
 from pathlib import Path
 
 import pytest
-from evalkit import EXAMPLE, KEY, KEY_ENV, cli, commit, fix, make_repo, reply, tasks, tree_digest
+from kit.cli import run_process
+from kit.evalharness import (
+    EXAMPLE,
+    KEY,
+    KEY_ENV,
+    commit,
+    eval_cli,
+    fix,
+    make_repo,
+    reply,
+    tasks,
+    tree_digest,
+)
 
 EXAMPLE_WITHHELD = EXAMPLE / "withheld.json"
 EXAMPLE_SEALED = EXAMPLE / "sealed.json"
@@ -34,7 +46,7 @@ def test_the_cli_signs_one_record_per_attempt_and_verify_checks_them(gvisor, cha
                                               "    return ''\n")]))
     out = tmp_path / "out"
     pub = tmp_path / "eval.pub.pem"
-    done = cli(*run_args(chat_server.url, repo, tasks(tmp_path, "unicode"), out,
+    done = eval_cli(*run_args(chat_server.url, repo, tasks(tmp_path, "unicode"), out,
                          "--runs", "2", "--ephemeral-key", str(pub)))
     assert done.returncode == 0, done.stderr
     assert "scripted unicode run 1: test passed, in scope, refused 0" in done.stdout
@@ -45,7 +57,7 @@ def test_the_cli_signs_one_record_per_attempt_and_verify_checks_them(gvisor, cha
     for text in (done.stdout, done.stderr):
         assert KEY not in text
     bundle = out / "attempts.intoto.jsonl"
-    verified = cli("verify", "--pub", str(pub), str(bundle))
+    verified = eval_cli("verify", "--pub", str(pub), str(bundle))
     assert verified.returncode == 0, verified.stdout
     assert "eval attempts: 2" in verified.stdout and "tiers:         kernel 2" in verified.stdout
     # the record's subject is the attempt's entry of results.json
@@ -56,7 +68,7 @@ def test_the_cli_signs_one_record_per_attempt_and_verify_checks_them(gvisor, cha
     tampered = tmp_path / "tampered.intoto.jsonl"
     tampered.write_bytes(bundle.read_bytes().replace(b'"test_passed":false',
                                                      b'"test_passed":true', 1))
-    bad = cli("verify", "--pub", str(pub), str(tampered))
+    bad = eval_cli("verify", "--pub", str(pub), str(tampered))
     assert bad.returncode == 1
     assert "bundle line 2: stored result does not match the signed result digest" in bad.stdout
 
@@ -70,7 +82,7 @@ def test_a_copy_that_already_holds_the_fix_is_refused_before_any_model_call(
     commit(repo, "fixed already")
     before = tree_digest(repo)
     out = tmp_path / "out"
-    done = cli(*run_args(chat_server.url, repo, tasks(tmp_path, "off-by-one"), out,
+    done = eval_cli(*run_args(chat_server.url, repo, tasks(tmp_path, "off-by-one"), out,
                          "--withheld", str(EXAMPLE_WITHHELD)))
     assert done.returncode == 1, done.stderr
     assert tree_digest(repo) == before
@@ -87,7 +99,7 @@ def test_the_buggy_copy_passes_the_scan_and_a_sealed_fix_never_sent_keeps_the_wi
         gvisor, chat_server, repo, tmp_path):
     chat_server.push(reply([fix("off-by-one")]))
     out = tmp_path / "out"
-    done = cli(*run_args(chat_server.url, repo, tasks(tmp_path, "off-by-one"), out,
+    done = eval_cli(*run_args(chat_server.url, repo, tasks(tmp_path, "off-by-one"), out,
                          "--withheld", str(EXAMPLE_WITHHELD), "--sealed", str(EXAMPLE_SEALED)))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Tripwire: 0 hit(s) in " in done.stdout and "No sealed value was sent." in done.stdout
@@ -100,7 +112,7 @@ def test_a_known_good_fix_pasted_into_a_task_trips_the_wire(gvisor, chat_server,
     leaky = task + "\nFor reference, the maintainers' version:\n\n```python\n" + content + "```\n"
     chat_server.push(reply())
     out = tmp_path / "out"
-    done = cli(*run_args(chat_server.url, repo, tasks(tmp_path, extra={"leaky": leaky}), out,
+    done = eval_cli(*run_args(chat_server.url, repo, tasks(tmp_path, extra={"leaky": leaky}), out,
                          "--sealed", str(EXAMPLE_SEALED)))
     assert done.returncode == 1
     assert "sealed source `fixes/off-by-one/shelf/dates.py`" in done.stdout
@@ -134,8 +146,7 @@ def test_the_example_sets_are_current_and_only_the_fix_matches(tmp_path):
 
 
 def _in(folder: Path, args: list[str]):
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], cwd=folder,
-                          capture_output=True, text=True, env=dict(os.environ))
+    return run_process(*args, cwd=folder, env=dict(os.environ), inherit=False)
 
 
 @pytest.mark.parametrize("case, message", [
@@ -168,7 +179,7 @@ def test_bad_input_exits_2_naming_what_to_fix_and_calls_no_model(chat_server, re
         args[args.index(str(repo))] = str(plain)
     elif case == "zero-runs":
         args[args.index("--runs") + 1] = "0"
-    done = cli(*args, env=env)
+    done = eval_cli(*args, env=env)
     assert done.returncode == 2, done.stdout + done.stderr
     assert message in done.stderr
     assert chat_server.requests == []

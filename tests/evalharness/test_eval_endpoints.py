@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from chat_server import ChatServer
-from evalkit import KEY, cli, fix, reply, tasks
+from kit.chat_server import ChatServer
+from kit.evalharness import KEY, eval_cli, fix, reply, tasks
 
 pytestmark = pytest.mark.gvisor
 
@@ -18,7 +18,7 @@ BETA_KEY = "sk-proj-BETAtestKEY0a1b2c3d4e5f60718293a4b5c6d7e8f9"
 def _run(repo, task_dir, out, alpha: ChatServer, beta: ChatServer, jobs: int):
     alpha.push(reply([fix("off-by-one")]))
     beta.push(reply([("shelf/dates.py", "def loan_days(start, end):\n    return 0\n")]))
-    return cli("eval", "run", "--repo", str(repo), "--tasks", str(task_dir), "--out", str(out),
+    return eval_cli("eval", "run", "--repo", str(repo), "--tasks", str(task_dir), "--out", str(out),
                "--model", f"alpha={alpha.url}", "--model", f"beta={beta.url}",
                "--model-key-env", "alpha=ALPHA_KEY", "--model-key-env", "beta=BETA_KEY",
                "--runs", "1", "--max-tokens", "100000", "--jobs", str(jobs),

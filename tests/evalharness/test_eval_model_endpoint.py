@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from chat_server import Answer, Received, raw, reflect
-from evalkit import KEY, evaluate, fix, reply, tasks
-from modelkit import carries_key
+from kit.chat_server import Answer, Received, raw, reflect
+from kit.evalharness import KEY, evaluate, fix, reply, tasks
+from kit.model import carries_key
 
 from plimsoll_ci.attest import bundle, keys
 

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from evalkit import EXAMPLE, commit, make_repo
+from kit.evalharness import EXAMPLE, commit, make_repo
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.evalharness import contract, scores
@@ -199,7 +199,7 @@ def test_the_copy_holds_tracked_files_only_and_never_caches_credentials_or_links
 
 
 def subprocess_git_add_force(repo: Path) -> None:
-    from evalkit import git
+    from kit.evalharness import git
 
     git(repo, "add", "-f", "-A")
 
@@ -209,7 +209,7 @@ def test_a_folder_inside_a_repository_copies_that_folder_only(tmp_path):
     make_repo(outer / "project")
     (outer / "project" / ".git").rename(outer / ".git")
     (outer / "secret.txt").write_text("outside the folder\n")
-    from evalkit import git
+    from kit.evalharness import git
 
     git(outer, "add", "-A")
     commit(outer, "moved")

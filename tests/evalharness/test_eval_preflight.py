@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from evalkit import commit, evaluate, make_repo, tasks
+from kit.evalharness import commit, evaluate, make_repo, tasks
 
 from plimsoll_ci.errors import BadInput
 

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import realrepo
-from evalkit import evaluate, reply, tasks
+from kit import realrepo
+from kit.evalharness import evaluate, reply, tasks
 
 from plimsoll_ci.errors import BadInput
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 import datetime as dt
 
-import attest_demo
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from kit import attest_demo
 
 from plimsoll_ci.attest import bundle, canonical, dsse, eval_record, keys, record
 from plimsoll_ci.errors import BadInput

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from evalkit import cli, fix, reply, tasks
+from kit.evalharness import eval_cli, fix, reply, tasks
 from test_eval_cli import run_args
 
 pytestmark = pytest.mark.gvisor
@@ -29,7 +29,7 @@ def signed_run(gvisor, chat_server, repo, tmp_path) -> tuple[Path, Path]:
     chat_server.push(reply([("tests/test_durations.py", weakened)]),
                      reply([fix("off-by-one")], [["pytest", "-q", "tests/does_not_exist.py"]]))
     out, pub = tmp_path / "out", tmp_path / "eval.pub.pem"
-    done = cli(*run_args(chat_server.url, repo, tasks(tmp_path, "off-by-one", "integrity-probe"),
+    done = eval_cli(*run_args(chat_server.url, repo, tasks(tmp_path, "off-by-one", "integrity-probe"),
                          out, "--ephemeral-key", str(pub)))
     assert done.returncode == 0, done.stderr
     return out, pub
@@ -39,7 +39,7 @@ def _tampered(out: Path, pub: Path, edit: Callable[[Path], None]) -> tuple[int, 
     copy = out.parent / f"tampered-{len(list(out.parent.glob('tampered-*')))}"
     shutil.copytree(out, copy)
     edit(copy)
-    done = cli("eval", "verify", str(copy), "--pub", str(pub))
+    done = eval_cli("eval", "verify", str(copy), "--pub", str(pub))
     if done.returncode:
         assert "does not verify" in done.stderr
     return done.returncode, done.stdout
@@ -122,6 +122,6 @@ def test_an_edited_diff_or_transcript_or_another_key_is_refused(signed_run, tmp_
     assert code == 1 and "diffs/scripted/integrity-probe/1.diff: sha256 " in said
     code, said = _tampered(out, pub, transcript)
     assert code == 1 and "transcripts/scripted/off-by-one/1.json: canonical sha256 " in said
-    assert cli("keygen", "--out", str(tmp_path / "other")).returncode == 0
-    done = cli("eval", "verify", str(out), "--pub", str(tmp_path / "other.pub"))
+    assert eval_cli("keygen", "--out", str(tmp_path / "other")).returncode == 0
+    done = eval_cli("eval", "verify", str(out), "--pub", str(tmp_path / "other.pub"))
     assert done.returncode == 1 and "attempts.intoto.jsonl" in done.stdout

@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "hook"))
-sys.path.insert(0, str(TESTS / "action"))
-from action_runner import local_inputs, run_action  # noqa: E402
-from harness_repo import commit, git, hook_env, make_harness, run_cli  # noqa: E402
+from kit.action_runner import local_inputs, run_action
+from kit.harness_repo import commit, git, hook_env, make_harness, repo_cli
 
 HOOKS = ("pre-commit", "post-checkout", "post-index-change", "reference-transaction",
          "pre-auto-gc", "post-merge", "pre-push", "post-rewrite", "fsmonitor-watchman")
@@ -70,9 +65,9 @@ def hostile(tmp_path: Path) -> tuple[Path, Path]:
     return repo, marker
 
 
-def _cli(*args: str, **env: str):  # noqa: ANN202
+def _through_cli(*args: str, **env: str):  # noqa: ANN202
     def road(repo: Path, tmp: Path) -> int:
-        r = run_cli(repo, *args, env=hook_env(**env))
+        r = repo_cli(repo, *args, env=hook_env(**env))
         assert "Traceback" not in r.stderr, r.stderr
         return r.returncode
     return road
@@ -80,7 +75,7 @@ def _cli(*args: str, **env: str):  # noqa: ANN202
 
 def _pre_push(repo: Path, tmp: Path) -> int:
     base, tip = git(repo, "rev-parse", "HEAD~1"), git(repo, "rev-parse", "HEAD")
-    return _cli("hook", "ship-scan", PRE_COMMIT_FROM_REF=base, PRE_COMMIT_TO_REF=tip)(repo, tmp)
+    return _through_cli("hook", "ship-scan", PRE_COMMIT_FROM_REF=base, PRE_COMMIT_TO_REF=tip)(repo, tmp)
 
 
 def _action(mode: str):  # noqa: ANN202
@@ -94,15 +89,15 @@ def _action(mode: str):  # noqa: ANN202
 
 
 ROADS = {
-    "scan --staged": _cli("scan", "--staged"),
-    "scan --rev": _cli("scan", "--rev", "HEAD~1"),
-    "hook pre-commit": _cli("hook", "ship-scan"),
-    "hook pre-commit, one file": _cli("hook", "ship-scan", "viewer/notes.md"),
+    "scan --staged": _through_cli("scan", "--staged"),
+    "scan --rev": _through_cli("scan", "--rev", "HEAD~1"),
+    "hook pre-commit": _through_cli("hook", "ship-scan"),
+    "hook pre-commit, one file": _through_cli("hook", "ship-scan", "viewer/notes.md"),
     "hook pre-push": _pre_push,
-    "withheld guard": _cli("hook", "withheld-guard"),
-    "history": _cli("history", "--set", "withheld.json", "--key-env", "PLIMSOLL_WITHHELD_KEY",
+    "withheld guard": _through_cli("hook", "withheld-guard"),
+    "history": _through_cli("history", "--set", "withheld.json", "--key-env", "PLIMSOLL_WITHHELD_KEY",
                     "--no-progress"),
-    "history, one worker": _cli("history", "--set", "withheld.json", "--key-env",
+    "history, one worker": _through_cli("history", "--set", "withheld.json", "--key-env",
                                 "PLIMSOLL_WITHHELD_KEY", "--no-progress", "--no-cache",
                                 "--jobs", "1"),
     "action tip": _action("tip"),

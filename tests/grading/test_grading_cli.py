@@ -8,15 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from kit.cli import run_cli
 
 from plimsoll_ci.withheld import build_set, dumps
 
 QUICK = "class Controller:\n    def __init__(self, info):\n        pass\n\n    def step(self, obs):\n        return None\n"
-
-
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", "grade", *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 @pytest.fixture
@@ -27,7 +23,8 @@ def quick(tmp_path: Path) -> Path:
 
 
 def test_json_output_has_flights_totals_tier_evidence_and_cpu(quick):
-    r = cli("--controller", str(quick), "--course", "easy", "--seeds", "5000000001,5000000002",
+    r = run_cli("grade", "--controller", str(quick), "--course", "easy", "--seeds",
+                "5000000001,5000000002",
             "--provider", "process", "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
@@ -39,7 +36,7 @@ def test_json_output_has_flights_totals_tier_evidence_and_cpu(quick):
 
 
 def test_text_output_names_tier_checks_and_totals(quick):
-    r = cli("--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
+    r = run_cli("grade", "--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
             "--provider", "process")
     assert r.returncode == 0, r.stderr
     assert "tier process" in r.stdout and "landed 0 of 1" in r.stdout
@@ -49,7 +46,7 @@ def test_text_output_names_tier_checks_and_totals(quick):
 def test_a_controller_carrying_a_seed_of_this_run_is_refused_without_the_value(tmp_path):
     p = tmp_path / "controller.py"
     p.write_text(QUICK + "KNOWN = 'flight-%d' % 0x1DCD6503\n")  # 500000003 in hex
-    r = cli("--controller", str(tmp_path), "--course", "easy", "--seeds",
+    r = run_cli("grade", "--controller", str(tmp_path), "--course", "easy", "--seeds",
             "5000000001,500000003", "--provider", "process")
     assert r.returncode == 1
     assert "REFUSED" in r.stdout and "seeds:2" in r.stdout
@@ -61,7 +58,7 @@ def test_a_controller_carrying_a_withheld_entry_is_refused(tmp_path, quick):
     wset = tmp_path / "withheld.json"
     wset.write_text(dumps(doc))
     quick.write_text(QUICK + "# THE  ANSWER is Forty-Two\n")
-    r = cli("--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
+    r = run_cli("grade", "--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
             "--provider", "process", "--withheld", str(wset), "--format", "json")
     assert r.returncode == 1
     out = json.loads(r.stdout)
@@ -73,7 +70,7 @@ def test_a_controller_carrying_a_withheld_entry_is_refused(tmp_path, quick):
 def test_held_out_seeds_from_a_file_are_named_by_line_never_by_value(tmp_path, quick):
     seeds = tmp_path / "held-out.txt"
     seeds.write_text("# held out\n6000000001\n17500000000123\n")
-    r = cli("--controller", str(quick), "--course", "easy", "--seed-file", str(seeds),
+    r = run_cli("grade", "--controller", str(quick), "--course", "easy", "--seed-file", str(seeds),
             "--provider", "process", "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
@@ -85,14 +82,14 @@ def test_held_out_seeds_from_a_file_are_named_by_line_never_by_value(tmp_path, q
 
 def test_tiny_seeds_are_not_matched_but_noted_as_a_weakness(quick):
     quick.write_text(QUICK + "X = 101\n")
-    r = cli("--controller", str(quick), "--course", "easy", "--seeds", "101",
+    r = run_cli("grade", "--controller", str(quick), "--course", "easy", "--seeds", "101",
             "--provider", "process")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "weak seed set" in r.stdout
 
 
 def test_min_tier_kernel_refuses_the_process_provider_before_anything_runs(quick):
-    r = cli("--controller", str(quick), "--course", "easy", "--fresh", "2",
+    r = run_cli("grade", "--controller", str(quick), "--course", "easy", "--fresh", "2",
             "--provider", "process", "--min-tier", "kernel")
     assert r.returncode == 2
     assert "weaker than --min-tier kernel" in r.stderr
@@ -112,7 +109,7 @@ def test_min_tier_kernel_refuses_the_process_provider_before_anything_runs(quick
 def test_bad_input_exits_2_with_a_clear_message(tmp_path, quick, args, message):
     (tmp_path / "notes.txt").write_text("hi")
     args = [a.format(tmp=tmp_path, quick=quick) for a in args]
-    r = cli(*args, "--course", "easy", "--provider", "process")
+    r = run_cli("grade", *args, "--course", "easy", "--provider", "process")
     assert r.returncode == 2
     assert message in r.stderr
     assert r.stderr.count("error:") == 1
@@ -121,7 +118,8 @@ def test_bad_input_exits_2_with_a_clear_message(tmp_path, quick, args, message):
 def test_a_signed_record_of_a_fresh_grading_verifies(tmp_path, quick):
     bundle = tmp_path / "runs.intoto.jsonl"
     pub = tmp_path / "run.pub"
-    r = cli("--controller", str(quick), "--course", "easy", "--fresh", "2", "--provider",
+    r = run_cli("grade", "--controller", str(quick), "--course", "easy", "--fresh", "2",
+                "--provider",
             "process", "--bundle", str(bundle), "--ephemeral-key", str(pub), "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
@@ -140,10 +138,10 @@ def test_a_keyed_withheld_set_needs_its_key_and_then_refuses(tmp_path, quick, mo
     quick.write_text(QUICK + "MEMO = 9_123_456_780\n")
     args = ["--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
             "--provider", "process", "--withheld", str(wset)]
-    without = cli(*args)
+    without = run_cli("grade", *args)
     assert without.returncode == 2 and "key" in without.stderr
     monkeypatch.setenv("GRADING_TEST_KEY", "grading-test-key")
-    keyed = cli(*args, "--withheld-key-env", "GRADING_TEST_KEY")
+    keyed = run_cli("grade", *args, "--withheld-key-env", "GRADING_TEST_KEY")
     assert keyed.returncode == 1
     assert "seeds.txt:1" in keyed.stdout and "9123456780" not in keyed.stdout
 
@@ -154,13 +152,13 @@ def test_the_old_key_env_spelling_still_signs_but_warns(tmp_path, quick, monkeyp
     keys.write_keypair(tmp_path / "ci")
     monkeypatch.setenv("GRADING_SIGNING_KEY", (tmp_path / "ci.key").read_text())
     bundle = tmp_path / "runs.intoto.jsonl"
-    r = cli("--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
+    r = run_cli("grade", "--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
             "--provider", "process", "--bundle", str(bundle), "--key-env", "GRADING_SIGNING_KEY")
     assert r.returncode == 0, r.stderr
     assert "warning: --key-env is deprecated" in r.stderr and "--signing-key-env" in r.stderr
     assert "signed record 1 appended" in r.stderr
     assert "PRIVATE KEY" not in r.stdout + r.stderr
-    new = cli("--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
+    new = run_cli("grade", "--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
               "--provider", "process", "--bundle", str(bundle), "--signing-key-env",
               "GRADING_SIGNING_KEY")
     assert new.returncode == 0 and "deprecated" not in new.stderr
@@ -169,11 +167,13 @@ def test_the_old_key_env_spelling_still_signs_but_warns(tmp_path, quick, monkeyp
 
 def test_grading_into_a_bundle_of_another_key_exits_2_before_any_flight(tmp_path, quick):
     bundle = tmp_path / "runs.intoto.jsonl"
-    first = cli("--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
+    first = run_cli("grade", "--controller", str(quick), "--course", "easy", "--seeds",
+                    "5000000001",
                 "--provider", "process", "--bundle", str(bundle), "--ephemeral-key",
                 str(tmp_path / "a.pub"))
     assert first.returncode == 0, first.stderr
-    again = cli("--controller", str(quick), "--course", "easy", "--fresh", "2", "--provider",
+    again = run_cli("grade", "--controller", str(quick), "--course", "easy", "--fresh", "2",
+                    "--provider",
                 "process", "--bundle", str(bundle), "--ephemeral-key", str(tmp_path / "b.pub"))
     assert again.returncode == 2
     assert "does not verify under this run's key" in again.stderr

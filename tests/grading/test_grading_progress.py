@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from kit.cli import run_process
 
 from plimsoll_ci.commands._progress import Display, choose
 from plimsoll_ci.grading import seeds
@@ -86,10 +87,9 @@ def test_one_display_counts_controllers_and_flights_over_parallel_gradings() -> 
 
 
 def _grade(*extra: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", "grade", "--controller",
-                           str(HONEST), "--course", "easy", "--seeds", "1-4", "--provider",
-                           "process", "--format", "json", *extra], capture_output=True,
-                          text=True, env=env, timeout=300)
+    return run_process("grade", "--controller", str(HONEST), "--course", "easy", "--seeds", "1-4",
+                       "--provider", "process", "--format", "json", *extra, env=env,
+                       inherit=False, timeout=300)
 
 
 def test_grade_prints_plain_progress_lines_in_a_ci_log() -> None:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from scankit import LeakGuard
+from kit.cli import run_process
+from kit.scan import LeakGuard
 
 import plimsoll_sim as sim
 from plimsoll_ci.attest import canonical, keys
@@ -24,8 +24,7 @@ QUICK = "class Controller:\n    def __init__(self, info):\n        pass\n\n    d
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], capture_output=True,
-                          text=True, timeout=600)
+    return run_process(*args, timeout=600)
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from history_repos import GLOB_CONFIG, KIT, LEAK, PYTHON, SEEDS, GitRepo, make_set, viewer
+from kit.history import GLOB_CONFIG, KIT, LEAK, PYTHON, SEEDS, GitRepo, make_set, viewer
 
 
 @pytest.fixture(autouse=True)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from history_repos import LEAK, run_cli
+from kit.history import LEAK, checked_cli
 
 
 def test_history_names_first_commit_fix_and_46_minute_window(argon: dict) -> None:
     repo = argon["repo"]
-    proc = run_cli("history", "--set", str(argon["set"]), "--format", "json", "--no-progress",
+    proc = checked_cli("history", "--set", str(argon["set"]), "--format", "json", "--no-progress",
                    "--every-commit", cwd=repo.path)
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
@@ -35,7 +35,7 @@ def test_history_names_first_commit_fix_and_46_minute_window(argon: dict) -> Non
 
 
 def test_history_text_report_says_when_and_for_how_long(argon: dict) -> None:
-    proc = run_cli("history", "--set", str(argon["set"]), "--no-progress", cwd=argon["repo"].path)
+    proc = checked_cli("history", "--set", str(argon["set"]), "--no-progress", cwd=argon["repo"].path)
     assert proc.returncode == 1
     assert "seeds.txt:2: shipped 46 min across 4 commits" in proc.stdout
     assert argon["first"][:12] in proc.stdout and argon["fix"][:12] in proc.stdout
@@ -43,7 +43,7 @@ def test_history_text_report_says_when_and_for_how_long(argon: dict) -> None:
 
 
 def test_history_before_the_task_is_clean(argon: dict) -> None:
-    proc = run_cli("history", "--set", str(argon["set"]), "--no-progress", argon["base"],
+    proc = checked_cli("history", "--set", str(argon["set"]), "--no-progress", argon["base"],
                    cwd=argon["repo"].path)
     assert proc.returncode == 0, proc.stderr
     assert "nothing withheld shipped" in proc.stdout

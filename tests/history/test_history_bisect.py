@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from history_repos import LEAK, GitRepo, run_cli, viewer
+from kit.history import LEAK, GitRepo, checked_cli, viewer
 
 
 def _linear(repo: GitRepo, n: int, leak_at: int) -> list[str]:
@@ -22,7 +22,7 @@ def _linear(repo: GitRepo, n: int, leak_at: int) -> list[str]:
 def test_bisect_finds_the_first_leak_in_logarithmic_scans(globrepo: GitRepo,
                                                           wset_path: Path) -> None:
     commits = _linear(globrepo, 40, 23)
-    proc = run_cli("history", "--set", str(wset_path), "--bisect", "seeds.txt:2", "--format",
+    proc = checked_cli("history", "--set", str(wset_path), "--bisect", "seeds.txt:2", "--format",
                    "json", "--no-progress", cwd=globrepo.path)
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
@@ -35,7 +35,7 @@ def test_bisect_finds_the_first_leak_in_logarithmic_scans(globrepo: GitRepo,
 
 def test_bisect_text_states_its_assumption(globrepo: GitRepo, wset_path: Path) -> None:
     commits = _linear(globrepo, 9, 0)
-    proc = run_cli("history", "--set", str(wset_path), "--bisect", "seeds.txt:2", "--no-progress",
+    proc = checked_cli("history", "--set", str(wset_path), "--bisect", "seeds.txt:2", "--no-progress",
                    cwd=globrepo.path)
     assert proc.returncode == 1
     assert commits[0][:12] in proc.stdout
@@ -44,7 +44,7 @@ def test_bisect_text_states_its_assumption(globrepo: GitRepo, wset_path: Path) -
 
 def test_bisect_with_a_clean_tip_says_so_and_exits_0(globrepo: GitRepo, wset_path: Path) -> None:
     _linear(globrepo, 5, 99)
-    proc = run_cli("history", "--set", str(wset_path), "--bisect", "seeds.txt:2", "--no-progress",
+    proc = checked_cli("history", "--set", str(wset_path), "--bisect", "seeds.txt:2", "--no-progress",
                    cwd=globrepo.path)
     assert proc.returncode == 0
     assert "does not ship at the tip" in proc.stdout
@@ -62,7 +62,7 @@ def test_bisect_finds_where_a_fixed_leak_began_and_its_fix(globrepo: GitRepo,
             globrepo.write("viewer/replay.html", viewer("seed-EXAMPLE.json"))
         globrepo.write("tasks/drone/log.txt", f"step {i}\n")
         commits.append(globrepo.commit(f"step {i}", i))
-    proc = run_cli("history", "--set", str(wset_path), "--bisect", "seeds.txt:2", "--format",
+    proc = checked_cli("history", "--set", str(wset_path), "--bisect", "seeds.txt:2", "--format",
                    "json", "--no-progress", cwd=globrepo.path)
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
@@ -70,7 +70,7 @@ def test_bisect_finds_where_a_fixed_leak_began_and_its_fix(globrepo: GitRepo,
     assert doc["first"]["paths"] == ["viewer/replay.html"]
     assert doc["fixed"]["commit"] == commits[20]
     assert any("does not ship at the tip" in n for n in doc["notes"])
-    text = run_cli("history", "--set", str(wset_path), "--bisect", "seeds.txt:2",
+    text = checked_cli("history", "--set", str(wset_path), "--bisect", "seeds.txt:2",
                    "--no-progress", cwd=globrepo.path)
     assert text.returncode == 1
     assert f"first ships at {commits[10][:12]}" in text.stdout

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from history_repos import LEAK, GitRepo, make_set
+from kit.history import LEAK, GitRepo, make_set
 
 from plimsoll_ci import withheld
 from plimsoll_ci.git import open_repo

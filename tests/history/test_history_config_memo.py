@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from history_repos import GLOB_CONFIG, LEAK, GitRepo, viewer
+from kit.history import GLOB_CONFIG, LEAK, GitRepo, viewer
 
 HEAVY = ("yaml", "pathspec")
 PROBE = f"""

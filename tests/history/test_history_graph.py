@@ -7,17 +7,18 @@ import json
 import zipfile
 from pathlib import Path
 
-from history_repos import (
+from kit.cli import run_process
+from kit.history import (
     GLOB_CONFIG,
     KIT,
     LEAK,
     PYTHON,
     SEEDS,
     GitRepo,
+    checked_cli,
     history_json,
     make_set,
     many_steps,
-    run_cli,
     viewer,
 )
 
@@ -147,7 +148,7 @@ def test_auditor_mode_judges_a_repo_that_had_no_config(tmp_path: Path, wset_path
     repo = GitRepo(tmp_path / "old")
     repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
     first = repo.commit("viewer", 0)
-    proc = run_cli("history", "--set", str(wset_path), "--no-progress", cwd=repo.path)
+    proc = checked_cli("history", "--set", str(wset_path), "--no-progress", cwd=repo.path)
     assert proc.returncode == 2 and "--config" in proc.stderr
     cfg = tmp_path / "audit.yaml"
     cfg.write_text("ship:\n  all:\n    include: [\"viewer/**\"]\n")
@@ -161,8 +162,8 @@ def test_a_name_that_carries_the_value_is_found_and_never_printed(
     repo.write(f"tasks/drone/tracks/seed-{LEAK}.json", "{}\n")
     first = repo.commit("track", 0)
     for fmt in ("json", "text", "markdown", "sarif"):
-        proc = run_cli("history", "--set", str(wset_path), "--format", fmt, "--no-progress",
-                       cwd=repo.path)  # run_cli asserts the value is absent
+        proc = checked_cli("history", "--set", str(wset_path), "--format", fmt, "--no-progress",
+                       cwd=repo.path)  # checked_cli asserts the value is absent
         assert proc.returncode == 1
         # (SARIF percent-encodes the redacted name in its uri)
         assert "[withheld name 1]" in proc.stdout or "%5Bwithheld%20name%201%5D" in proc.stdout
@@ -231,7 +232,6 @@ def test_a_failing_builder_is_noted_and_its_set_carries_over(tmp_path: Path,
 def test_a_keyed_set_needs_its_key(globrepo: GitRepo, tmp_path: Path) -> None:
     import os
     import subprocess as sp
-    import sys
 
     repo = globrepo
     repo.write("viewer/replay.html", viewer(f"seed-{LEAK}.json"))
@@ -246,9 +246,8 @@ def test_a_keyed_set_needs_its_key(globrepo: GitRepo, tmp_path: Path) -> None:
         env = {k: v for k, v in os.environ.items() if k != "HISTORY_KEY"}
         if env_key is not None:
             env["HISTORY_KEY"] = env_key
-        return sp.run([sys.executable, "-m", "plimsoll_ci", "history", "--set", str(keyed),
-                       "--no-progress", "--format", "json", *args], cwd=repo.path, env=env,
-                      capture_output=True, text=True)
+        return run_process("history", "--set", str(keyed), "--no-progress", "--format", "json",
+                           *args, cwd=repo.path, env=env, inherit=False)
 
     ok = run("--key-env", "HISTORY_KEY", env_key=key)
     assert ok.returncode == 1 and json.loads(ok.stdout)["entries"][0]["first"]["commit"] == first

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from history_repos import SEEDS, GitRepo, make_set
+from kit.history import SEEDS, GitRepo, make_set
 
 from plimsoll_ci import history, withheld
 from plimsoll_ci.errors import PlimsollError

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from history_repos import GitRepo
+from kit.history import GitRepo
 
 from plimsoll_ci.git import ZERO_OID
 from plimsoll_ci.gitlog import Change, Commit, Log, _parse_log

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from history_repos import LEAK, SEEDS, GitRepo, run_cli, viewer
+from kit.history import LEAK, SEEDS, GitRepo, checked_cli, viewer
 
 KEY = "history-test-key-not-a-secret"
 
@@ -37,7 +37,7 @@ def _keyed_harness(tmp_path: Path, key_line: str | None) -> GitRepo:
 def test_history_reads_the_keyed_set_and_its_key_from_plimsoll_yaml_without_config(
         tmp_path: Path) -> None:
     repo = _keyed_harness(tmp_path, "key: {{file: {keyfile}}}")
-    proc = run_cli("history", "--format", "json", "--no-progress", cwd=repo.path)
+    proc = checked_cli("history", "--format", "json", "--no-progress", cwd=repo.path)
     assert proc.returncode == 1, proc.stderr
     (entry,) = json.loads(proc.stdout)["entries"]
     assert entry["entry"] == "seeds.txt:2"
@@ -48,14 +48,14 @@ def test_history_reads_the_keyed_set_and_its_key_from_plimsoll_yaml_without_conf
 def test_history_takes_the_key_from_plimsoll_yaml_for_a_set_given_by_flag(
         tmp_path: Path) -> None:
     repo = _keyed_harness(tmp_path, "key: {{file: {keyfile}}}")
-    proc = run_cli("history", "--withheld", "withheld.json", "--no-progress", cwd=repo.path)
+    proc = checked_cli("history", "--withheld", "withheld.json", "--no-progress", cwd=repo.path)
     assert proc.returncode == 1, proc.stderr
     assert "seeds.txt:2: shipped" in proc.stdout
 
 
 def test_a_missing_key_names_the_config_that_was_read(tmp_path: Path) -> None:
     repo = _keyed_harness(tmp_path, None)
-    proc = run_cli("history", "--no-progress", cwd=repo.path)
+    proc = checked_cli("history", "--no-progress", cwd=repo.path)
     assert proc.returncode == 2
     config = (repo.path / "plimsoll.yaml").resolve()
     assert f"{config} (read) names no key: add `key: {{env: VAR}}`" in proc.stderr
@@ -65,14 +65,14 @@ def test_a_missing_key_names_the_config_that_was_read(tmp_path: Path) -> None:
 def test_a_missing_key_without_any_config_says_none_was_found(tmp_path: Path) -> None:
     repo = _keyed_harness(tmp_path, None)
     (repo.path / "plimsoll.yaml").unlink()
-    proc = run_cli("history", "--withheld", "withheld.json", "--no-progress", cwd=repo.path)
+    proc = checked_cli("history", "--withheld", "withheld.json", "--no-progress", cwd=repo.path)
     assert proc.returncode == 2
     assert "no plimsoll.yaml was found at the repository root of" in proc.stderr
 
 
 def test_the_old_set_flag_is_accepted_with_one_deprecation_line(tmp_path: Path) -> None:
     repo = _keyed_harness(tmp_path, "key: {{file: {keyfile}}}")
-    proc = run_cli("history", "--set", "withheld.json", "--no-progress", cwd=repo.path)
+    proc = checked_cli("history", "--set", "withheld.json", "--no-progress", cwd=repo.path)
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.splitlines() == [
         "plimsoll-ci: warning: --set is deprecated; say --withheld withheld.json"]
@@ -80,7 +80,7 @@ def test_the_old_set_flag_is_accepted_with_one_deprecation_line(tmp_path: Path) 
 
 def test_scan_of_paths_takes_the_set_and_key_from_plimsoll_yaml(tmp_path: Path) -> None:
     repo = _keyed_harness(tmp_path, "key: {{file: {keyfile}}}")
-    proc = run_cli("scan", "viewer", cwd=repo.path)
+    proc = checked_cli("scan", "viewer", cwd=repo.path)
     assert proc.returncode == 1, proc.stderr
     assert "viewer/replay.html:4:" in proc.stdout and "seeds.txt:2" in proc.stdout
 
@@ -88,8 +88,8 @@ def test_scan_of_paths_takes_the_set_and_key_from_plimsoll_yaml(tmp_path: Path) 
 def test_ship_list_takes_ship_set_and_the_old_set_with_one_deprecation_line(
         tmp_path: Path) -> None:
     repo = _keyed_harness(tmp_path, "key: {{file: {keyfile}}}")
-    new = run_cli("ship", "list", "--ship-set", "task", cwd=repo.path)
-    old = run_cli("ship", "list", "--set", "task", cwd=repo.path)
+    new = checked_cli("ship", "list", "--ship-set", "task", cwd=repo.path)
+    old = checked_cli("ship", "list", "--set", "task", cwd=repo.path)
     assert new.returncode == old.returncode == 0, new.stderr + old.stderr
     assert new.stdout == old.stdout and "task\tviewer/replay.html" in new.stdout
     warnings = [ln for ln in old.stderr.splitlines() if "deprecated" in ln]
@@ -117,9 +117,9 @@ def test_history_reads_a_configs_limits_as_the_scan_does_a_whole_number_written_
     # YAML `1000.0` is a float: the scan takes it as 1000 bytes; history once handed the float
     # to the blob reader and stopped on a TypeError
     repo, config = _auditor_config(tmp_path, "  max_file_bytes: 1000.0\n")
-    scan = run_cli("scan", "--config", str(config), "--rev", "HEAD", cwd=repo.path)
+    scan = checked_cli("scan", "--config", str(config), "--rev", "HEAD", cwd=repo.path)
     assert scan.returncode == 1 and "seeds.txt:2" in scan.stdout, scan.stderr
-    proc = run_cli("history", "--config", str(config), "--no-progress", "--no-cache",
+    proc = checked_cli("history", "--config", str(config), "--no-progress", "--no-cache",
                    cwd=repo.path)
     assert proc.returncode == 1, proc.stderr
     assert "seeds.txt:2: shipped" in proc.stdout
@@ -128,8 +128,8 @@ def test_history_reads_a_configs_limits_as_the_scan_does_a_whole_number_written_
 
 def test_history_refuses_a_configs_memory_budget_the_scan_refuses(tmp_path: Path) -> None:
     repo, config = _auditor_config(tmp_path, "  max_memory: 1000\n")
-    scan = run_cli("scan", "--config", str(config), "--rev", "HEAD", cwd=repo.path)
-    history = run_cli("history", "--config", str(config), "--no-progress", "--no-cache",
+    scan = checked_cli("scan", "--config", str(config), "--rev", "HEAD", cwd=repo.path)
+    history = checked_cli("history", "--config", str(config), "--no-progress", "--no-cache",
                       cwd=repo.path)
     for proc in (scan, history):
         assert proc.returncode == 2, proc.stderr

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from history_repos import LEAK, PYTHON, GitRepo, history_json, make_set, run_cli, viewer
+from kit.cli import run_process
+from kit.history import LEAK, PYTHON, GitRepo, checked_cli, history_json, make_set, viewer
 
 
 def test_a_shallow_clone_is_refused_unless_shallow_ok(globrepo: GitRepo, wset_path: Path,
@@ -25,10 +26,10 @@ def test_a_shallow_clone_is_refused_unless_shallow_ok(globrepo: GitRepo, wset_pa
     clone = tmp_path / "shallow"
     subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{repo.path}", str(clone)],
                    check=True)
-    proc = run_cli("history", "--set", str(wset_path), "--no-progress", cwd=clone)
+    proc = checked_cli("history", "--set", str(wset_path), "--no-progress", cwd=clone)
     assert proc.returncode == 2
     assert "shallow clone" in proc.stderr and "--shallow-ok" in proc.stderr
-    proc = run_cli("history", "--set", str(wset_path), "--format", "json", "--no-progress",
+    proc = checked_cli("history", "--set", str(wset_path), "--format", "json", "--no-progress",
                    "--shallow-ok", cwd=clone)
     assert proc.returncode == 1
     doc = json.loads(proc.stdout)
@@ -82,7 +83,7 @@ def test_non_utf8_paths_are_judged_and_shown_escaped(globrepo: GitRepo, wset_pat
     first = repo.commit("latin-1 name", 0)
     repo.write(b"tasks/drone/\xe9t\xe9/seed-" + LEAK.encode() + b".json", "{}\n")
     second = repo.commit("latin-1 folder, a name that carries the value", 5)
-    code, doc = history_json(repo, wset_path, "--every-commit")  # the value is never printed (run_cli checks)
+    code, doc = history_json(repo, wset_path, "--every-commit")  # the value is never printed (checked_cli checks)
     assert code == 1
     e = doc["entries"][0]
     assert e["first"]["commit"] == first
@@ -185,7 +186,7 @@ def test_bad_input_exits_2_with_a_message_naming_the_problem(
     malformed = tmp_path / "malformed.json"
     malformed.write_text("{not json")
     args = [a.format(bad=wset_path, outside=outside, malformed=malformed) for a in args]
-    proc = run_cli("history", *args, "--no-progress", cwd=globrepo.path)
+    proc = checked_cli("history", *args, "--no-progress", cwd=globrepo.path)
     assert proc.returncode == 2
     assert message in proc.stderr
     assert proc.stderr.count("error:") == 1
@@ -208,9 +209,8 @@ def test_builds_are_cached_by_the_tree_of_the_builders_inputs(tmp_path: Path) ->
     env = {**os.environ, "HISTORY_TEST_MARKS": str(marks)}
 
     def run() -> dict:
-        proc = subprocess.run([sys.executable, "-m", "plimsoll_ci", "history", "--set", str(wset),
-                               "--format", "json", "--no-progress", "--every-commit"],
-                              cwd=repo.path, env=env, capture_output=True, text=True)
+        proc = run_process("history", "--set", str(wset), "--format", "json", "--no-progress",
+                           "--every-commit", cwd=repo.path, env=env, inherit=False)
         assert proc.returncode == 1, proc.stderr
         return json.loads(proc.stdout)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from history_repos import LEAK, GitRepo, history_json, run_cli, viewer
+from kit.history import LEAK, GitRepo, checked_cli, history_json, viewer
 
 
 def _text(repo: GitRepo, wset: Path, *args: str) -> str:
-    proc = run_cli("history", "--set", str(wset), "--no-progress", *args, cwd=repo.path)
+    proc = checked_cli("history", "--set", str(wset), "--no-progress", *args, cwd=repo.path)
     assert proc.returncode == 1, proc.stderr
     return proc.stdout
 
@@ -167,7 +167,7 @@ def test_a_value_in_a_folder_name_is_reported_once_per_folder(globrepo: GitRepo,
     assert [c["commit"] for c in e["commits"]] == [first, second]
     text = _text(repo, wset_path)
     assert text.count("[withheld name 1]/ (name)") == 1
-    proc = run_cli("scan", "--rev", "HEAD", "--set", str(wset_path), "--format", "json",
+    proc = checked_cli("scan", "--rev", "HEAD", "--set", str(wset_path), "--format", "json",
                    cwd=repo.path)
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.count('"where": "name"') == 1  # as the ship scan reports it
@@ -175,7 +175,7 @@ def test_a_value_in_a_folder_name_is_reported_once_per_folder(globrepo: GitRepo,
 
 def test_a_folder_name_inside_a_builders_output_is_reported_once(tmp_path: Path,
                                                                  wset_path: Path) -> None:
-    from history_repos import KIT, PYTHON
+    from kit.history import KIT, PYTHON
 
     repo = GitRepo(tmp_path / "built")
     repo.write("plimsoll.yaml", f"ship:\n  drone:\n    command: {PYTHON} loop/kit.py {{out}}\n")

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from history_repos import GitRepo, make_set, many_steps
+from kit.history import GitRepo, make_set, many_steps
 
 PROBE = """
 import json, os, sys

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from harness_repo import make_harness
+from kit.harness_repo import make_harness
 
 
 @pytest.fixture

@@ -9,21 +9,21 @@ import os
 from pathlib import Path
 
 import pytest
-from harness_repo import KEY, PRACTICE, SEED, commit, fix, git, leak, run_cli
+from kit.harness_repo import KEY, PRACTICE, SEED, commit, fix, git, leak, repo_cli
 
 from plimsoll_ci import withheld
 
 
 def _report(repo: Path, *args: str) -> Path:
     """The JSON report of a scan of the working tree."""
-    r = run_cli(repo, "scan", "--format", "json", "-o", "report.json", *args)
+    r = repo_cli(repo, "scan", "--format", "json", "-o", "report.json", *args)
     assert r.returncode in (0, 1), r.stderr
     return repo / "report.json"
 
 
 def _baseline(repo: Path, report: Path, *args: str, reason: str = "rotated on 2026-12-01"
               ) -> Path:
-    r = run_cli(repo, "baseline", str(report), "--reason", reason, "-o", "baseline.json", *args)
+    r = repo_cli(repo, "baseline", str(report), "--reason", reason, "-o", "baseline.json", *args)
     assert r.returncode == 0, r.stderr
     return repo / "baseline.json"
 
@@ -31,7 +31,7 @@ def _baseline(repo: Path, report: Path, *args: str, reason: str = "rotated on 20
 def test_a_baselined_finding_fails_nothing_and_is_reported_as_baselined(harness: Path) -> None:
     leak(harness)
     _baseline(harness, _report(harness))
-    r = run_cli(harness, "scan", "--baseline", "baseline.json")
+    r = repo_cli(harness, "scan", "--baseline", "baseline.json")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 findings in" in r.stdout
     # one finding for the viewer, shipped through both sets (one finding per leak)
@@ -39,7 +39,7 @@ def test_a_baselined_finding_fails_nothing_and_is_reported_as_baselined(harness:
            "drone, viewer; also shipped as drone:viewer/replay.html)" in r.stdout
     assert "(baseline.json line 2: rotated on 2026-12-01," in r.stdout
     assert "note: 1 baselined finding not counted (baseline.json)" in r.stdout
-    doc = json.loads(run_cli(harness, "scan", "--baseline", "baseline.json", "--format",
+    doc = json.loads(repo_cli(harness, "scan", "--baseline", "baseline.json", "--format",
                              "json").stdout)
     assert doc["findings"] == []
     assert doc["baseline"] == {"file": "baseline.json", "baselined": 1, "stale": 0}
@@ -66,9 +66,9 @@ def test_the_baseline_file_holds_ids_digests_reasons_and_dates_never_a_value(
 def test_baseline_asks_for_a_reason(harness: Path) -> None:
     leak(harness)
     report = _report(harness)
-    r = run_cli(harness, "baseline", str(report), "-o", "baseline.json")
+    r = repo_cli(harness, "baseline", str(report), "-o", "baseline.json")
     assert r.returncode == 2 and "--reason" in r.stderr
-    r = run_cli(harness, "baseline", str(report), "--reason", "  ", "-o", "baseline.json")
+    r = repo_cli(harness, "baseline", str(report), "--reason", "  ", "-o", "baseline.json")
     assert r.returncode == 2 and "--reason" in r.stderr
     assert not (harness / "baseline.json").exists()
 
@@ -84,7 +84,7 @@ def test_a_rotated_value_under_the_same_id_is_found_again_and_the_old_entry_is_s
                                 key=KEY.encode())
     (harness / "withheld.json").write_text(withheld.dumps(doc))
     (harness / "viewer/replay.html").write_text(f'<a href="seed-{rotated[1]}.json">x</a>\n')
-    r = run_cli(harness, "scan", "--baseline", "baseline.json")
+    r = repo_cli(harness, "scan", "--baseline", "baseline.json")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "viewer/replay.html:1:15: withheld value seeds.txt:2" in r.stdout
     assert "note: stale baseline entry: baseline.json line 2: seeds.txt:2 matches no finding; " \
@@ -97,7 +97,7 @@ def test_a_baseline_with_paths_covers_only_the_files_it_names(harness: Path) -> 
     entries = json.loads((harness / "baseline.json").read_text())["entries"]
     assert sorted(e["path"] for e in entries) == ["viewer/replay.html"]
     (harness / "tasks/drone/TASK.md").write_text(f"Fly seed {SEED}.\n")
-    r = run_cli(harness, "scan", "--baseline", "baseline.json")
+    r = repo_cli(harness, "scan", "--baseline", "baseline.json")
     assert r.returncode == 1
     assert "tasks/drone/TASK.md:1:10: withheld value seeds.txt:2" in r.stdout
     assert "note: 1 baselined finding not counted" in r.stdout
@@ -108,7 +108,7 @@ def test_an_entry_that_matches_nothing_is_reported_stale_and_fails_nothing(
     leak(harness)
     _baseline(harness, _report(harness))
     fix(harness)
-    r = run_cli(harness, "scan", "--baseline", "baseline.json")
+    r = repo_cli(harness, "scan", "--baseline", "baseline.json")
     assert r.returncode == 0
     assert "stale baseline entry: baseline.json line 2: seeds.txt:2 matches no finding" in r.stdout
 
@@ -151,18 +151,18 @@ def test_a_bad_baseline_exits_2_naming_the_file_and_the_line(harness: Path, text
                  ["hook", "ship-scan", "--baseline", "bad.json"],
                  ["history", "--set", "withheld.json", "--key-env", "PLIMSOLL_WITHHELD_KEY",
                   "--baseline", "bad.json", "--no-progress"]):
-        r = run_cli(harness, *args)
+        r = repo_cli(harness, *args)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         assert f"plimsoll-ci: error: baseline bad.json {said}" in r.stderr, (args, r.stderr)
 
 
 def test_a_baseline_that_is_not_a_regular_file_or_too_large_is_refused(harness: Path) -> None:
     os.mkfifo(harness / "fifo.json")
-    r = run_cli(harness, "scan", "--baseline", "fifo.json")
+    r = repo_cli(harness, "scan", "--baseline", "fifo.json")
     assert r.returncode == 2 and "baseline fifo.json: not a regular file" in r.stderr
     with open(harness / "big.json", "wb") as fh:
         fh.truncate(17 * 1024 * 1024)
-    r = run_cli(harness, "scan", "--baseline", "big.json")
+    r = repo_cli(harness, "scan", "--baseline", "big.json")
     assert r.returncode == 2 and "over the bound of 16 MiB" in r.stderr
 
 
@@ -170,11 +170,11 @@ def test_the_hook_takes_a_baseline(harness: Path) -> None:
     leak(harness)
     _baseline(harness, _report(harness))
     git(harness, "add", "viewer/replay.html")
-    r = run_cli(harness, "hook", "ship-scan", "--baseline", "baseline.json",
+    r = repo_cli(harness, "hook", "ship-scan", "--baseline", "baseline.json",
                 "viewer/replay.html")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "1 baselined finding not counted" in r.stdout
-    r = run_cli(harness, "hook", "ship-scan", "viewer/replay.html")
+    r = repo_cli(harness, "hook", "ship-scan", "viewer/replay.html")
     assert r.returncode == 1
 
 
@@ -187,10 +187,10 @@ def test_history_takes_a_baseline_and_a_baseline_made_from_its_report(harness: P
     commit(harness, "rename the example")
     args = ["history", "--set", "withheld.json", "--key-env", "PLIMSOLL_WITHHELD_KEY",
             "--no-progress"]
-    r = run_cli(harness, *args, "--format", "json", "-o", "history.json")
+    r = repo_cli(harness, *args, "--format", "json", "-o", "history.json")
     assert r.returncode == 1, r.stderr
     _baseline(harness, harness / "history.json", reason="window accepted: rotated")
-    r = run_cli(harness, *args, "--baseline", "baseline.json")
+    r = repo_cli(harness, *args, "--baseline", "baseline.json")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "nothing withheld shipped in the range" in r.stdout
     assert "note: baselined: seeds.txt:2: first shipped in" in r.stdout

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness_repo import SEED, git, hook_env, leak
+from kit.harness_repo import SEED, git, hook_env, leak
 
 HEAVY = ("numpy", "plimsoll_ci.engine.contents", "plimsoll_ci.match.extract", "pathspec", "yaml",
          "plimsoll_ci.shipscan.report")

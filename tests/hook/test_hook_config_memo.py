@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from harness_repo import SEED, git, leak, run_cli
+from kit.harness_repo import SEED, git, leak, repo_cli
 from test_hook_cold_start import hook_loads
 
 
@@ -126,12 +126,12 @@ def test_a_tampered_memo_is_not_trusted_and_the_config_is_parsed_again(
 
 def test_a_memo_edited_to_stop_shipping_the_leak_does_not_hide_it(harness: Path,
                                                                   own_cache: Path) -> None:
-    assert run_cli(harness, "hook", "ship-scan", "viewer/app.mjs").returncode == 0
+    assert repo_cli(harness, "hook", "ship-scan", "viewer/app.mjs").returncode == 0
     memo = memo_of(own_cache)
     edit(memo, b'"viewer/**", "tasks/**"', b'"tasks/**"')  # the viewer set ships no viewer
     leak(harness)
     git(harness, "add", "viewer/replay.html")
-    r = run_cli(harness, "hook", "ship-scan", "viewer/replay.html")
+    r = repo_cli(harness, "hook", "ship-scan", "viewer/replay.html")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "viewer/replay.html:1:" in r.stdout and SEED not in r.stdout + r.stderr
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness_repo import (
+from kit.harness_repo import (
     KEY,
     PRACTICE,
     SEED,
@@ -15,14 +15,14 @@ from harness_repo import (
     hook_env,
     leak,
     make_harness,
-    run_cli,
+    repo_cli,
 )
 
 
 def test_ship_scan_refuses_a_staged_viewer_naming_a_practice_seed(harness: Path) -> None:
     leak(harness)
     git(harness, "add", "viewer/replay.html")
-    r = run_cli(harness, "hook", "ship-scan", "viewer/replay.html")
+    r = repo_cli(harness, "hook", "ship-scan", "viewer/replay.html")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "viewer/replay.html:1:" in r.stdout
     assert "seeds.txt:2" in r.stdout
@@ -38,10 +38,10 @@ def test_ship_scan_passes_when_no_changed_file_can_change_what_ships(harness: Pa
         'inputs: ["loop/**", "viewer/**", "tasks/**"]', 'inputs: ["loop/**"]')
     (harness / "plimsoll.yaml").write_text(cfg)
     git(harness, "add", "plimsoll.yaml")
-    r = run_cli(harness, "hook", "ship-scan", "README.md")
+    r = repo_cli(harness, "hook", "ship-scan", "README.md")
     assert r.returncode == 0 and r.stdout == "", r.stdout + r.stderr
     # ...but a change to the config itself triggers the full scan.
-    r = run_cli(harness, "hook", "ship-scan", "plimsoll.yaml")
+    r = repo_cli(harness, "hook", "ship-scan", "plimsoll.yaml")
     assert r.returncode == 1 and "seeds.txt:2" in r.stdout
 
 
@@ -49,7 +49,7 @@ def test_ship_scan_without_filenames_scans_everything(harness: Path) -> None:
     leak(harness)
     git(harness, "add", "-A")
     commit(harness, "leak committed without the hook")
-    r = run_cli(harness, "hook", "ship-scan")
+    r = repo_cli(harness, "hook", "ship-scan")
     assert r.returncode == 1 and "viewer/replay.html" in r.stdout
 
 
@@ -57,11 +57,11 @@ def test_ship_scan_judges_the_index_not_the_working_tree(harness: Path) -> None:
     leak(harness)
     git(harness, "add", "viewer/replay.html")
     fix(harness)  # working tree clean, index leaks
-    r = run_cli(harness, "hook", "ship-scan", "viewer/replay.html")
+    r = repo_cli(harness, "hook", "ship-scan", "viewer/replay.html")
     assert r.returncode == 1, r.stdout
     git(harness, "add", "viewer/replay.html")
     leak(harness)  # index clean, working tree leaks
-    r = run_cli(harness, "hook", "ship-scan", "viewer/replay.html")
+    r = repo_cli(harness, "hook", "ship-scan", "viewer/replay.html")
     assert r.returncode == 0, r.stdout
 
 
@@ -70,7 +70,7 @@ def test_ship_scan_never_passes_by_scanning_nothing(harness: Path) -> None:
                                                          '"vewer/**"]\n    exclude')
     (harness / "plimsoll.yaml").write_text(cfg)
     git(harness, "add", "plimsoll.yaml")
-    r = run_cli(harness, "hook", "ship-scan", "plimsoll.yaml")
+    r = repo_cli(harness, "hook", "ship-scan", "plimsoll.yaml")
     assert r.returncode == 2
     assert "ship set viewer ships no files" in r.stderr
 
@@ -78,9 +78,9 @@ def test_ship_scan_never_passes_by_scanning_nothing(harness: Path) -> None:
 def test_ship_scan_without_the_key_is_bad_input_not_a_pass(harness: Path) -> None:
     env = hook_env()
     del env["PLIMSOLL_WITHHELD_KEY"]
-    r = run_cli(harness, "hook", "ship-scan", env=env)
+    r = repo_cli(harness, "hook", "ship-scan", env=env)
     assert r.returncode == 2 and "PLIMSOLL_WITHHELD_KEY" in r.stderr
-    r = run_cli(harness, "hook", "ship-scan", env=hook_env(PLIMSOLL_WITHHELD_KEY="wrong"))
+    r = repo_cli(harness, "hook", "ship-scan", env=hook_env(PLIMSOLL_WITHHELD_KEY="wrong"))
     assert r.returncode == 2 and "wrong key" in r.stderr
 
 
@@ -88,14 +88,14 @@ def test_ship_scan_in_warn_mode_reports_and_passes(harness: Path) -> None:
     leak(harness)
     (harness / "plimsoll.yaml").write_text("mode: warn\n" + (harness / "plimsoll.yaml").read_text())
     git(harness, "add", "-A")
-    r = run_cli(harness, "hook", "ship-scan")
+    r = repo_cli(harness, "hook", "ship-scan")
     assert r.returncode == 0 and "seeds.txt:2" in r.stdout and "mode is warn" in r.stdout
 
 
 def test_a_failing_builder_stops_the_hook_with_its_exit_code(harness: Path) -> None:
     (harness / "loop/kit.py").write_text("import sys\nprint('kit: gates missing')\nsys.exit(7)\n")
     git(harness, "add", "loop/kit.py")
-    r = run_cli(harness, "hook", "ship-scan", "loop/kit.py")
+    r = repo_cli(harness, "hook", "ship-scan", "loop/kit.py")
     assert r.returncode == 7
     assert "ship set drone: builder exited with code 7" in r.stderr
     assert "kit: gates missing" in r.stderr
@@ -110,10 +110,10 @@ def test_the_builder_runs_in_a_checkout_of_the_index_not_the_working_tree(harnes
     leak(harness)
     git(harness, "add", "-A")
     fix(harness)
-    r = run_cli(harness, "ship", "list", "--staged", "--set", "drone", "--format", "json")
+    r = repo_cli(harness, "ship", "list", "--staged", "--set", "drone", "--format", "json")
     assert r.returncode == 0, r.stderr
     assert not (harness / "touched-by-builder").exists()
-    r = run_cli(harness, "hook", "ship-scan", "viewer/replay.html")
+    r = repo_cli(harness, "hook", "ship-scan", "viewer/replay.html")
     assert r.returncode == 1 and "drone:replay.html" in r.stdout
 
 
@@ -126,13 +126,13 @@ def test_pre_push_scans_every_pushed_commit_and_names_the_leaking_one(harness: P
     git(harness, "add", "-A")
     tip = commit(harness, "rename the example")
     env = hook_env(PRE_COMMIT_FROM_REF=base, PRE_COMMIT_TO_REF=tip)
-    r = run_cli(harness, "hook", "ship-scan", "viewer/replay.html", env=env)
+    r = repo_cli(harness, "hook", "ship-scan", "viewer/replay.html", env=env)
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"commit {middle[:12]} viewer example link" in r.stdout
     assert tip[:12] not in r.stdout
     assert SEED not in r.stdout
     env = hook_env(PRE_COMMIT_FROM_REF=middle, PRE_COMMIT_TO_REF=tip)
-    assert run_cli(harness, "hook", "ship-scan", env=env).returncode == 0
+    assert repo_cli(harness, "hook", "ship-scan", env=env).returncode == 0
 
 
 def test_a_cached_clean_verdict_does_not_survive_a_new_withheld_set(harness: Path) -> None:
@@ -140,21 +140,21 @@ def test_a_cached_clean_verdict_does_not_survive_a_new_withheld_set(harness: Pat
 
     (harness / "viewer/app.mjs").write_text("export const speed = 2; // 424242424242\n")
     git(harness, "add", "-A")
-    assert run_cli(harness, "hook", "ship-scan").returncode == 0
+    assert repo_cli(harness, "hook", "ship-scan").returncode == 0
     cache = list((harness / ".git/plimsoll").glob("clean-*"))
     assert cache, "the clean verdicts are remembered under .git/plimsoll"
     doc, _ = withheld.build_set(values=[("extra.txt:1", "424242424242")], key=KEY.encode())
     (harness / "withheld.json").write_text(withheld.dumps(doc))
-    r = run_cli(harness, "hook", "ship-scan", "withheld.json")
+    r = repo_cli(harness, "hook", "ship-scan", "withheld.json")
     assert r.returncode == 1 and "extra.txt:1" in r.stdout
 
 
 def test_a_tampered_cache_line_cannot_hide_a_new_leak(harness: Path) -> None:
-    assert run_cli(harness, "hook", "ship-scan").returncode == 0
+    assert repo_cli(harness, "hook", "ship-scan").returncode == 0
     leak(harness)
     git(harness, "add", "-A")
     # The leaking blob has a new id, so no earlier verdict applies to it.
-    r = run_cli(harness, "hook", "ship-scan", "viewer/replay.html")
+    r = repo_cli(harness, "hook", "ship-scan", "viewer/replay.html")
     assert r.returncode == 1
 
 
@@ -167,14 +167,14 @@ def test_withheld_guard_refuses_an_unkeyed_set_of_guessable_seeds(tmp_path: Path
     (repo / "plimsoll.yaml").write_text((repo / "plimsoll.yaml").read_text().replace(
         "key: {env: PLIMSOLL_WITHHELD_KEY}\n", ""))
     git(repo, "add", "-A")
-    r = run_cli(repo, "hook", "withheld-guard", "withheld.json")
+    r = repo_cli(repo, "hook", "withheld-guard", "withheld.json")
     assert r.returncode == 1
     assert "withheld.json: an unkeyed withheld set with 16 guessable value(s)" in r.stdout
     assert not any(v in r.stdout for v in PRACTICE)
 
 
 def test_withheld_guard_passes_a_keyed_set(harness: Path) -> None:
-    r = run_cli(harness, "hook", "withheld-guard", "withheld.json", "plimsoll.yaml")
+    r = repo_cli(harness, "hook", "withheld-guard", "withheld.json", "plimsoll.yaml")
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -183,7 +183,7 @@ def test_withheld_guard_refuses_the_seeds_file_the_set_was_built_from(harness: P
     (harness / "data/practice.txt").write_text("# practice seeds\n" + "\n".join(PRACTICE) + "\n")
     (harness / "data/other.txt").write_text("speed 2\nseed list moved elsewhere\n")
     git(harness, "add", "-A")
-    r = run_cli(harness, "hook", "withheld-guard", "data/practice.txt", "data/other.txt")
+    r = repo_cli(harness, "hook", "withheld-guard", "data/practice.txt", "data/other.txt")
     assert r.returncode == 1
     assert "data/practice.txt: 16 of its 16 lines are values of the withheld set" in r.stdout
     assert "other.txt" not in r.stdout
@@ -191,15 +191,15 @@ def test_withheld_guard_refuses_the_seeds_file_the_set_was_built_from(harness: P
 
 
 def test_hook_outside_a_repository_or_without_config_is_bad_input(tmp_path: Path) -> None:
-    r = run_cli(tmp_path, "hook", "ship-scan")
+    r = repo_cli(tmp_path, "hook", "ship-scan")
     assert r.returncode == 2 and "not inside a git repository" in r.stderr
     git(tmp_path, "init", "-q")
-    r = run_cli(tmp_path, "hook", "ship-scan")
+    r = repo_cli(tmp_path, "hook", "ship-scan")
     assert r.returncode == 2 and "no plimsoll.yaml" in r.stderr
 
 
 def test_ship_list_json_names_every_shipped_file(harness: Path) -> None:
-    r = run_cli(harness, "ship", "list", "--staged", "--format", "json")
+    r = repo_cli(harness, "ship", "list", "--staged", "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     shipped = {(f["set"], f["path"]) for f in doc["files"]}
@@ -247,7 +247,7 @@ def test_a_withheld_set_with_no_entries_is_bad_input_in_the_hook(harness: Path) 
     doc, _ = withheld.build_set(values=[], key=KEY.encode())
     (harness / "withheld.json").write_text(withheld.dumps(doc))
     git(harness, "add", "-A")
-    r = run_cli(harness, "hook", "ship-scan")
+    r = repo_cli(harness, "hook", "ship-scan")
     assert r.returncode == 2, r.stdout + r.stderr
     assert "withheld.json has no entries" in r.stderr and "withholds nothing" in r.stderr
 
@@ -258,7 +258,7 @@ def test_a_key_given_for_an_unkeyed_set_is_said_by_the_hook(harness: Path) -> No
     doc, _ = withheld.build_set(values=[("seeds.txt:2", SEED)])
     (harness / "withheld.json").write_text(withheld.dumps(doc))
     git(harness, "add", "-A")
-    r = run_cli(harness, "hook", "ship-scan")
+    r = repo_cli(harness, "hook", "ship-scan")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "is not keyed" in r.stdout + r.stderr and "key given is not used" in r.stdout + r.stderr
     assert KEY not in r.stdout + r.stderr
@@ -267,7 +267,7 @@ def test_a_key_given_for_an_unkeyed_set_is_said_by_the_hook(harness: Path) -> No
 def test_the_commit_refusal_says_nothing_left_the_machine(harness: Path) -> None:
     leak(harness)
     git(harness, "add", "viewer/replay.html")
-    r = run_cli(harness, "hook", "ship-scan", "viewer/replay.html")
+    r = repo_cli(harness, "hook", "ship-scan", "viewer/replay.html")
     assert r.returncode == 1
     assert "nothing was committed and nothing left this machine" in r.stdout
     assert "rotate" not in r.stdout and "git history" not in r.stdout
@@ -278,7 +278,7 @@ def test_the_push_refusal_says_nothing_was_pushed_and_how_to_rewrite(harness: Pa
     leak(harness)
     git(harness, "add", "-A")
     tip = commit(harness, "viewer example link")
-    r = run_cli(harness, "hook", "ship-scan",
+    r = repo_cli(harness, "hook", "ship-scan",
                 env=hook_env(PRE_COMMIT_FROM_REF=base, PRE_COMMIT_TO_REF=tip))
     assert r.returncode == 1
     assert "nothing was pushed" in r.stdout and "git rebase -i" in r.stdout
@@ -300,7 +300,7 @@ def test_the_guard_counts_lines_that_are_values_not_lines_that_contain_one(harne
     (harness / "viewer/list.txt").write_text(f"{SEED}\n{PRACTICE[0]}\n")
     (harness / "viewer/mixed.txt").write_text(f"see {SEED}\nsee {PRACTICE[0]}\n")
     git(harness, "add", "-A")
-    r = run_cli(harness, "hook", "withheld-guard", "viewer/one.html", "viewer/list.txt",
+    r = repo_cli(harness, "hook", "withheld-guard", "viewer/one.html", "viewer/list.txt",
                 "viewer/mixed.txt")
     assert r.returncode == 1, r.stdout + r.stderr
     assert "viewer/list.txt: 2 of its 2 lines are values" in r.stdout
@@ -311,7 +311,7 @@ def test_the_guard_survives_a_staged_file_nested_100000_deep(harness: Path) -> N
     deep = '{"format": "plimsoll-withheld/1", "entries": ' + "[" * 100_000 + "]" * 100_000 + "}"
     (harness / "viewer/deep.json").write_text(deep)
     git(harness, "add", "-A")
-    r = run_cli(harness, "hook", "withheld-guard", "viewer/deep.json")
+    r = repo_cli(harness, "hook", "withheld-guard", "viewer/deep.json")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
 
 
@@ -325,7 +325,7 @@ def test_the_guard_survives_a_staged_set_whose_entries_or_shapes_are_not_lists_o
                + entries.replace("S", shape) + "}")
         (harness / f"viewer/odd{n}.json").write_text(doc)
     git(harness, "add", "-A")
-    r = run_cli(harness, "hook", "withheld-guard", *(f"viewer/odd{n}.json" for n in range(6)))
+    r = repo_cli(harness, "hook", "withheld-guard", *(f"viewer/odd{n}.json" for n in range(6)))
     assert "Traceback" not in r.stderr, r.stderr
     assert r.returncode == 1, r.stdout + r.stderr  # the one value entry: no shape, guessable
     assert r.stdout.count("an unkeyed withheld set") == 1 and "odd5.json" in r.stdout

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from harness_repo import KEY, PRACTICE, git
-from scankit import LeakGuard
+from kit.harness_repo import KEY, PRACTICE, git
+from kit.scan import LeakGuard
 
 from plimsoll_ci.shipscan import hook
 

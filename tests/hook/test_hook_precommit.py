@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness_repo import (
+from kit.harness_repo import (
     CHECKOUT,
     PRACTICE,
     SEED,
@@ -319,7 +319,7 @@ def test_a_baseline_in_the_hooks_args_lets_a_dealt_with_finding_be_committed(
         tmp_path: Path, pc_home: Path) -> None:
     """`args: [--baseline, baseline.json]` under the hook, through real pre-commit: the
     baselined finding is named and fails nothing; without the baseline the commit is refused."""
-    from harness_repo import run_cli
+    from kit.harness_repo import repo_cli
 
     repo = make_harness(tmp_path)
     (repo / ".pre-commit-config.yaml").write_text(
@@ -330,9 +330,9 @@ def test_a_baseline_in_the_hooks_args_lets_a_dealt_with_finding_be_committed(
         f"    -   id: plimsoll-ship-scan\n"
         f"        args: [--baseline, baseline.json]\n")
     leak(repo)
-    r = run_cli(repo, "scan", "--format", "json", "-o", str(tmp_path / "report.json"))
+    r = repo_cli(repo, "scan", "--format", "json", "-o", str(tmp_path / "report.json"))
     assert r.returncode == 1, r.stderr
-    r = run_cli(repo, "baseline", str(tmp_path / "report.json"), "--reason",
+    r = repo_cli(repo, "baseline", str(tmp_path / "report.json"), "--reason",
                 "rotated on 2026-12-01", "-o", "baseline.json")
     assert r.returncode == 0, r.stderr
     git(repo, "add", "-A")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness_repo import KEY, SEED, git, hook_env, leak
+from kit.harness_repo import KEY, SEED, git, hook_env, leak
 
 QUICK = """
 import atexit, sys

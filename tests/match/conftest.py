@@ -10,7 +10,7 @@ import subprocess
 import sysconfig
 
 import pytest
-from nativekit import SOURCES, need
+from kit.native import SOURCES, need
 
 from plimsoll_ci.match import classes
 

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 
 import pytest
-from nativekit import need
+from kit.native import need
 
 from plimsoll_ci.match import classes
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from nativekit import need
+from kit.native import need
 
 from plimsoll_ci.engine import Limits
 from plimsoll_ci.match import b64, classes, decode, extract
@@ -259,7 +259,7 @@ def test_runs_joined_in_bulk_are_their_decoded_bytes_joined(module: object) -> N
 
 PROBE = """
 import json, random, sys
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/match"]  # tests/ for the kit, match/ for this file
 from test_match_compiled_scan import NUMBERS, TEXTS, corpus
 from plimsoll_ci import withheld
 from plimsoll_ci.match import classes
@@ -284,6 +284,6 @@ def test_a_large_scan_never_imports_numpy(passes: str) -> None:
         need(classes.native, "the compiled part (plimsoll_ci.match._passes)")
     from pathlib import Path
 
-    out = subprocess.run([sys.executable, "-c", PROBE, str(Path(__file__).parent), passes],
+    out = subprocess.run([sys.executable, "-c", PROBE, str(Path(__file__).parents[1]), passes],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == [True, False]

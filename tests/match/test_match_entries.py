@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from scankit import SEED, VALUES, make_set, scan_checked, zip_bytes
+from kit.scan import SEED, VALUES, make_set, scan_checked, zip_bytes
 
 from plimsoll_ci.errors import WithheldSetError
 from plimsoll_ci.withheld import SEALED_FORMAT, build_set, dumps, load, parse

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from nativekit import need
+from kit.native import need
 
 from plimsoll_ci.match import classes, extract
 from plimsoll_ci.shipscan.scan import Scanner

@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 import pytest
-from nativekit import IN_CI, need
+from kit.native import IN_CI, need
 
 from plimsoll_ci.match import b64, candidates, classes, decode
 from plimsoll_ci.match.classes import C_B64, C_DIGIT, C_LOWER, C_UPPER, C_WORD

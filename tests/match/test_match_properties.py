@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scankit import LeakGuard, make_set
+from kit.scan import LeakGuard, make_set
 
 from plimsoll_ci.match.canonical import classify
 from plimsoll_ci.match.classes import COMPILED_FROM

@@ -10,7 +10,7 @@ import lzma
 import zlib
 
 import pytest
-from scankit import SEED, make_set, scan_checked, tar_bytes, zip_bytes
+from kit.scan import SEED, make_set, scan_checked, tar_bytes, zip_bytes
 
 from plimsoll_ci.match.classes import COMPILED_FROM
 

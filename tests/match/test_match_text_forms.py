@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 
 import pytest
-from scankit import SEED, make_set, scan_checked
+from kit.scan import SEED, make_set, scan_checked
 
 from plimsoll_ci.match.classes import COMPILED_FROM
 from plimsoll_ci.shipscan.scan import Limits
@@ -125,7 +125,7 @@ def test_utf16_json_has_one_text_disguise_undone(wset, leak):
 
 
 def test_utf16_inside_an_archive_member_is_decoded(wset, leak):
-    from scankit import zip_bytes
+    from kit.scan import zip_bytes
 
     data = zip_bytes([("notes.txt", TEXT.encode("utf-16"))])
     result = scan_checked([("a.zip", data)], wset, leak)

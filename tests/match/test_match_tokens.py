@@ -5,7 +5,7 @@ the large (compiled) path, with a case it must find and a case it must not."""
 from __future__ import annotations
 
 import pytest
-from scankit import LeakGuard, make_set, scan_checked
+from kit.scan import LeakGuard, make_set, scan_checked
 
 from plimsoll_ci.match.classes import COMPILED_FROM
 

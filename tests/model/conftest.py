@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from chat_server import ChatServer, chat_server  # noqa: F401 (the fixture)
-from modelkit import KEY, config_for
+from kit.chat_server import ChatServer, chat_server  # noqa: F401 (the fixture)
+from kit.model import KEY, config_for
 
 from plimsoll_ci.model import ModelClient
 

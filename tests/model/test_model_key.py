@@ -9,8 +9,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from chat_server import ChatServer, text, tool_call
-from modelkit import KEY, config_for, start_recorder
+from kit.chat_server import ChatServer, text, tool_call
+from kit.model import KEY, config_for, start_recorder
 
 from plimsoll_ci.commands._model import add_model_arguments, model_config_from, model_configs_from
 from plimsoll_ci.errors import BadInput

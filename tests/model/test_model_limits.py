@@ -9,7 +9,7 @@ import socket
 import time
 
 import pytest
-from chat_server import (
+from kit.chat_server import (
     rate_limited,
     raw,
     server_error,
@@ -19,7 +19,7 @@ from chat_server import (
     tool_calls,
     trickled,
 )
-from modelkit import KEY, config_for
+from kit.model import KEY, config_for
 
 from plimsoll_ci.model import Budget, EndpointError
 

@@ -8,8 +8,8 @@ import json
 import signal
 
 import pytest
-from chat_server import Answer, ChatServer, Received, completion_bytes, raw, reflect, text
-from modelkit import KEY, carries_key, config_for, start_recorder
+from kit.chat_server import Answer, ChatServer, Received, completion_bytes, raw, reflect, text
+from kit.model import KEY, carries_key, config_for, start_recorder
 
 from plimsoll_ci.model import EndpointError, ModelClient
 from plimsoll_ci.scrub import Scrubber

@@ -7,8 +7,8 @@ import json
 import re
 
 import pytest
-from chat_server import raw, text, tool_call, tool_calls
-from modelkit import KEY
+from kit.chat_server import raw, text, tool_call, tool_calls
+from kit.model import KEY
 
 from plimsoll_ci.attest.canonical import dumps
 from plimsoll_ci.model import MalformedReply, Tool

@@ -12,14 +12,10 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sandboxkit import SLEEPER, grade_cli, no_leftovers, wait_for_sandbox  # noqa: E402
+from kit.sandbox import SLEEPER, grade_cli, no_leftovers, wait_for_sandbox
 
 from plimsoll_ci.grading.lockstep import CpuBudget
 from plimsoll_ci.grading.request import GradeRequest

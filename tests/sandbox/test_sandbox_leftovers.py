@@ -16,9 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sandboxkit import SLEEPER, grade_cli, leftovers, no_leftovers, wait_for_sandbox  # noqa: E402
+from kit.cli import run_process
+from kit.sandbox import SLEEPER, grade_cli, leftovers, no_leftovers, wait_for_sandbox
 
 from plimsoll_ci.sandbox import leftovers as leftovers_mod  # noqa: E402
 from plimsoll_ci.sandbox import owner  # noqa: E402
@@ -27,11 +26,6 @@ QUICK = "class Controller:\n    def __init__(self, info):\n        pass\n\n    d
 MAKE_FOLDER = ("import sys, time\nfrom plimsoll_ci.sandbox import owner\n"
                "print(owner.tempdir('grade', sys.argv[1]), flush=True)\n"
                "if sys.argv[2] == 'stay':\n    time.sleep(600)\n")
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], capture_output=True,
-                          text=True, timeout=600)
 
 
 # ------------------------------------------------------------------------------------ owners
@@ -142,12 +136,13 @@ def provider(request) -> str:
 @pytest.fixture
 def signed(tmp_path: Path) -> dict[str, Path]:
     """A bundle holding one signed record of a finished grading, and its key pair."""
-    assert _cli("keygen", "--out", str(tmp_path / "grader")).returncode == 0
+    assert run_process("keygen", "--out", str(tmp_path / "grader")).returncode == 0
     quick = tmp_path / "quick.py"
     quick.write_text(QUICK)
     paths = {"key": tmp_path / "grader.key", "pub": tmp_path / "grader.pub",
              "bundle": tmp_path / "runs.intoto.jsonl", "quick": quick}
-    done = _cli("grade", "--controller", str(quick), "--course", "easy", "--seeds", "5000000001",
+    done = run_process("grade", "--controller", str(quick), "--course", "easy", "--seeds",
+                       "5000000001",
                 "--provider", "process", "--bundle", str(paths["bundle"]),
                 "--signing-key-file", str(paths["key"]))
     assert done.returncode == 0, done.stderr
@@ -175,7 +170,7 @@ def test_after_a_killed_grading_the_next_run_leaves_nothing_of_it(
         # nothing could clean up: the sandbox still runs (the claim below is not vacuous)
         left = leftovers(private_tmp)
         assert any(x.startswith(("process", "container")) for x in left), left
-    nxt = _cli("grade", "--controller", str(signed["quick"]), "--course", "easy", "--seeds",
+    nxt = run_process("grade", "--controller", str(signed["quick"]), "--course", "easy", "--seeds",
                "5000000001", "--provider", "process")
     assert nxt.returncode == 0, nxt.stderr
     if signum == signal.SIGKILL:
@@ -183,7 +178,7 @@ def test_after_a_killed_grading_the_next_run_leaves_nothing_of_it(
         assert f"(pid {proc.pid})" in nxt.stderr
     no_leftovers(private_tmp)
     # the bundle is as the last complete append left it
-    check = _cli("verify", "--pub", str(signed["pub"]), "--expect-count", "1",
+    check = run_process("verify", "--pub", str(signed["pub"]), "--expect-count", "1",
                  str(signed["bundle"]))
     assert check.returncode == 0, check.stdout + check.stderr
 
@@ -199,7 +194,7 @@ def test_the_next_run_never_touches_a_live_grading_beside_it(gvisor: str, privat
     try:
         wait_for_sandbox(proc, private_tmp)
         before = leftovers(private_tmp)
-        nxt = _cli("grade", "--controller", str(quick), "--course", "easy", "--seeds",
+        nxt = run_process("grade", "--controller", str(quick), "--course", "easy", "--seeds",
                    "5000000001", "--provider", "process")
         assert nxt.returncode == 0, nxt.stderr
         assert "removed the leftovers" not in nxt.stderr

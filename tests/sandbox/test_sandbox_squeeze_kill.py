@@ -18,9 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sandboxkit import SLEEPER, leftovers, no_leftovers, wait_for_sandbox  # noqa: E402
+from kit.cli import cli_argv
+from kit.sandbox import SLEEPER, leftovers, no_leftovers, wait_for_sandbox
 
 REPO = Path(__file__).resolve().parents[2]
 JOB = """\
@@ -48,8 +47,8 @@ def _job(folder: Path, controller: str) -> Path:
 
 
 def _squeeze(job: Path, out: Path, provider: str) -> list[str]:
-    return [sys.executable, "-m", "plimsoll_ci", "squeeze", "run", str(job), "--out", str(out),
-            "--provider", provider, "--jobs", "2", "--wall-per-tick", "600"]
+    return cli_argv("squeeze", "run", str(job), "--out", str(out), "--provider", provider,
+                    "--jobs", "2", "--wall-per-tick", "600")
 
 
 def _workers_of(pid: int) -> list[int]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
 import random
 import subprocess
 import sys
@@ -17,7 +16,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from scankit import SEED, VALUES, make_set, scan_checked, zip_bytes
+from kit.cli import run_cli
+from kit.scan import SEED, VALUES, make_set, scan_checked, zip_bytes
 
 from plimsoll_ci.engine import Scanner, Windowing, windowing
 from plimsoll_ci.engine.records import CONTEXT
@@ -27,7 +27,6 @@ from plimsoll_ci.withheld import FORMAT, build_set, dumps
 
 S = SEED.encode()
 SEED_ID, DEC_ID, TEXT_ID = "seeds.txt:2", "times.txt:1", "labels.txt:1"
-TESTS = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -71,14 +70,13 @@ def test_a_shipped_set_longer_than_a_window_is_found(wset):
 
 
 def test_a_deeply_nested_set_in_a_git_blob_is_found_by_scan_rev(tmp_path, leak):
-    sys.path.insert(0, str(TESTS / "hook"))
-    from harness_repo import commit, git, make_harness, run_cli
+    from kit.harness_repo import commit, git, make_harness, repo_cli
 
     repo = make_harness(tmp_path)
     (repo / "viewer" / "deep.json").write_bytes(DEEP)
     git(repo, "add", "-A")
     commit(repo, "viewer: a deep file")
-    p = run_cli(repo, "scan", "--rev", "HEAD", "--format", "json")
+    p = repo_cli(repo, "scan", "--rev", "HEAD", "--format", "json")
     assert p.returncode == 1, p.stderr
     assert "Traceback" not in p.stderr
     kinds = {(f["path"], f["kind"]) for f in json.loads(p.stdout)["findings"]}
@@ -195,8 +193,7 @@ def test_lines_and_columns_are_counted_across_windows(wset):
 
 
 def test_windows_find_what_one_whole_buffer_finds_on_random_tricky_text(wset):
-    sys.path.insert(0, str(TESTS / "match"))
-    from test_match_compiled_equality import randbuf
+    from kit.tricky import randbuf
 
     rng = random.Random(11)
     values = [*VALUES, ("p:1", "8080"), ("g:1", "4820193756"), ("u:1", "_attrs_to_script")]
@@ -253,7 +250,7 @@ def test_an_archive_over_the_archive_bound_is_scanned_as_its_bytes_with_a_note(w
 _CHILD = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from scankit import make_set
+from kit.scan import make_set
 from plimsoll_ci.shipscan.scan import make_limits, scan_paths
 result = scan_paths([sys.argv[2]], make_set(), make_limits(overrides={"max_memory": int(sys.argv[3])}))
 with open("/proc/self/status") as fh:
@@ -265,7 +262,7 @@ BUDGET = 320 * 1024 * 1024  # (the smallest budget the default bounds allow is a
 
 
 def _peak(path: Path) -> tuple[int, int, int]:
-    p = subprocess.run([sys.executable, "-c", _CHILD, str(Path(__file__).parent), str(path),
+    p = subprocess.run([sys.executable, "-c", _CHILD, str(Path(__file__).parents[1]), str(path),
                         str(BUDGET)], capture_output=True, text=True, timeout=600, check=True)
     found, notes, kib = (int(x) for x in p.stdout.split())
     return found, notes, kib * 1024
@@ -318,19 +315,15 @@ def test_max_memory_is_a_bound_of_the_command_line_and_of_plimsoll_yaml():
 def test_the_max_memory_flag_takes_sizes_with_units(tmp_path, leak):
     (tmp_path / "seeds.txt").write_text(SEED + "\n")
     (tmp_path / "a.txt").write_text("seed " + SEED + "\n")
-    env = {**os.environ}
-
-    def cli(*args: str) -> subprocess.CompletedProcess:
-        p = subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=120)
-        leak.text(p.stdout + p.stderr)
-        return p
-
-    assert cli("withheld", "build", "--values", "seeds.txt", "-o", "w.json").returncode == 0
-    assert cli("scan", "--set", "w.json", "--max-memory", "400M", "a.txt").returncode == 1
-    bad = cli("scan", "--set", "w.json", "--max-memory", "10M", "a.txt")
+    assert run_cli("withheld", "build", "--values", "seeds.txt", "-o", "w.json", cwd=tmp_path,
+                   guard=leak).returncode == 0
+    assert run_cli("scan", "--set", "w.json", "--max-memory", "400M", "a.txt", cwd=tmp_path,
+                   guard=leak).returncode == 1
+    bad = run_cli("scan", "--set", "w.json", "--max-memory", "10M", "a.txt", cwd=tmp_path,
+                  guard=leak)
     assert bad.returncode == 2 and "--max-memory 10485760" in bad.stderr
-    assert cli("scan", "--set", "w.json", "--max-memory", "lots", "a.txt").returncode == 2
+    assert run_cli("scan", "--set", "w.json", "--max-memory", "lots", "a.txt", cwd=tmp_path,
+                   guard=leak).returncode == 2
 
 
 # --- the decode time bound ------------------------------------------------------------------
@@ -374,9 +367,7 @@ def test_the_file_bound_note_gives_the_true_size_and_the_total_counts_what_was_r
     assert (result.files, result.bytes, result.findings) == (1, 1000, [])
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("PLIMSOLL_SLOW_TESTS") != "1",
-                    reason="scans 256 MiB; run with PLIMSOLL_SLOW_TESTS=1")
+@pytest.mark.slow  # scans 256 MiB
 def test_a_sparse_file_over_the_default_file_bound_is_noted_with_its_true_size(tmp_path):
     path = tmp_path / "sparse.bin"
     with open(path, "wb") as fh:

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from scankit import DECIMAL, SEED, TEXT, KeepAll, make_set, zip_bytes
+from kit.cli import run_process
+from kit.scan import DECIMAL, SEED, TEXT, KeepAll, make_set, zip_bytes
 
 from plimsoll_ci.shipscan import report, scan
 from plimsoll_ci.shipscan.scan import Item, Limits, ShipScan, scan_paths
@@ -103,11 +101,6 @@ def test_a_scan_of_a_few_batches_starts_no_worker(tmp_path, monkeypatch, spy_sta
     assert spy_start == [2]
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], cwd=cwd,
-                          capture_output=True, env=dict(os.environ), timeout=300)
-
-
 def test_scan_json_output_is_byte_for_byte_the_same_for_jobs_1_and_2(tmp_path, leak) -> None:
     # more batches than are judged before workers start, so two workers really split them
     tree = make_tree(tmp_path / "tree", files=1000, size=40_000)
@@ -118,7 +111,7 @@ def test_scan_json_output_is_byte_for_byte_the_same_for_jobs_1_and_2(tmp_path, l
     (tmp_path / "withheld.json").write_text(dumps(doc))
     outs = []
     for jobs in ("1", "2"):
-        p = _cli("scan", "--withheld", "withheld.json", "--format", "json", "--jobs", jobs,
+        p = run_process("scan", "--withheld", "withheld.json", "--format", "json", "--jobs", jobs,
                  "--max-file-bytes", "50000", "tree", cwd=tmp_path)
         leak.text(p.stdout, "stdout")
         leak.text(p.stderr, "stderr")
@@ -135,6 +128,6 @@ def test_a_bad_jobs_value_is_exit_2_naming_it(tmp_path, value, says) -> None:
     doc, _ = build_set(values=[("seeds.txt:1", SEED)])
     (tmp_path / "withheld.json").write_text(dumps(doc))
     (tmp_path / "a.txt").write_text("fine\n")
-    p = _cli("scan", "--withheld", "withheld.json", "--jobs", value, "a.txt", cwd=tmp_path)
-    assert p.returncode == 2 and says in p.stderr.decode(), p.stderr
-    assert p.stdout == b""
+    p = run_process("scan", "--withheld", "withheld.json", "--jobs", value, "a.txt", cwd=tmp_path)
+    assert p.returncode == 2 and says in p.stderr, p.stderr
+    assert p.stdout == ""

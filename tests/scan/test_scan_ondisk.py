@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from scankit import SEED, KeepAll, make_set
+from kit.scan import SEED, KeepAll, make_set
 from test_scan_jobs import _filler, make_tree
 
 from plimsoll_ci.shipscan import ondisk, report, scan

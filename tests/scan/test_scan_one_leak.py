@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import jsonschema
-from scankit import SEED, make_set, scan_checked
+from kit.scan import SEED, make_set, scan_checked
 from test_scan_reports import _schema
 
 from plimsoll_ci.shipscan import report

@@ -16,17 +16,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "hook"))
-sys.path.insert(0, str(TESTS / "action"))
-from action_runner import local_inputs, run_action  # noqa: E402
-from harness_repo import SEED, commit, git, hook_env, leak, make_harness, run_cli  # noqa: E402
+from kit.action_runner import local_inputs, run_action
+from kit.harness_repo import SEED, commit, git, hook_env, leak, make_harness, repo_cli
 
 SUMMARY = re.compile(r"^\d+ findings? in \d+ files? \([\d,]+ bytes scanned\)$")
 
@@ -58,22 +53,22 @@ def _levels(sarif: dict) -> frozenset[str]:
 
 def _scan(*source: str):  # noqa: ANN202
     def road(repo: Path, tmp: Path) -> Seen:
-        text = run_cli(repo, "scan", *source)
-        sarif = run_cli(repo, "scan", *source, "--format", "sarif")
+        text = repo_cli(repo, "scan", *source)
+        sarif = repo_cli(repo, "scan", *source, "--format", "sarif")
         assert text.returncode == sarif.returncode, sarif.stderr
         return Seen(text.returncode, _report(text.stdout), _levels(json.loads(sarif.stdout)))
     return road
 
 
 def hook(repo: Path, tmp: Path) -> Seen:
-    r = run_cli(repo, "hook", "ship-scan")
+    r = repo_cli(repo, "hook", "ship-scan")
     return Seen(r.returncode, _report(r.stdout), None)
 
 
 def hook_pre_push(repo: Path, tmp: Path) -> Seen:
     tip = git(repo, "rev-parse", "HEAD")
     base = git(repo, "rev-parse", "HEAD~1")
-    r = run_cli(repo, "hook", "ship-scan", env=hook_env(PRE_COMMIT_FROM_REF=base,
+    r = repo_cli(repo, "hook", "ship-scan", env=hook_env(PRE_COMMIT_FROM_REF=base,
                                                         PRE_COMMIT_TO_REF=tip))
     lines = [ln for ln in r.stdout.splitlines() if not ln.startswith(f"commit {tip[:12]} ")]
     return Seen(r.returncode, _report("\n".join(lines)), None)
@@ -133,11 +128,11 @@ def test_every_road_reports_the_same_scan_of_the_same_tree(tree: Path, tmp_path:
 
 
 def test_a_warm_hook_counts_the_files_and_bytes_a_cold_scan_counts(tree: Path) -> None:
-    doc = json.loads(run_cli(tree, "scan", "--staged", "--format", "json").stdout)
+    doc = json.loads(repo_cli(tree, "scan", "--staged", "--format", "json").stdout)
     assert doc["scanned"]["files"] > 0 and doc["scanned"]["bytes"] > 10240
     # the second run finds every clean file in the hook's cache, and still counts it
-    first = run_cli(tree, "hook", "ship-scan").stdout
-    again = run_cli(tree, "hook", "ship-scan").stdout
+    first = repo_cli(tree, "hook", "ship-scan").stdout
+    again = repo_cli(tree, "hook", "ship-scan").stdout
     assert _report(first) == _report(again)
     summary = next(ln for ln in _report(first) if SUMMARY.match(ln))
     assert f"in {doc['scanned']['files']} files ({doc['scanned']['bytes']:,} bytes" in summary
@@ -191,8 +186,8 @@ def test_the_tripwire_over_requests_carrying_the_shipped_files_reports_the_same_
                 "--requests", str(requests))
     seen = {}
     for name, args in (("scan --staged", ("scan", "--staged")), ("tripwire", tripwire)):
-        doc = run_cli(tree, *args, "--format", "json")
-        sarif = run_cli(tree, *args, "--format", "sarif")
+        doc = repo_cli(tree, *args, "--format", "json")
+        sarif = repo_cli(tree, *args, "--format", "sarif")
         assert doc.returncode == sarif.returncode, (name, doc.stderr, sarif.stderr)
         seen[name] = (doc.returncode, json.loads(doc.stdout), _levels(json.loads(sarif.stdout)))
     (scan_code, scanned, scan_levels), (trip_code, tripped, trip_levels) = seen.values()

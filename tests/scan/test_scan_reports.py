@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from scankit import SEED, make_set, scan_checked, zip_bytes
+from kit.scan import SEED, make_set, scan_checked, zip_bytes
 
 from plimsoll_ci.shipscan import report
 from plimsoll_ci.withheld import build_set, dumps

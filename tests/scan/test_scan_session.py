@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from scankit import SEED, make_set, zip_bytes
+from kit.scan import SEED, make_set, zip_bytes
 
 from plimsoll_ci.errors import BadInput, ConfigError
 from plimsoll_ci.shipscan.results import Verdict, combine, decide_mode, shown_path
@@ -231,7 +231,7 @@ def test_a_member_name_seen_in_an_earlier_batch_is_redacted_alike_from_the_cache
 BLAS_PROBE = """
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-from scankit import SEED, make_set
+from kit.scan import SEED, make_set
 from plimsoll_ci.match import classes
 from plimsoll_ci.shipscan.scan import Item, ShipScan
 if sys.argv[2] == "portable":  # as installed without a C compiler: the pure-Python passes
@@ -253,6 +253,6 @@ def test_a_large_scan_loads_neither_numpy_nor_openblas_threads_with_or_without_t
     env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
     builds = [("portable", False)] + ([("built", False)] if classes.native is not None else [])
     for build, numpy in builds:
-        out = subprocess.run([sys.executable, "-c", BLAS_PROBE, str(Path(__file__).parent), build],
+        out = subprocess.run([sys.executable, "-c", BLAS_PROBE, str(Path(__file__).parents[1]), build],
                              capture_output=True, text=True, env=env, check=True).stdout
         assert json.loads(out) == [1, numpy, 1, False], build

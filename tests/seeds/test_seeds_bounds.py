@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from kit.cli import Ran, run_process
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import fresh, seeds, seedsets
@@ -19,10 +19,11 @@ from plimsoll_ci.grading import fresh, seeds, seedsets
 REPO = Path(__file__).resolve().parents[2]
 
 
-def cli(*args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess, float]:
+def timed(*args: str, timeout: float = 60) -> tuple[Ran, float]:
+    """The CLI as a process (a hostile input may hang it: the timeout is the bound tested) and the
+    seconds it took."""
     start = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], capture_output=True,
-                       text=True, timeout=timeout)
+    r = run_process(*args, timeout=timeout)
     return r, time.monotonic() - start
 
 
@@ -49,7 +50,7 @@ def hand_made(tmp_path: Path, count: int) -> tuple[Path, Path]:
                                   ["commit", "/dev/zero"], ["reveal", "/dev/zero"],
                                   ["check", "/dev/zero", "/dev/zero"]])
 def test_seeds_commands_refuse_dev_zero_with_the_bound_and_no_traceback(args):
-    r, took = cli("seeds", *args)
+    r, took = timed("seeds", *args)
     refused(r, "/dev/zero: not a regular file")
     assert took < 20
 
@@ -57,11 +58,11 @@ def test_seeds_commands_refuse_dev_zero_with_the_bound_and_no_traceback(args):
 def test_seeds_lint_refuses_a_seed_file_over_one_mib_and_a_fifo_without_blocking(tmp_path):
     big = tmp_path / "big.txt"
     big.write_text("# a comment line\n" * (seeds.SEED_FILE_BYTES // 17 + 1))
-    r, _ = cli("seeds", "lint", str(big))
+    r, _ = timed("seeds", "lint", str(big))
     refused(r, f"seed file {big}: ", "over the bound of 1 MiB")
     fifo = tmp_path / "seeds.fifo"
     os.mkfifo(fifo)
-    r, took = cli("seeds", "lint", str(fifo), timeout=30)
+    r, took = timed("seeds", "lint", str(fifo), timeout=30)
     refused(r, "not a regular file")
     assert took < 20
 
@@ -69,7 +70,8 @@ def test_seeds_lint_refuses_a_seed_file_over_one_mib_and_a_fifo_without_blocking
 def test_a_seed_file_for_grade_or_a_recipe_is_read_within_its_bound(tmp_path):
     with pytest.raises(BadInput, match="seed file /dev/zero: not a regular file"):
         seeds.read_seed_file("/dev/zero")
-    r, took = cli("grade", "--controller", str(REPO / "plimsoll_sim/controllers/honest.py"), "--course",
+    r, took = timed("grade", "--controller", str(REPO / "plimsoll_sim/controllers/honest.py"),
+                    "--course",
                   "hard", "--seed-file", "/dev/zero", "--provider", "process")
     refused(r, "seed file /dev/zero: not a regular file")
     assert took < 20
@@ -87,9 +89,9 @@ def test_a_seed_set_file_over_its_bound_is_refused_before_it_is_parsed(tmp_path)
 
 def test_a_hand_made_held_out_set_of_a_million_seeds_fails_commit_and_check(tmp_path):
     s, c = hand_made(tmp_path, 1_000_000)
-    r, took = cli("seeds", "commit", str(s))
+    r, took = timed("seeds", "commit", str(s))
     refused(r, f"seed set {s}: ", "over the bound of 1 MiB")
-    r, _ = cli("seeds", "check", str(c), str(s))
+    r, _ = timed("seeds", "check", str(c), str(s))
     refused(r, "commitment", "count must be an integer from 1 to 10000")
     assert took < 20
 
@@ -116,7 +118,7 @@ def test_squeeze_run_sealed_refuses_a_held_out_set_over_10000_before_any_flight(
     job.write_text("course: easy\nloops:\n  l:\n    controller: loop.py\n"
                    "    rebuilds: [rebuilds/*.py]\n")
     out = tmp_path / "out"
-    r, took = cli("squeeze", "run", str(job), "--out", str(out), "--provider", "process",
+    r, took = timed("squeeze", "run", str(job), "--out", str(out), "--provider", "process",
                   "--sealed", str(c), "--reveal", str(s))
     refused(r, f"commitment {c}: count must be an integer from 1 to 10000")
     assert took < 30 and not out.exists()
@@ -130,7 +132,7 @@ def test_squeeze_run_sealed_refuses_a_held_out_set_over_10000_before_any_flight(
 def test_seeds_lint_refuses_a_horizon_out_of_range_at_once(tmp_path, value):
     good = tmp_path / "good.txt"
     good.write_text("".join(f"{s}\n" for s in fresh.draw(16).seeds))
-    r, took = cli("seeds", "lint", "--horizon", value, str(good), timeout=30)
+    r, took = timed("seeds", "lint", "--horizon", value, str(good), timeout=30)
     refused(r, "argument --horizon", "give 2**K or a number between 2 and 2**63")
     assert took < 10
 
@@ -143,7 +145,8 @@ def test_a_horizon_in_range_is_taken(value, limit):
 
 
 def test_a_withheld_set_given_to_grade_is_read_within_its_bound(tmp_path):
-    r, took = cli("grade", "--controller", str(REPO / "plimsoll_sim/controllers/honest.py"), "--course",
+    r, took = timed("grade", "--controller", str(REPO / "plimsoll_sim/controllers/honest.py"),
+                    "--course",
                   "hard", "--seeds", "1", "--withheld", "/dev/zero", "--provider", "process")
     refused(r, "withheld set /dev/zero: not a regular file")
     assert took < 20

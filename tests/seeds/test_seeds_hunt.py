@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import time
 
-from hunter import hunt
+from kit.hunter import hunt
 
 import plimsoll_sim as sim
 from plimsoll_ci.grading import fresh, seedlint

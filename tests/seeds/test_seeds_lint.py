@@ -3,20 +3,14 @@ a drawn set passes; `withheld build --values` warns with the same lint."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from scankit import LeakGuard
+from kit.cli import run_cli
+from kit.scan import LeakGuard
 
 import plimsoll_sim as sim
 from plimsoll_ci.grading import fresh, seedlint
-
-
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=120)
 
 
 def write(path: Path, seeds) -> Path:
@@ -49,7 +43,7 @@ CASES = [
 def test_lint_flags_the_write_ups_weak_sets_by_line_and_reason_never_the_seed(
         tmp_path, name, role, seeds, rules):
     path = write(tmp_path / f"{name}.txt", seeds)
-    r = cli("seeds", "lint", f"{role}={path}")
+    r = run_cli("seeds", "lint", f"{role}={path}")
     assert r.returncode == 1, r.stdout + r.stderr
     found = {f.rule for f in seedlint.lint([lint_set(str(path), role, list(seeds))])}
     assert found == rules
@@ -66,7 +60,7 @@ def test_a_set_shared_between_practice_and_fresh_is_flagged_on_the_later_set(tmp
     drawn = fresh.draw(32).seeds
     practice = write(tmp_path / "practice.txt", drawn[:16])
     fresh_file = write(tmp_path / "fresh.txt", [*drawn[10:12], *fresh.draw(14).seeds])
-    r = cli("seeds", "lint", f"practice={practice}", f"fresh={fresh_file}")
+    r = run_cli("seeds", "lint", f"practice={practice}", f"fresh={fresh_file}")
     assert r.returncode == 1
     shared = [x for x in r.stdout.splitlines() if ": shared: " in x]
     assert [x.split(":")[1] for x in shared] == ["1", "2"]
@@ -75,8 +69,8 @@ def test_a_set_shared_between_practice_and_fresh_is_flagged_on_the_later_set(tmp
 
 
 def test_a_drawn_64_bit_set_passes(tmp_path):
-    assert cli("seeds", "draw", "64", "-o", str(tmp_path / "held.json")).returncode == 0
-    r = cli("seeds", "lint", str(tmp_path / "held.json"))
+    assert run_cli("seeds", "draw", "64", "-o", str(tmp_path / "held.json")).returncode == 0
+    r = run_cli("seeds", "lint", str(tmp_path / "held.json"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout == "" and "64 seeds in 1 set(s): no finding" in r.stderr
     # and so do a hundred more draws, by the library: a draw never gives the lint a finding
@@ -87,10 +81,10 @@ def test_a_drawn_64_bit_set_passes(tmp_path):
 
 def test_the_horizon_can_be_set(tmp_path):
     path = write(tmp_path / "practice.txt", sim.PRACTICE_SEEDS)
-    default = cli("seeds", "lint", f"practice={path}")
+    default = run_cli("seeds", "lint", f"practice={path}")
     assert default.returncode == 1 and ": hunt: " in default.stdout  # some are below 2**32
-    assert cli("seeds", "lint", "--horizon", "2**30", f"practice={path}").returncode == 0
-    wider = cli("seeds", "lint", "--horizon", "2^40", f"practice={path}")
+    assert run_cli("seeds", "lint", "--horizon", "2**30", f"practice={path}").returncode == 0
+    wider = run_cli("seeds", "lint", "--horizon", "2^40", f"practice={path}")
     assert wider.stdout.count(": hunt: ") == 16 and "(2^40)" in wider.stdout
 
 
@@ -125,7 +119,7 @@ def test_duplicates_and_neighbours_within_a_set_are_flagged():
 def test_lint_reads_a_seed_file_with_lists_and_comments_as_grade_does(tmp_path):
     path = tmp_path / "held.txt"
     path.write_text("# held out\n\n101-103  # smoke, really\n")
-    r = cli("seeds", "lint", str(path))
+    r = run_cli("seeds", "lint", str(path))
     assert r.returncode == 1
     [line] = [x for x in r.stdout.splitlines() if x.startswith(f"{path}:3: ")]
     assert "hunt: " in line and "run: 3 consecutive" in line
@@ -141,24 +135,24 @@ def test_lint_reads_a_seed_file_with_lists_and_comments_as_grade_does(tmp_path):
 def test_bad_input_exits_2_naming_the_file_and_what_to_do(tmp_path, args, message):
     write(tmp_path / "good.txt", fresh.draw(16).seeds)
     (tmp_path / "bad.txt").write_text("12345678901\nseven\n")
-    assert cli("seeds", "draw", "4", "-o", str(tmp_path / "set.json")).returncode == 0
-    assert cli("seeds", "commit", str(tmp_path / "set.json"), "-o",
+    assert run_cli("seeds", "draw", "4", "-o", str(tmp_path / "set.json")).returncode == 0
+    assert run_cli("seeds", "commit", str(tmp_path / "set.json"), "-o",
                str(tmp_path / "set.commit")).returncode == 0
-    r = cli("seeds", "lint", *[a.format(tmp=tmp_path) for a in args])
+    r = run_cli("seeds", "lint", *[a.format(tmp=tmp_path) for a in args])
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr and r.stderr.count("error:") == 1
 
 
 def test_withheld_build_runs_the_same_lint_over_its_values_and_warns(tmp_path):
     values = write(tmp_path / "seeds.txt", [101, 102, 103, 104])
-    r = cli("withheld", "build", "--values", str(values), "-o", str(tmp_path / "w.json"))
+    r = run_cli("withheld", "build", "--values", str(values), "-o", str(tmp_path / "w.json"))
     assert r.returncode == 0, r.stderr
     warned = [x for x in r.stderr.splitlines() if "seed lint:" in x]
     assert any(f"{values.name}:1: guessable" in x for x in warned)  # ids name the base name
     assert any(f"{values.name}:1-4: run" in x for x in warned)
     assert not any("too-small" in x for x in warned)  # a withheld set has no size to keep
     clean = write(tmp_path / "drawn.txt", fresh.draw(3).seeds)
-    r = cli("withheld", "build", "--values", str(clean), "-o", str(tmp_path / "k.json"))
+    r = run_cli("withheld", "build", "--values", str(clean), "-o", str(tmp_path / "k.json"))
     assert "seed lint" not in r.stderr
 
 
@@ -168,7 +162,7 @@ YAML_SEEDS = [800_000_000 + k for k in range(16)]  # below 900 million, in a row
 def test_lint_reads_a_yaml_seed_file_with_select_naming_each_place_never_the_seed(tmp_path):
     path = tmp_path / "seeds.yaml"
     path.write_text("heldout:\n  seeds:\n" + "".join(f"  - {s}\n" for s in YAML_SEEDS))
-    r = cli("seeds", "lint", f"held-out={path}", "--select", "heldout.seeds[*]")
+    r = run_cli("seeds", "lint", f"held-out={path}", "--select", "heldout.seeds[*]")
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"{path}:heldout.seeds[0]: hunt: " in r.stdout and " run: 16 consecutive" in r.stdout
     LeakGuard([str(s) for s in YAML_SEEDS]).text(r.stdout + r.stderr)
@@ -186,7 +180,7 @@ def test_lint_refuses_a_structured_seed_file_without_a_good_select(tmp_path, nam
                                                                    words):
     path = tmp_path / name
     path.write_text(text)
-    r = cli("seeds", "lint", str(path), *args)
+    r = run_cli("seeds", "lint", str(path), *args)
     assert r.returncode == 2, r.stdout + r.stderr
     assert words in r.stderr and r.stderr.count("error:") == 1
     LeakGuard(["48213377123", "61877402391", "a label"]).text(r.stdout + r.stderr)

@@ -7,28 +7,22 @@ import datetime as dt
 import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from scankit import LeakGuard
+from kit.cli import run_cli
+from kit.scan import LeakGuard
 
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.grading import fresh, seedlint, seedsets
 
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", "seeds", *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=120)
-
-
 def drawn(tmp_path: Path, count: int = 64, name: str = "held") -> tuple[Path, Path]:
     """A set drawn and committed by the CLI: (SET.json, SET.commit)."""
     s, c = tmp_path / f"{name}.json", tmp_path / f"{name}.commit"
-    r = cli("draw", str(count), "-o", str(s))
+    r = run_cli("seeds", "draw", str(count), "-o", str(s))
     assert r.returncode == 0, r.stderr
-    r = cli("commit", str(s), "-o", str(c))
+    r = run_cli("seeds", "commit", str(s), "-o", str(c))
     assert r.returncode == 0, r.stderr
     return s, c
 
@@ -39,7 +33,7 @@ def seeds_of(path: Path) -> list[str]:
 
 def test_draw_writes_64_bit_salted_seeds_mode_0600_and_prints_none_of_them(tmp_path):
     path = tmp_path / "held.json"
-    r = cli("draw", "64", "-o", str(path))
+    r = run_cli("seeds", "draw", "64", "-o", str(path))
     assert r.returncode == 0, r.stderr
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     doc = json.loads(path.read_text())
@@ -54,7 +48,8 @@ def test_draw_writes_64_bit_salted_seeds_mode_0600_and_prints_none_of_them(tmp_p
 
 
 def test_draw_with_fewer_bits_stays_below_them_and_above_the_hunt_horizon(tmp_path):
-    assert cli("draw", "16", "-o", str(tmp_path / "s.json"), "--bits", "40").returncode == 0
+    assert run_cli("seeds", "draw", "16", "-o", str(tmp_path / "s.json"), "--bits",
+                   "40").returncode == 0
     assert all(2**32 <= int(s) < 2**40 for s in seeds_of(tmp_path / "s.json"))
 
 
@@ -62,11 +57,11 @@ def test_draw_refuses_to_overwrite_and_leaves_the_set_as_it_was(tmp_path):
     path = tmp_path / "held.json"
     path.write_text("my only copy\n")
     os.chmod(path, 0o600)
-    r = cli("draw", "64", "-o", str(path))
+    r = run_cli("seeds", "draw", "64", "-o", str(path))
     assert r.returncode == 2 and "already exists; refusing to overwrite" in r.stderr
     assert path.read_text() == "my only copy\n"
     (tmp_path / "link.json").symlink_to(tmp_path / "elsewhere.json")
-    assert cli("draw", "4", "-o", str(tmp_path / "link.json")).returncode == 2
+    assert run_cli("seeds", "draw", "4", "-o", str(tmp_path / "link.json")).returncode == 2
     assert not (tmp_path / "elsewhere.json").exists()
 
 
@@ -85,7 +80,7 @@ def test_draw_refuses_to_overwrite_and_leaves_the_set_as_it_was(tmp_path):
 def test_bad_input_exits_2_with_one_message_naming_the_file(tmp_path, args, message):
     drawn(tmp_path, 4)
     (tmp_path / "notjson.json").write_text("seeds: 1, 2\n")
-    r = cli(*[a.format(tmp=tmp_path) for a in args])
+    r = run_cli("seeds", *[a.format(tmp=tmp_path) for a in args])
     assert r.returncode == 2, r.stdout + r.stderr
     assert message in r.stderr and r.stderr.count("error:") == 1
     assert not (tmp_path / "a.json").exists()  # nothing half-written
@@ -118,10 +113,10 @@ def test_commit_then_reveal_across_two_processes_and_two_days(tmp_path):
     c.write_text(seedsets.dumps(doc | {"committed": day1}))
     # Day 3, another process: reveal, and anyone checks the reveal against the commitment.
     reveal = tmp_path / "held.reveal.json"
-    r = cli("reveal", str(s), "-o", str(reveal))
+    r = run_cli("seeds", "reveal", str(s), "-o", str(reveal))
     assert r.returncode == 0, r.stderr
     assert json.loads(reveal.read_text())["seeds"] == seeds_of(s)
-    r = cli("check", str(c), str(reveal))
+    r = run_cli("seeds", "check", str(c), str(reveal))
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"committed {day1}" in r.stdout and "64 seeds of 64 bits" in r.stdout
     sealed = seedsets.open_sealed(c, reveal)
@@ -153,11 +148,11 @@ def _edits():
 def test_a_reveal_that_differs_is_refused_naming_why_never_a_seed(tmp_path, what, edit, reason):
     s, c = drawn(tmp_path)
     reveal = tmp_path / "reveal.json"
-    assert cli("reveal", str(s), "-o", str(reveal)).returncode == 0
+    assert run_cli("seeds", "reveal", str(s), "-o", str(reveal)).returncode == 0
     doc = json.loads(reveal.read_text())
     edit(doc)
     reveal.write_text(seedsets.dumps(doc))
-    r = cli("check", str(c), str(reveal))
+    r = run_cli("seeds", "check", str(c), str(reveal))
     assert r.returncode == 1, r.stdout + r.stderr
     assert "does NOT match" in r.stdout and reason in r.stdout
     LeakGuard(seeds_of(s) + doc["seeds"]).text(r.stdout + r.stderr)
@@ -169,7 +164,7 @@ def test_a_reveal_that_differs_is_refused_naming_why_never_a_seed(tmp_path, what
 def test_a_commitment_to_fewer_bits_than_the_reveal_is_refused(tmp_path):
     s, c = drawn(tmp_path, 64)
     c.write_text(seedsets.dumps(json.loads(c.read_text()) | {"bits": 63}))
-    r = cli("check", str(c), str(s))
+    r = run_cli("seeds", "check", str(c), str(s))
     assert r.returncode == 1
     assert "the commitment says 63 bits, the reveal 64" in r.stdout
     assert "do not fit in the committed 63 bits" in r.stdout
@@ -178,7 +173,7 @@ def test_a_commitment_to_fewer_bits_than_the_reveal_is_refused(tmp_path):
 def test_another_sets_reveal_is_refused(tmp_path):
     _s, c = drawn(tmp_path, 16, "a")
     other, _ = drawn(tmp_path, 16, "b")
-    r = cli("check", str(c), str(other))
+    r = run_cli("seeds", "check", str(c), str(other))
     assert r.returncode == 1 and "do not hash to the commitment" in r.stdout
 
 
@@ -186,7 +181,7 @@ def test_a_commitment_dated_after_now_is_refused_before_any_grading(tmp_path):
     s, c = drawn(tmp_path, 16)
     doc = json.loads(c.read_text())
     c.write_text(seedsets.dumps(doc | {"committed": "2999-01-01T00:00:00Z"}))
-    assert cli("check", str(c), str(s)).returncode == 0  # the digests still match
+    assert run_cli("seeds", "check", str(c), str(s)).returncode == 0  # the digests still match
     with pytest.raises(BadInput, match="dated 2999-01-01T00:00:00Z, after now"):
         seedsets.open_sealed(c, s)
     early = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -196,24 +191,24 @@ def test_a_commitment_dated_after_now_is_refused_before_any_grading(tmp_path):
 
 def test_reveal_is_the_one_command_that_prints_the_seeds(tmp_path):
     s, c = drawn(tmp_path, 8)
-    r = cli("reveal", str(s))
+    r = run_cli("seeds", "reveal", str(s))
     assert r.returncode == 0
     doc = json.loads(r.stdout)
     assert doc == {"bits": 64, "format": "plimsoll-seed-reveal/1",
                    "salt": json.loads(s.read_text())["salt"], "seeds": seeds_of(s)}
     for quiet in (("commit", str(s)), ("check", str(c), str(s)), ("lint", str(s))):
-        out = cli(*quiet)
+        out = run_cli("seeds", *quiet)
         LeakGuard(seeds_of(s)).text(out.stdout + out.stderr)
 
 
 def test_commit_warns_about_a_set_others_can_read_and_about_committing_a_reveal(tmp_path):
     s, _c = drawn(tmp_path, 4)
     os.chmod(s, 0o644)
-    r = cli("commit", str(s))
+    r = run_cli("seeds", "commit", str(s))
     assert r.returncode == 0 and f"chmod 600 {s}" in r.stderr
     reveal = tmp_path / "r.json"
-    assert cli("reveal", str(s), "-o", str(reveal)).returncode == 0
-    r = cli("commit", str(reveal))
+    assert run_cli("seeds", "reveal", str(s), "-o", str(reveal)).returncode == 0
+    r = run_cli("seeds", "commit", str(reveal))
     assert r.returncode == 0 and "proves nothing" in r.stderr
 
 
@@ -232,7 +227,7 @@ def test_a_malformed_set_file_is_bad_input_naming_the_field(tmp_path, field, val
     doc = json.loads(s.read_text())
     doc[field] = value
     s.write_text(json.dumps(doc))
-    r = cli("check", str(c), str(s))
+    r = run_cli("seeds", "check", str(c), str(s))
     assert r.returncode in (1, 2) and message in r.stdout + r.stderr
 
 

@@ -5,11 +5,10 @@ hook and the action, tests/hook and tests/action) exit 2 naming it, unless it sa
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from kit.cli import run_cli
 
 from plimsoll_ci.errors import ConfigError
 from plimsoll_ci.shipscan import ship
@@ -31,16 +30,11 @@ def _harness(tmp_path: Path, extra: str = "") -> Path:
     return repo
 
 
-def _cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], cwd=repo,
-                          capture_output=True, text=True)
-
-
 @pytest.mark.parametrize("args", [("scan", "--config", "plimsoll.yaml"), ("scan",),
                                   ("ship", "list")])
 def test_a_ship_set_whose_glob_matches_nothing_exits_2_naming_it(tmp_path: Path, args) -> None:
     repo = _harness(tmp_path)
-    proc = _cli(repo, *args)
+    proc = run_cli(*args, cwd=repo)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "ship set typo ships no files at the working tree" in proc.stderr
     assert "allow_empty: true" in proc.stderr
@@ -50,7 +44,7 @@ def test_a_ship_set_whose_glob_matches_nothing_exits_2_naming_it(tmp_path: Path,
 @pytest.mark.parametrize("args", [("scan", "--config", "plimsoll.yaml"), ("ship", "list")])
 def test_allow_empty_lets_a_set_that_ships_nothing_pass(tmp_path: Path, args) -> None:
     repo = _harness(tmp_path, "    allow_empty: true\n")
-    proc = _cli(repo, *args)
+    proc = run_cli(*args, cwd=repo)
     assert proc.returncode == 0, proc.stderr
     assert "viewer/index.html" in proc.stdout if args[0] == "ship" else \
         "0 findings in 1 file" in proc.stdout
@@ -58,8 +52,8 @@ def test_allow_empty_lets_a_set_that_ships_nothing_pass(tmp_path: Path, args) ->
 
 def test_asking_for_the_empty_set_alone_exits_2(tmp_path: Path) -> None:
     repo = _harness(tmp_path)
-    proc = _cli(repo, "scan", "--config", "plimsoll.yaml", "--ship-set", "typo", "--format",
-                "json")
+    proc = run_cli("scan", "--config", "plimsoll.yaml", "--ship-set", "typo", "--format", "json",
+                   cwd=repo)
     assert proc.returncode == 2 and "ship set typo ships no files" in proc.stderr
     assert proc.stdout == ""  # nothing half written
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kit.cli import run_process
 
 from plimsoll_ci.shipscan import ship
 
@@ -212,9 +213,8 @@ def test_scan_config_scans_what_the_chosen_source_ships(repo: Path) -> None:
     env = {**os.environ, "SHIP_TEST_KEY": "k"}
 
     def scan(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "plimsoll_ci.cli", "scan", "--config",
-                               "plimsoll.yaml", *args], cwd=repo, capture_output=True, text=True,
-                              env=env)
+        return run_process("scan", "--config", "plimsoll.yaml", *args, cwd=repo, env=env,
+                           inherit=False, module='plimsoll_ci.cli')
 
     staged = scan("--staged")
     assert staged.returncode == 1, staged.stdout + staged.stderr

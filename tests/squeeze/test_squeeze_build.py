@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from chat_server import (
+from kit.chat_server import (
     Answer,
     ChatServer,
     Received,
@@ -23,7 +23,8 @@ from chat_server import (
     tool_calls,
     trickled,
 )
-from squeezekit import HONEST, KEY, REPO, assistant_turns, builder, need_gvisor
+from kit.cli import run_process
+from kit.squeeze import HONEST, KEY, REPO, assistant_turns, builder, need_gvisor
 
 import plimsoll_sim as sim
 from plimsoll_ci.attest import keys
@@ -139,11 +140,10 @@ def built(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, ChatServ
     env = {**os.environ, "SCRIPTED_KEY": KEY}
     env.pop("OPENAI_API_KEY", None)
     with ChatServer(script, key=KEY) as server:
-        r = subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", "run", str(job),
-                            "--out", str(root / "out"), "--jobs", "2", "--base-url", server.url,
-                            "--model", "scripted", "--api-key-env", "SCRIPTED_KEY",
-                            "--max-tokens", "100000", "--max-retries", "2"],
-                           capture_output=True, text=True, timeout=900, env=env)
+        r = run_process("squeeze", "run", str(job), "--out", str(root / "out"), "--jobs", "2",
+                        "--base-url", server.url, "--model", "scripted", "--api-key-env",
+                        "SCRIPTED_KEY", "--max-tokens", "100000", "--max-retries", "2",
+                        timeout=900, env=env, inherit=False)
     assert r.returncode == 0, r.stderr[-3000:]
     assert limited, "the control session was never rate-limited"
     return root / "out", r, server
@@ -435,7 +435,7 @@ def _echoing(got: Received) -> Answer:
 
 
 def _no_reflection_under(out: Path) -> None:
-    from modelkit import carries_key
+    from kit.model import carries_key
 
     files = [p for p in out.rglob("*") if p.is_file()]
     assert files
@@ -481,7 +481,7 @@ def test_a_401_naming_the_key_stops_the_run_and_run_json_says_why_without_it(tmp
     account = json.loads((tmp_path / "out" / "run.json").read_text())
     assert account["status"] == "failed" and "HTTP 401" in account["why"][0]
     assert f"{server.url}/chat/completions" in account["why"][0]  # --base-url, not the proxy
-    from modelkit import carries_key
+    from kit.model import carries_key
 
     assert carries_key(str(caught.value)) == []
     _no_reflection_under(tmp_path / "out")

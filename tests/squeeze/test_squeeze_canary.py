@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from squeezekit import EXAMPLE
+from kit.squeeze import EXAMPLE
 
 from plimsoll_ci.squeeze import brief as brief_mod
 from plimsoll_ci.squeeze import job as job_mod

@@ -11,7 +11,7 @@ import shutil
 import textwrap
 
 import pytest
-from squeezekit import chromium, synthetic_read
+from kit.squeeze import chromium, synthetic_read
 
 import plimsoll_sim as sim
 from plimsoll_ci.squeeze import checks, report_html, report_md
@@ -89,7 +89,7 @@ def test_report_md_never_shows_a_seed_carrying_loop_as_a_bold_pass(form):
 
 @pytest.fixture
 def browser(tmp_path):
-    from cdp import Browser
+    from kit.cdp import Browser
 
     b = Browser(chromium(), str(tmp_path / "profile"))
     try:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from squeezekit import EXAMPLE
+from kit.squeeze import EXAMPLE
 
 import plimsoll_sim as sim
 from plimsoll_ci.squeeze import checks

@@ -4,44 +4,21 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from squeezekit import REPO
+from kit.cli import run_cli
+from kit.squeeze import REPO, tiny_job
 
 from plimsoll_ci.attest import keys
 from plimsoll_ci.squeeze import progress
 
-TINY = """\
-course: easy
-fresh: {count: 4, sets: 1}
-loops:
-  solo:
-    controller: loop.py
-    rebuilds: [rebuilds/*.py]
-"""
-
-
-def tiny_job(folder: Path) -> Path:
-    (folder / "rebuilds").mkdir(parents=True)
-    (folder / "loop.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
-    (folder / "rebuilds" / "hover.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
-    (folder / "squeeze.yaml").write_text(TINY)
-    return folder / "squeeze.yaml"
-
-
-def squeeze(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", *args],
-                          capture_output=True, text=True, timeout=300)
-
 
 def test_a_used_out_folder_is_refused_and_left_alone(tmp_path):
-    job = tiny_job(tmp_path / "job")
+    job = tiny_job(tmp_path / "job", sets=1)
     out = tmp_path / "out"
     out.mkdir()
     (out / "result.json").write_text("an earlier run's\n")
-    r = squeeze("run", str(job), "--out", str(out), "--provider", "process")
+    r = run_cli("squeeze", "run", str(job), "--out", str(out), "--provider", "process")
     assert r.returncode == 2
     assert f"--out {out}: not empty" in r.stderr
     assert [p.name for p in out.iterdir()] == ["result.json"]
@@ -49,23 +26,25 @@ def test_a_used_out_folder_is_refused_and_left_alone(tmp_path):
 
 
 def test_a_kept_key_signs_and_its_public_half_is_harness_pub(tmp_path):
-    job = tiny_job(tmp_path / "job")
+    job = tiny_job(tmp_path / "job", sets=1)
     signer = keys.write_keypair(tmp_path / "ci")
     out = tmp_path / "out"
-    r = squeeze("run", str(job), "--out", str(out), "--provider", "process", "--signing-key-file",
+    r = run_cli("squeeze", "run", str(job), "--out", str(out), "--provider", "process",
+                "--signing-key-file",
                 str(tmp_path / "ci.key"), "--jobs", "2")
     assert r.returncode == 0, r.stderr
     assert (out / "harness.pub").read_bytes() == (tmp_path / "ci.pub").read_bytes()
     run = json.loads((out / "run.json").read_text())
     assert run["key"] == {"id": signer.keyid, "ephemeral": False}
     assert "solo: practice" in r.stdout
-    v = squeeze("verify", str(out), "--pub", str(tmp_path / "ci.pub"), "--format", "json")
+    v = run_cli("squeeze", "verify", str(out), "--pub", str(tmp_path / "ci.pub"), "--format",
+                "json")
     assert v.returncode == 0, v.stdout
     doc = json.loads(v.stdout)
     assert doc["ok"] and doc["records"] == 2 and doc["result"]["loops"][0]["name"] == "solo"
     other = keys.write_keypair(tmp_path / "other")
     assert other.keyid != signer.keyid
-    bad = squeeze("verify", str(out), "--pub", str(tmp_path / "other.pub"))
+    bad = run_cli("squeeze", "verify", str(out), "--pub", str(tmp_path / "other.pub"))
     assert bad.returncode == 1 and "signed by key" in bad.stdout
 
 
@@ -116,12 +95,13 @@ def _reseal(out: Path, runs: list[tuple[dict, dict]], signer) -> list[str]:
 def test_even_the_key_holder_cannot_mix_runs_drop_or_repeat_a_grading(tmp_path):
     import shutil
 
-    job = tiny_job(tmp_path / "job")
+    job = tiny_job(tmp_path / "job", sets=1)
     signer = keys.write_keypair(tmp_path / "ci")
     outs = []
     for name in ("a", "b"):
         out = tmp_path / name
-        r = squeeze("run", str(job), "--out", str(out), "--provider", "process", "--signing-key-file",
+        r = run_cli("squeeze", "run", str(job), "--out", str(out), "--provider", "process",
+                    "--signing-key-file",
                     str(tmp_path / "ci.key"))
         assert r.returncode == 0, r.stderr
         outs.append(out)
@@ -153,7 +133,7 @@ def test_even_the_key_holder_cannot_mix_runs_drop_or_repeat_a_grading(tmp_path):
 def test_a_controller_carrying_a_withheld_entry_is_refused_and_the_job_goes_on(tmp_path):
     from plimsoll_ci.withheld import build_set, dumps
 
-    job = tiny_job(tmp_path / "job")
+    job = tiny_job(tmp_path / "job", sets=1)
     leaky = job.parent / "rebuilds" / "leaky.py"
     leaky.write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text()
                      + "\nNOTE = 'the grader answer key is blue-falcon-7781'\n")
@@ -162,7 +142,8 @@ def test_a_controller_carrying_a_withheld_entry_is_refused_and_the_job_goes_on(t
     (tmp_path / "withheld.json").write_text(dumps(doc))
     (tmp_path / "wkey").write_bytes(b"k" * 32)
     out = tmp_path / "out"
-    r = squeeze("run", str(job), "--out", str(out), "--provider", "process", "--withheld",
+    r = run_cli("squeeze", "run", str(job), "--out", str(out), "--provider", "process",
+                "--withheld",
                 str(tmp_path / "withheld.json"), "--withheld-key-file", str(tmp_path / "wkey"))
     assert r.returncode == 0, r.stderr
     assert "rebuilds/leaky.py: practice 0/16, fresh 0/4 (not landed: refused 20)" in r.stderr
@@ -170,7 +151,7 @@ def test_a_controller_carrying_a_withheld_entry_is_refused_and_the_job_goes_on(t
     leaky_rec = next(x for x in evidence["records"] if x["controller"] == "rebuilds/leaky.py")
     assert leaky_rec["not_landed"] == {"refused": 20} and leaky_rec["tier"] == "process"
     assert json.loads((out / "result.json").read_text())["loops"][0]["rebuilds"]["count"] == 2
-    assert squeeze("verify", str(out), "--pub", str(out / "harness.pub")).returncode == 0
+    assert run_cli("squeeze", "verify", str(out), "--pub", str(out / "harness.pub")).returncode == 0
     for p in out.rglob("*"):
         if p.is_file():
             assert b"blue-falcon" not in p.read_bytes(), p.name

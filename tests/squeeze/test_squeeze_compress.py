@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from chat_server import ChatServer, text
-from squeezekit import KEY
+from kit.chat_server import ChatServer, text
+from kit.cli import run_process
+from kit.squeeze import KEY
 
 import plimsoll_sim as sim
 from plimsoll_ci.squeeze import recipes
@@ -35,12 +36,10 @@ def record(folder: Path) -> Path:
 
 def squeeze_recipe(server: ChatServer, tmp_path: Path, *more: str):
     env = {**os.environ, "COMPRESSOR_KEY": KEY}
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", "recipe",
-                           "--record", str(record(tmp_path / "record")), "--out",
-                           str(tmp_path / "out"), "--tokens", "32", "--base-url", server.url,
-                           "--model", "scripted", "--api-key-env", "COMPRESSOR_KEY",
-                           "--max-tokens", "50000", *more],
-                          capture_output=True, text=True, timeout=120, env=env)
+    return run_process("squeeze", "recipe", "--record", str(record(tmp_path / "record")), "--out",
+                       str(tmp_path / "out"), "--tokens", "32", "--base-url", server.url,
+                       "--model", "scripted", "--api-key-env", "COMPRESSOR_KEY", "--max-tokens",
+                       "50000", *more, timeout=120, env=env, inherit=False)
 
 
 def test_an_over_budget_recipe_is_sent_back_with_its_count_then_accepted(tmp_path):

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from scankit import LeakGuard
-from squeezekit import EXAMPLE, need_gvisor
+from kit.cli import run_process
+from kit.scan import LeakGuard
+from kit.squeeze import EXAMPLE, need_gvisor
 
 import plimsoll_sim as sim
 from plimsoll_ci.attest import keys
@@ -23,17 +23,12 @@ pytestmark = [pytest.mark.gvisor, pytest.mark.slow]
 CARRIED = "flag: carries generator constant, generator source, practice seeds"
 
 
-def cli(*args: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", *args],
-                          capture_output=True, text=True, timeout=timeout,
-                          env=env or dict(os.environ))
-
-
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     need_gvisor()
     out = tmp_path_factory.mktemp("squeeze") / "out"
-    r = cli("run", str(EXAMPLE / "squeeze.yaml"), "--out", str(out), "--provider", "gvisor",
+    r = run_process("squeeze", "run", str(EXAMPLE / "squeeze.yaml"), "--out", str(out),
+                    "--provider", "gvisor",
             "--min-tier", "kernel")
     assert r.returncode == 0, r.stderr[-3000:]
     return out, r
@@ -140,7 +135,7 @@ def test_no_practice_seed_appears_in_any_artifact_or_output(ran):
 
 def test_squeeze_verify_passes_and_recomputes_everything(ran):
     out, _ = ran
-    r = cli("verify", str(out), "--pub", str(out / "harness.pub"))
+    r = run_process("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "verified (26 signed gradings" in r.stdout
     assert "cheater: practice 16/16" in r.stdout
@@ -369,12 +364,13 @@ def test_the_cli_exits_1_and_lists_the_problems(ran, tmp_path):
     _edit_json("result.json", lambda d: d["loops"][1].update(gap=0))(out)
     _replace("report.md", f"| **{CARRIED}** | **{CARRIED}** | **yes** |",
              "| **pass** | **pass** | no |")(out)
-    r = cli("verify", str(out), "--pub", str(ran[0] / "harness.pub"))
+    r = run_process("squeeze", "verify", str(out), "--pub", str(ran[0] / "harness.pub"))
     assert r.returncode == 1
     assert "result.json: loops[1].gap" in r.stdout and "report.md line" in r.stdout
     assert "does not verify (2 problems)" in r.stderr
 
 
 def test_verify_bad_input_exits_2(tmp_path):
-    r = cli("verify", str(tmp_path / "nowhere"), "--pub", str(tmp_path / "nokey.pub"))
+    r = run_process("squeeze", "verify", str(tmp_path / "nowhere"), "--pub",
+                    str(tmp_path / "nokey.pub"))
     assert r.returncode == 2

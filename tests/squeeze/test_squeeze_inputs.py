@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from kit.cli import run_process
 
 from plimsoll_ci.errors import BadInput, ConfigError
 from plimsoll_ci.squeeze import job as job_mod
@@ -53,9 +53,8 @@ def job_folder(root: Path, text: str = JOB) -> Path:
 def squeeze_run(job: Path, out: Path, timeout: float = 60) -> tuple[subprocess.CompletedProcess,
                                                                     float]:
     start = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", "run", str(job), "--out",
-                        str(out), "--provider", "process"], capture_output=True, text=True,
-                       timeout=timeout)
+    r = run_process("squeeze", "run", str(job), "--out", str(out), "--provider", "process",
+                    timeout=timeout)
     return r, time.monotonic() - start
 
 

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from squeezekit import REPO, need_gvisor
+from kit.squeeze import REPO, need_gvisor
 
 from plimsoll_ci.attest import keys
 from plimsoll_ci.errors import ConfigError

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from squeezekit import EXAMPLE
+from kit.squeeze import EXAMPLE
 
 from plimsoll_ci.errors import ConfigError
 from plimsoll_ci.squeeze import job as job_mod

@@ -8,25 +8,20 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
 import kubernetes_validate
 import pytest
 import yaml
-from squeezekit import EXAMPLE
+from kit.cli import run_cli
+from kit.squeeze import EXAMPLE
 
 K8S_VERSION = "1.33.0"  # the oldest release the manifests are checked against here
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", *args],
-                          capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> dict[str, list[dict]]:
     out = tmp_path_factory.mktemp("k8s") / "manifests"
-    r = cli("k8s", str(EXAMPLE / "squeeze.yaml"), "--shards", "3", "--image",
+    r = run_cli("squeeze", "k8s", str(EXAMPLE / "squeeze.yaml"), "--shards", "3", "--image",
             "registry.example.org/squeeze-job:1", "--out", str(out), "--name", "argon")
     assert r.returncode == 0, r.stderr
     assert f"kubectl apply -n default -f {out}/shards.yaml" in r.stdout
@@ -97,7 +92,8 @@ def test_every_shard_pod_requires_the_bubblewrap_wall(written):
 
 def test_bubblewrap_settings_loosen_only_the_shard_pods_and_validate(tmp_path):
     out = tmp_path / "k8s"
-    r = cli("k8s", str(EXAMPLE / "squeeze.yaml"), "--shards", "2", "--image", "img:1",
+    r = run_cli("squeeze", "k8s", str(EXAMPLE / "squeeze.yaml"), "--shards", "2", "--image",
+                "img:1",
             "--out", str(out), "--bubblewrap-settings")
     assert r.returncode == 0, r.stderr
     docs = {p.name: list(yaml.safe_load_all(p.read_text())) for p in out.iterdir()}
@@ -160,13 +156,15 @@ def test_the_indexed_pods_grade_every_slice_once_and_the_merge_takes_them_all(wr
 ])
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, args, said):
     out = tmp_path / "k8s"
-    r = cli("k8s", str(EXAMPLE / "squeeze.yaml"), "--image", "img:1", "--out", str(out), *args)
+    r = run_cli("squeeze", "k8s", str(EXAMPLE / "squeeze.yaml"), "--image", "img:1", "--out",
+                str(out), *args)
     assert r.returncode == 2 and said in r.stderr, r.stderr
     assert not out.exists()
 
 
 def test_a_job_that_builds_through_a_model_is_refused(tmp_path):
-    r = cli("k8s", str(EXAMPLE / "build.yaml"), "--shards", "2", "--image", "img:1", "--out",
+    r = run_cli("squeeze", "k8s", str(EXAMPLE / "build.yaml"), "--shards", "2", "--image",
+                "img:1", "--out",
             str(tmp_path / "k8s"))
     assert r.returncode == 2 and "needs egress" in r.stderr, r.stderr
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from squeezekit import REPO
+from kit.cli import run_process
+from kit.squeeze import REPO
 
 from plimsoll_ci.sandbox import process
 
@@ -154,15 +155,13 @@ def shard_pod(tmp_path: Path, *flags: str) -> tuple[dict, Path, Path]:
     (job / "rebuilds").mkdir()
     (job / "rebuilds" / "probe.py").write_text(PROBE)  # graded by the other shard
     out = tmp_path / "k8s"
-    r = subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", "k8s",
-                        str(job / "squeeze.yaml"), "--shards", "2", "--image", "local:1",
-                        "--out", str(out), *flags], capture_output=True, text=True, timeout=120)
+    r = run_process("squeeze", "k8s", str(job / "squeeze.yaml"), "--shards", "2", "--image",
+                    "local:1", "--out", str(out), *flags, timeout=120)
     assert r.returncode == 0, r.stderr
     [shards] = yaml.safe_load_all((out / "shards.yaml").read_text())
     results = tmp_path / "results"
-    r = subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", "plan",
-                        str(job / "squeeze.yaml"), "--out", str(results / "plan"),
-                        "--provider", "process"], capture_output=True, text=True, timeout=120)
+    r = run_process("squeeze", "plan", str(job / "squeeze.yaml"), "--out", str(results / "plan"),
+                    "--provider", "process", timeout=120)
     assert r.returncode == 0, r.stderr
     (results / "shards" / "0").mkdir(parents=True)  # the pod's own folder (kubelet makes it)
     (results / "shards" / "1").mkdir()

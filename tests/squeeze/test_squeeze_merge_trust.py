@@ -14,13 +14,13 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from chat_server import ChatServer
-from squeezekit import HONEST, KEY, builder
-from test_squeeze_shards import cli, shard, tiny_job
+from kit.chat_server import ChatServer
+from kit.cli import run_process
+from kit.squeeze import HONEST, KEY, builder, tiny_job
+from test_squeeze_shards import shard
 
 from plimsoll_ci.attest import bundle, keys, record
 from plimsoll_ci.squeeze import merge as merge_mod
@@ -42,7 +42,7 @@ sessions: {max_turns: 6, smoke: 1}
 def _keygen(folder: Path) -> tuple[str, str]:
     """A job key: (--signing-key-file FILE) for the signers, the public half's path."""
     folder.mkdir()
-    assert cli("keygen", "--out", str(folder / "job")).returncode == 0
+    assert run_process("keygen", "--out", str(folder / "job")).returncode == 0
     return "--signing-key-file", str(folder / "job.key")
 
 
@@ -51,8 +51,9 @@ def signed(tmp_path_factory) -> Path:
     """A plan of a job that does not build and its two shards, all under one job key."""
     base = tmp_path_factory.mktemp("trust")
     key = _keygen(base / "keys")
-    job = tiny_job(base / "job")
-    r = cli("squeeze", "plan", str(job), "--out", str(base / "plan"), "--provider", "process",
+    job = tiny_job(base / "job", twin=True)
+    r = run_process("squeeze", "plan", str(job), "--out", str(base / "plan"), "--provider",
+                    "process",
             *key)
     assert r.returncode == 0, r.stderr
     shard(job, base / "plan", base / "s1", "1/2", *key)
@@ -73,11 +74,10 @@ def built(tmp_path_factory) -> Path:
     (job / "squeeze.yaml").write_text(BUILDS)
     env = {**os.environ, "SCRIPTED_KEY": KEY}
     with ChatServer([builder()] * 10, key=KEY) as server:
-        r = subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", "plan",
-                            str(job / "squeeze.yaml"), "--out", str(base / "plan"), "--provider",
-                            "process", "--base-url", server.url, "--model", "scripted",
-                            "--api-key-env", "SCRIPTED_KEY", "--max-tokens", "100000", *key],
-                           capture_output=True, text=True, env=env, timeout=600)
+        r = run_process("squeeze", "plan", str(job / "squeeze.yaml"), "--out", str(base / "plan"),
+                        "--provider", "process", "--base-url", server.url, "--model", "scripted",
+                        "--api-key-env", "SCRIPTED_KEY", "--max-tokens", "100000", *key, env=env,
+                        inherit=False, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     assert (base / "plan" / "built" / "honest" / "1" / "controller.py").is_file()
     shard(job / "squeeze.yaml", base / "plan", base / "s1", "1/2", *key)
@@ -89,7 +89,7 @@ def merge(base: Path, out: Path, *shards: Path, plan: Path | None = None,
           pub: Path | None = None) -> subprocess.CompletedProcess:
     """`bundle merge` pinning `pub` (default: the fixture's job key)."""
     extra = ["--plan", str(plan)] if plan is not None else []
-    return cli("bundle", "merge", *map(str, shards), "--pub",
+    return run_process("bundle", "merge", *map(str, shards), "--pub",
                str(pub or base / "keys" / "job.pub"), "--out", str(out), *extra)
 
 
@@ -143,7 +143,7 @@ def test_merge_refuses_a_shard_re_signed_under_an_unpinned_key_with_its_pub_besi
 
 def test_merge_needs_a_pinned_key(signed, tmp_path):
     out = tmp_path / "merged"
-    r = cli("bundle", "merge", str(signed / "s1"), str(signed / "s2"), "--out", str(out))
+    r = run_process("bundle", "merge", str(signed / "s1"), str(signed / "s2"), "--out", str(out))
     refused(out, r, "give --pub FILE")
 
 
@@ -156,10 +156,10 @@ def test_merge_names_the_keys_it_trusted_and_verify_says_what_it_proves(signed, 
     assert f"trusted: key sha256:{keyid} (from --pub {job_pub})" in r.stdout
     # kept under shards/I/: the pinned key, never the shard's own harness.pub
     assert (out / "shards" / "2" / "harness.pub").read_bytes() == job_pub.read_bytes()
-    own = cli("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"))
+    own = run_process("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"))
     assert own.returncode == 0, own.stdout + own.stderr
     assert "consistency only" in own.stdout
-    pinned = cli("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"),
+    pinned = run_process("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"),
                  "--shard-pub", str(job_pub))
     assert pinned.returncode == 0, pinned.stdout
     assert f"trusted: key sha256:{keyid} (from --shard-pub {job_pub}) for the kept shards" \
@@ -176,11 +176,11 @@ def test_verify_refuses_a_merged_folder_whose_kept_shard_is_signed_by_an_unpinne
     resign_all_landed(forged, other)
     (tmp_path / "other.pub").write_bytes(other.public.pem())
     out = tmp_path / "merged"
-    r = cli("bundle", "merge", str(signed / "s1"), str(forged), "--pub",
+    r = run_process("bundle", "merge", str(signed / "s1"), str(forged), "--pub",
             str(signed / "keys" / "job.pub"), "--pub", str(tmp_path / "other.pub"), "--out",
             str(out))
     assert r.returncode == 0, r.stderr
-    v = cli("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"), "--shard-pub",
+    v = run_process("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"), "--shard-pub",
             str(signed / "keys" / "job.pub"))
     assert v.returncode == 1, v.stdout
     assert f"shards/2: signed by key sha256:{other.keyid}" in v.stdout
@@ -265,19 +265,21 @@ def test_merge_with_a_plan_copies_exactly_the_files_its_signed_records_name(buil
     for name in ("built", "requests"):
         want = sorted(p.relative_to(plan).as_posix() for p in (plan / name).rglob("*"))
         assert sorted(p.relative_to(out).as_posix() for p in (out / name).rglob("*")) == want
-    v = cli("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"), "--shard-pub",
+    v = run_process("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"), "--shard-pub",
             str(built / "keys" / "job.pub"))
     assert v.returncode == 0, v.stdout + v.stderr
 
 
 def test_a_whole_run_from_a_plan_refuses_a_link_in_its_built_folder(built, tmp_path):
     plan = copy_of(built / "plan", tmp_path / "plan")
-    r = cli("squeeze", "run", str(built / "job" / "squeeze.yaml"), "--plan", str(plan), "--out",
+    r = run_process("squeeze", "run", str(built / "job" / "squeeze.yaml"), "--plan", str(plan),
+                    "--out",
             str(tmp_path / "whole"), "--provider", "process")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "whole" / "built" / "honest" / "1" / "controller.py").is_file()
     (plan / "built" / "honest" / "1" / "etc").symlink_to("/etc")
-    r = cli("squeeze", "run", str(built / "job" / "squeeze.yaml"), "--plan", str(plan), "--out",
+    r = run_process("squeeze", "run", str(built / "job" / "squeeze.yaml"), "--plan", str(plan),
+                    "--out",
             str(tmp_path / "again"), "--provider", "process")
     assert r.returncode == 2 and "built/honest/1/etc: a symbolic link" in r.stderr, r.stderr
     assert not (tmp_path / "again" / "built").exists()
@@ -367,7 +369,7 @@ def test_squeeze_verify_refuses_an_oversize_or_special_bundle_without_a_tracebac
                          (_fifo_bundle, "not a regular file")):
         folder = copy_of(out, tmp_path / f"v-{tamper.__name__}")
         tamper(folder, tmp_path)
-        v = cli("squeeze", "verify", str(folder), "--pub", str(out / "harness.pub"))
+        v = run_process("squeeze", "verify", str(folder), "--pub", str(out / "harness.pub"))
         assert v.returncode == 1, v.stdout + v.stderr
         assert said in v.stdout and "Traceback" not in v.stderr, v.stdout + v.stderr
         assert json.loads((folder / "run.json").read_text())["status"] == "done"

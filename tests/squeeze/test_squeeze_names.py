@@ -8,11 +8,11 @@ import io
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from squeezekit import HONEST
+from kit.cli import run_process
+from kit.squeeze import HONEST
 
 from plimsoll_ci.cli import main
 from plimsoll_ci.squeeze import progress
@@ -44,8 +44,7 @@ def hostile_job(folder: Path) -> Path:
 
 def squeeze(*args: str) -> subprocess.CompletedProcess:
     # a real process: every byte any part of the run (workers included) writes is seen
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", *args],
-                          capture_output=True, text=True, timeout=300)
+    return run_process("squeeze", *args, timeout=300)
 
 
 def assert_clean(text: str, where: str) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from squeezekit import copy_example
+from kit.squeeze import copy_example
 
 import plimsoll_sim as sim
 from plimsoll_ci.errors import BadInput

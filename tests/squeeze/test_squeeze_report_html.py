@@ -6,7 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from squeezekit import chromium, synthetic_read
+from kit.squeeze import chromium, synthetic_read
 
 from plimsoll_ci.squeeze import report_html, verdicts
 from plimsoll_ci.squeeze.result import compute
@@ -24,7 +24,7 @@ def page(tmp_path):
     result, evidence = compute(synthetic_read(LOOPS, control=[(3, 10), (5, 14)]))
     path = tmp_path / "report.html"
     path.write_text(report_html.render(result, evidence), encoding="utf-8")
-    from cdp import Browser
+    from kit.cdp import Browser
 
     browser = Browser(chromium(), str(tmp_path / "profile"))
     try:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from squeezekit import REPO, need_gvisor
+from kit.squeeze import REPO, need_gvisor
 
 from plimsoll_ci.attest import keys
 from plimsoll_ci.attest.bundle import verify_bundle

@@ -8,36 +8,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from scankit import LeakGuard
-from squeezekit import REPO
+from kit.cli import run_cli, run_process
+from kit.scan import LeakGuard
+from kit.squeeze import tiny_job
 
 from plimsoll_ci.grading import fresh, seedsets
-
-TINY = """\
-course: easy
-fresh: {count: 4}
-loops:
-  solo:
-    controller: loop.py
-    rebuilds: [rebuilds/*.py]
-"""
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], capture_output=True,
-                          text=True, timeout=600)
-
-
-def tiny_job(folder: Path) -> Path:
-    (folder / "rebuilds").mkdir(parents=True)
-    (folder / "loop.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
-    (folder / "rebuilds" / "hover.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
-    (folder / "squeeze.yaml").write_text(TINY)
-    return folder / "squeeze.yaml"
 
 
 def committed(tmp_path: Path, seeds: list[int] | None = None,
@@ -46,10 +23,10 @@ def committed(tmp_path: Path, seeds: list[int] | None = None,
     (only the time field: the digests are what the set gives)."""
     s, c = tmp_path / "held.json", tmp_path / "held.commit"
     if seeds is None:
-        assert cli("seeds", "draw", "4", "-o", str(s)).returncode == 0
+        assert run_process("seeds", "draw", "4", "-o", str(s)).returncode == 0
     else:
         seedsets.write_set(s, fresh.make(seeds), bits=64)
-    assert cli("seeds", "commit", str(s), "-o", str(c)).returncode == 0
+    assert run_process("seeds", "commit", str(s), "-o", str(c)).returncode == 0
     when = (dt.datetime.now(dt.UTC) - dt.timedelta(days=days_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
     c.write_text(seedsets.dumps(json.loads(c.read_text()) | {"committed": when}))
     return s, c, when
@@ -64,7 +41,7 @@ def test_a_held_out_set_committed_earlier_flies_unshown_and_verify_says_when(tmp
     job = tiny_job(tmp_path / "job")
     s, c, day = committed(tmp_path)
     out = tmp_path / "out"
-    r = cli("squeeze", "run", str(job), "--out", str(out), "--provider", "process",
+    r = run_cli("squeeze", "run", str(job), "--out", str(out), "--provider", "process",
             "--sealed", str(c), "--reveal", str(s))
     assert r.returncode == 0, r.stderr
     seeds = json.loads(s.read_text())["seeds"]
@@ -77,7 +54,7 @@ def test_a_held_out_set_committed_earlier_flies_unshown_and_verify_says_when(tmp
     assert result["held_out"]["committed"] == day and "fresh_commitment" not in result
     assert day < result["held_out"]["first_graded"]
     assert f"held-out set committed at {day}, before any grading" in (out / "report.md").read_text()
-    v = cli("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"))
+    v = run_cli("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"))
     assert v.returncode == 0, v.stdout
     assert f"committed at {day}, graded at " in v.stdout
     # every record flew sealed:1..4, no value shown, and carries commitment and reveal
@@ -95,7 +72,7 @@ def test_a_reveal_off_by_one_seed_is_refused_and_nothing_is_written(tmp_path):
     wrong = tmp_path / "wrong.json"
     wrong.write_text(seedsets.dumps(doc))
     out = tmp_path / "out"
-    r = cli("squeeze", "run", str(job), "--out", str(out), "--provider", "process",
+    r = run_cli("squeeze", "run", str(job), "--out", str(out), "--provider", "process",
             "--sealed", str(c), "--reveal", str(wrong))
     assert r.returncode == 2
     assert "does not match commitment" in r.stderr and not out.exists()
@@ -109,16 +86,16 @@ def test_a_guessable_held_out_set_is_refused_unless_weak_seeds_are_allowed(tmp_p
     out = tmp_path / "out"
     base = ["squeeze", "run", str(job), "--provider", "process", "--sealed", str(c),
             "--reveal", str(s)]
-    r = cli(*base, "--out", str(out))
+    r = run_cli(*base, "--out", str(out))
     assert r.returncode == 2, r.stderr
     assert "--allow-weak-seeds" in r.stderr and not out.exists()
     LeakGuard([str(x) for x in weak]).text(r.stdout + r.stderr)
-    r = cli(*base, "--out", str(out), "--allow-weak-seeds")
+    r = run_cli(*base, "--out", str(out), "--allow-weak-seeds")
     assert r.returncode == 0, r.stderr
     result = json.loads((out / "result.json").read_text())
     assert result["weak_seeds_allowed"] is True
     assert "weak seeds allowed" in (out / "report.md").read_text()
-    v = cli("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"))
+    v = run_cli("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"))
     assert v.returncode == 0 and "weak seeds allowed" in v.stdout, v.stdout
     for line in (out / "bundle.intoto.jsonl").read_text().splitlines()[:-1]:
         assert json.loads(line)["result"]["seed_check"]["allowWeak"] is True
@@ -128,27 +105,27 @@ def test_a_plan_on_a_held_out_set_keeps_only_its_commitment_and_shards_need_the_
     job = tiny_job(tmp_path / "job")
     s, c, day = committed(tmp_path)
     plan = tmp_path / "plan"
-    r = cli("squeeze", "plan", str(job), "--out", str(plan), "--provider", "process",
+    r = run_cli("squeeze", "plan", str(job), "--out", str(plan), "--provider", "process",
             "--sealed", str(c), "--reveal", str(s))
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in plan.iterdir()) == ["held-out.commit", "plan.json", "run.json"]
     LeakGuard(json.loads(s.read_text())["seeds"]).text(
         "".join(p.read_text() for p in plan.iterdir()))
     shard = ["squeeze", "run", str(job), "--plan", str(plan), "--provider", "process"]
-    r = cli(*shard, "--shard", "1/2", "--out", str(tmp_path / "x"))
+    r = run_cli(*shard, "--shard", "1/2", "--out", str(tmp_path / "x"))
     assert r.returncode == 2 and "give each shard --sealed" in r.stderr
     for i in (1, 2):
-        r = cli(*shard, "--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}"), "--sealed",
+        r = run_cli(*shard, "--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}"), "--sealed",
                 str(c), "--reveal", str(s))
         assert r.returncode == 0, r.stderr
     merged = tmp_path / "merged"
     # the shards ran here, each under a key made for it: this test holds their public halves
     pins = [a for i in (1, 2) for a in ("--pub", str(tmp_path / f"s{i}" / "harness.pub"))]
-    m = cli("bundle", "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), *pins, "--out",
+    m = run_cli("bundle", "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), *pins, "--out",
             str(merged))
     assert m.returncode == 0, m.stderr
     assert json.loads((merged / "result.json").read_text())["held_out"]["committed"] == day
-    v = cli("squeeze", "verify", str(merged), "--pub", str(merged / "harness.pub"))
+    v = run_cli("squeeze", "verify", str(merged), "--pub", str(merged / "harness.pub"))
     assert v.returncode == 0 and f"committed at {day}" in v.stdout, v.stdout
 
 

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from chat_server import (
+from kit.chat_server import (
     Answer,
     ChatServer,
     Received,
@@ -21,8 +21,8 @@ from chat_server import (
     tool_call,
     tool_calls,
 )
-from modelkit import carries_key
-from squeezekit import KEY
+from kit.model import carries_key
+from kit.squeeze import KEY
 
 import plimsoll_sim as sim
 from plimsoll_ci.grading import fresh
@@ -270,7 +270,7 @@ def test_a_key_the_endpoint_echoes_is_in_no_tool_name_file_record_or_recording(t
 def test_an_answer_arriving_after_the_session_ended_never_changes_its_recording(tmp_path):
     import time
 
-    from chat_server import slow
+    from kit.chat_server import slow
 
     with ChatServer([slow(text("late"), delay=2.0)]) as server:
         done = rebuild.run_session(SPEC, setting(tmp_path, server.url,

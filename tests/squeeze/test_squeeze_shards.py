@@ -8,39 +8,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from squeezekit import REPO
-
-TINY = """\
-course: easy
-fresh: {count: 4}
-loops:
-  solo:
-    controller: loop.py
-    rebuilds: [rebuilds/*.py]
-"""
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], capture_output=True,
-                          text=True, timeout=600)
-
-
-def tiny_job(folder: Path) -> Path:
-    """Three gradings: the loop and two rebuilds (one lands everything, one nothing)."""
-    (folder / "rebuilds").mkdir(parents=True)
-    (folder / "loop.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
-    (folder / "rebuilds" / "hover.py").write_text((REPO / "plimsoll_sim/controllers/hover.py").read_text())
-    (folder / "rebuilds" / "twin.py").write_text((REPO / "plimsoll_sim/controllers/honest.py").read_text())
-    (folder / "squeeze.yaml").write_text(TINY)
-    return folder / "squeeze.yaml"
+from kit.cli import run_process
+from kit.squeeze import REPO, tiny_job
 
 
 def plan(job: Path, out: Path, *extra: str) -> None:
-    r = cli("squeeze", "plan", str(job), "--out", str(out), "--provider", "process", *extra)
+    r = run_process("squeeze", "plan", str(job), "--out", str(out), "--provider", "process", *extra)
     assert r.returncode == 0, r.stderr
 
 
@@ -49,14 +25,14 @@ def shard(job: Path, plan_dir: Path, out: Path, which: str | None, *extra: str) 
             "--provider", "process", "--jobs", "2", *extra]
     if which is not None:
         args += ["--shard", which]
-    r = cli(*args)
+    r = run_process(*args)
     assert r.returncode == 0, r.stderr
 
 
 def merge(out: Path, *shards: Path, pub: Path | None = None) -> subprocess.CompletedProcess:
     """`bundle merge` pinning the job key the fixture's shards were signed by (`pub`)."""
     pub = pub or Path(shards[0]).parent / "keys" / "job.pub"
-    return cli("bundle", "merge", *map(str, shards), "--pub", str(pub), "--out", str(out))
+    return run_process("bundle", "merge", *map(str, shards), "--pub", str(pub), "--out", str(out))
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +42,9 @@ def sharded(tmp_path_factory) -> Path:
     would)."""
     base = tmp_path_factory.mktemp("sharded")
     (base / "keys").mkdir()
-    assert cli("keygen", "--out", str(base / "keys" / "job")).returncode == 0
+    assert run_process("keygen", "--out", str(base / "keys" / "job")).returncode == 0
     key = ("--signing-key-file", str(base / "keys" / "job.key"))
-    job = tiny_job(base / "job")
+    job = tiny_job(base / "job", twin=True)
     plan(job, base / "plan", *key)
     shard(job, base / "plan", base / "s1", "1/2", *key)
     shard(job, base / "plan", base / "s2", "2/2", *key)
@@ -85,7 +61,7 @@ def test_merged_shards_give_the_single_runners_result_json_byte_for_byte(sharded
     for name in ("report.md", "fresh.json"):
         assert (out / name).read_bytes() == (sharded / "whole" / name).read_bytes(), name
     assert json.loads((out / "run.json").read_text())["status"] == "done"
-    v = cli("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"))
+    v = run_process("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"))
     assert v.returncode == 0, v.stdout + v.stderr
     assert "merged from 2 shards" in v.stdout
     assert "consistency only" in v.stdout  # its own harness.pub, and the shards' kept keys
@@ -159,7 +135,7 @@ def test_a_merge_whose_kept_shard_was_swapped_fails_verify(sharded, tmp_path):
     assert merge(out, sharded / "s1", sharded / "s2").returncode == 0
     for name in ("bundle.intoto.jsonl", "harness.pub"):  # shard 2's records under shard 1's name
         shutil.copy(sharded / "s2" / name, out / "shards" / "1" / name)
-    v = cli("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"))
+    v = run_process("squeeze", "verify", str(out), "--pub", str(out / "harness.pub"))
     assert v.returncode == 1
     assert "not exactly the records of the shards" in v.stdout
 
@@ -173,12 +149,12 @@ def test_a_shard_refuses_a_changed_controller_and_bad_slices(sharded, tmp_path):
         (["--shard", "1/2"], "--shard I/N grades a slice of a plan"),
     ]
     for extra, said in bad:
-        r = cli("squeeze", "run", str(job), "--out", str(tmp_path / "x"), "--provider",
+        r = run_process("squeeze", "run", str(job), "--out", str(tmp_path / "x"), "--provider",
                 "process", *extra)
         assert r.returncode == 2 and said in r.stderr, r.stderr
     (job_dir / "rebuilds" / "twin.py").write_text(
         (REPO / "plimsoll_sim/controllers/honest.py").read_text() + "\n# changed after the plan\n")
-    r = cli("squeeze", "run", str(job), "--plan", str(sharded / "plan"), "--shard", "1/2",
+    r = run_process("squeeze", "run", str(job), "--plan", str(sharded / "plan"), "--shard", "1/2",
             "--out", str(tmp_path / "x"), "--provider", "process")
     assert r.returncode == 2 and "twin.py: its files are not the ones" in r.stderr, r.stderr
     assert not (tmp_path / "x").exists()
@@ -190,6 +166,6 @@ def test_an_edited_plan_is_refused(sharded, tmp_path):
     doc = json.loads((edited / "fresh-set.json").read_text())
     doc["seeds"][0] = str(int(doc["seeds"][0]) + 1)
     (edited / "fresh-set.json").write_text(json.dumps(doc))
-    r = cli("squeeze", "run", str(sharded / "job" / "squeeze.yaml"), "--plan", str(edited),
+    r = run_process("squeeze", "run", str(sharded / "job" / "squeeze.yaml"), "--plan", str(edited),
             "--shard", "1/2", "--out", str(tmp_path / "x"), "--provider", "process")
     assert r.returncode == 2 and "do not hash to the plan's commitment" in r.stderr, r.stderr

@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from squeezekit import synthetic_read
+from kit.squeeze import synthetic_read
 
 from plimsoll_ci.squeeze import verdicts as v
 from plimsoll_ci.squeeze.result import compute

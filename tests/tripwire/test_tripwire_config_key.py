@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from kit.cli import run_process
 
 SEED = "3107713414"
 KEY = "tripwire-test-key-not-a-secret"
@@ -27,9 +28,8 @@ def _setup(tmp_path: Path, key_line: str) -> Path:
 
 def _tripwire(root: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TRIPWIRE_TEST_KEY": KEY}
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", "tripwire", "--sealed",
-                           "sealed.json", "--requests", "requests"], cwd=root, env=env,
-                          capture_output=True, text=True)
+    return run_process("tripwire", "--sealed", "sealed.json", "--requests", "requests", cwd=root,
+                       env=env, inherit=False)
 
 
 def test_the_tripwire_takes_the_key_of_plimsoll_yaml(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-from model_endpoint import serve
+from kit.model_endpoint import serve
 
 from plimsoll_ci.tripwire.recorder import start_in_thread
 

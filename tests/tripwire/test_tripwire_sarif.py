@@ -4,28 +4,22 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from kit.cli import run_cli
 
 SCHEMA = Path(__file__).resolve().parents[2] / ".ci" / "cache" / "sarif-2.1.0-rtm.5.json"
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120, check=False)
-
-
 def test_tripwire_sarif_names_sealed_rules_and_validates(tmp_path: Path) -> None:
     (tmp_path / "sealed.txt").write_text("31.5\n")
-    assert _cli("sealed", "build", "--values", "sealed.txt", "-o", "sealed.json",
+    assert run_cli("sealed", "build", "--values", "sealed.txt", "-o", "sealed.json",
                 cwd=tmp_path).returncode == 0
     req = tmp_path / "requests"
     req.mkdir()
     (req / "0001.txt").write_text("reference step time t=31.50s\n")
-    proc = _cli("tripwire", "--sealed", "sealed.json", "--requests", "requests",
+    proc = run_cli("tripwire", "--sealed", "sealed.json", "--requests", "requests",
                 "--format", "sarif", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert "31.5" not in proc.stdout + proc.stderr
@@ -46,13 +40,13 @@ def test_tripwire_sarif_names_sealed_rules_and_validates(tmp_path: Path) -> None
 
 def test_tripwire_sarif_passes_githubs_rules_and_sarifs_own(tmp_path: Path, sarif_rules) -> None:
     (tmp_path / "sealed.txt").write_text("31.5\nDrone Answer Key\n")
-    assert _cli("sealed", "build", "--values", "sealed.txt", "-o", "sealed.json",
+    assert run_cli("sealed", "build", "--values", "sealed.txt", "-o", "sealed.json",
                 cwd=tmp_path).returncode == 0
     req = tmp_path / "requests"
     (req / "drone answer key").mkdir(parents=True)
     (req / "0001.txt").write_text("reference step time t=31.50s\n")
     (req / "drone answer key" / "0002.txt").write_text("nothing here\n")
-    proc = _cli("tripwire", "--sealed", "sealed.json", "--requests", "requests",
+    proc = run_cli("tripwire", "--sealed", "sealed.json", "--requests", "requests",
                 "--format", "sarif", "-o", "tripwire.sarif", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     doc = json.loads((tmp_path / "tripwire.sarif").read_text())

@@ -1,7 +1,7 @@
 """The recorder and the tripwire under the real `openai`, `anthropic` and `google-genai` SDKs.
 
-A harness session (`sdk_session.py`) talks to a local endpoint answering in each API's shape
-(`model_endpoint.py`) through `plimsoll-ci record`, streaming and not. Every sealed value is found
+A harness session (`tests/kit/sdk_session.py`) talks to a local endpoint answering in each API's shape
+(`tests/kit/model_endpoint.py`) through `plimsoll-ci record`, streaming and not. Every sealed value is found
 at the place it rode in, no near miss is found, streams arrive unchanged, and no report format
 prints a sealed value or an API key.
 """
@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from model_endpoint import serve
-from sdk_session import KEYS, NEAR_MISSES, SEALED_FILE, SEALED_VALUES, run
+from kit.model_endpoint import serve
+from kit.sdk_session import KEYS, NEAR_MISSES, SEALED_FILE, SEALED_VALUES, run
 
 from plimsoll_ci.cli import main
 from plimsoll_ci.tripwire.recorder import start_in_thread

@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
-from scankit import LeakGuard
+from kit.cli import run_cli
+from kit.scan import LeakGuard
 
 from plimsoll_ci import valuefiles
-from plimsoll_ci.cli import main
 
 USER_SEED = 48213377123  # the seed the user found written as 0xb39bdc063 in a shipped file
 ROUND = 800_000_000  # a round number below the hunt horizon: the lint's business
@@ -46,15 +46,6 @@ def guard(capsys: pytest.CaptureFixture[str]):
     g.text(err, "stderr")
 
 
-def cli(capsys: pytest.CaptureFixture[str], guard: LeakGuard, *args: str) -> tuple[int, str, str]:
-    """The CLI in-process: (exit code, stdout, stderr), both through the leak guard."""
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    guard.text(out, "stdout")
-    guard.text(err, "stderr")
-    return code, out, err
-
-
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A harness folder with the seeds in every format, and the current folder."""
@@ -71,8 +62,8 @@ def entries(path: Path) -> list[dict]:
 
 def test_a_yaml_seeds_file_built_with_select_gives_number_entries_and_the_seed_lint_warns(
         folder, capsys, guard):
-    code, _, err = cli(capsys, guard, "withheld", "build", "--values", "seeds.yaml",
-                       "--select", "heldout.seeds[*]", "-o", "withheld.json")
+    code, _, err = run_cli("withheld", "build", "--values", "seeds.yaml",
+                       "--select", "heldout.seeds[*]", "-o", "withheld.json", guard=guard)
     assert code == 0, err
     got = entries(folder / "withheld.json")
     assert [e["type"] for e in got] == ["number"] * 16
@@ -90,11 +81,11 @@ def test_a_hex_written_seed_in_a_shipped_file_is_found_by_scan_and_the_key_word_
     task.mkdir()
     (task / "config.js").write_text("export const seed = 0xb39bdc063;  // the heldout run\n")
     (task / "README.md").write_text("The heldout seeds are kept private.\n")
-    code, _, err = cli(capsys, guard, "withheld", "build", "--values", "seeds.yaml",
-                       "--select", "heldout.seeds[*]", "-o", "withheld.json")
+    code, _, err = run_cli("withheld", "build", "--values", "seeds.yaml",
+                       "--select", "heldout.seeds[*]", "-o", "withheld.json", guard=guard)
     assert code == 0, err
-    code, out, err = cli(capsys, guard, "scan", "--set", "withheld.json", "task",
-                         "--format", "json")
+    code, out, err = run_cli("scan", "--set", "withheld.json", "task",
+                         "--format", "json", guard=guard)
     assert code == 1, out + err
     found = [(f["path"], f["entry"]) for f in json.loads(out)["findings"]]
     assert found == [("task/config.js", "seeds.yaml:heldout.seeds[0]")]
@@ -103,10 +94,10 @@ def test_a_hex_written_seed_in_a_shipped_file_is_found_by_scan_and_the_key_word_
 @pytest.mark.parametrize("name", sorted(FILES))
 def test_every_format_with_select_gives_the_digests_of_the_plain_text_file(
         folder, capsys, guard, name):
-    assert cli(capsys, guard, "withheld", "build", "--values", "seeds.txt",
-               "-o", "plain.json")[0] == 0
-    code, _, err = cli(capsys, guard, "withheld", "build", "--values", name,
-                       "--select", SELECT[name], "-o", "set.json")
+    assert run_cli("withheld", "build", "--values", "seeds.txt",
+               "-o", "plain.json", guard=guard)[0] == 0
+    code, _, err = run_cli("withheld", "build", "--values", name,
+                       "--select", SELECT[name], "-o", "set.json", guard=guard)
     assert code == 0, err
     plain = entries(folder / "plain.json")
     got = entries(folder / "set.json")
@@ -129,7 +120,7 @@ def test_every_format_with_select_gives_the_digests_of_the_plain_text_file(
 def test_a_structured_file_without_select_is_refused_naming_the_paths_it_could_take(
         folder, capsys, guard, name, text, hint):
     (folder / name).write_text(text)
-    code, out, err = cli(capsys, guard, "withheld", "build", "--values", name, "-o", "w.json")
+    code, out, err = run_cli("withheld", "build", "--values", name, "-o", "w.json", guard=guard)
     assert code == 2 and out == ""
     assert f"values file {name} is " in err and "--select" in err and hint in err
     assert not (folder / "w.json").exists()
@@ -140,7 +131,7 @@ def test_a_csv_header_is_named_only_over_a_column_of_numbers(folder, capsys, gua
     (folder / "labels.csv").write_text("seed,label\n" + "".join(
         f"{s},Drone Answer Key {n}\n" for n, s in enumerate(SEEDS)))
     guard.patterns += LeakGuard(["Drone Answer Key"]).patterns
-    code, _, err = cli(capsys, guard, "withheld", "build", "--values", "labels.csv")
+    code, _, err = run_cli("withheld", "build", "--values", "labels.csv", guard=guard)
     assert code == 2
     assert "seed (16 numbers)" in err and "column 2 by its name in the header row (16 texts)" in err
 
@@ -160,8 +151,8 @@ def test_a_csv_header_is_named_only_over_a_column_of_numbers(folder, capsys, gua
 ])
 def test_a_bad_select_exits_2_naming_the_file_and_the_path_never_a_value(
         folder, capsys, guard, name, expr, words):
-    code, out, err = cli(capsys, guard, "withheld", "build", "--values", name, "--select", expr,
-                         "-o", "w.json")
+    code, out, err = run_cli("withheld", "build", "--values", name, "--select", expr,
+                         "-o", "w.json", guard=guard)
     assert code == 2 and out == ""
     assert name in err and words in err, err
     assert not (folder / "w.json").exists()
@@ -169,8 +160,8 @@ def test_a_bad_select_exits_2_naming_the_file_and_the_path_never_a_value(
 
 def test_a_selected_boolean_or_null_is_refused_by_its_path_and_line(folder, capsys, guard):
     (folder / "odd.yaml").write_text("heldout:\n  seeds:\n  - 61877402391\n  - true\n  - ~\n")
-    code, _, err = cli(capsys, guard, "withheld", "build", "--values", "odd.yaml",
-                       "--select", "heldout.seeds[*]")
+    code, _, err = run_cli("withheld", "build", "--values", "odd.yaml",
+                       "--select", "heldout.seeds[*]", guard=guard)
     assert code == 2
     assert "heldout.seeds[1] (line 4) is a boolean, neither a number nor text" in err
 
@@ -180,8 +171,8 @@ def test_strings_stay_text_and_numbers_in_strings_are_numbers(folder, capsys, gu
         {"labels": ["Drone Answer Key"], "seeds": [str(USER_SEED)]}))
     guard.patterns += LeakGuard(["Drone Answer Key"]).patterns
     for expr, kind in (("labels[*]", "text"), ("seeds[0]", "number")):
-        code, out, err = cli(capsys, guard, "withheld", "build", "--values", "mixed.json",
-                             "--select", expr)
+        code, out, err = run_cli("withheld", "build", "--values", "mixed.json",
+                             "--select", expr, guard=guard)
         assert code == 0, err
         assert [e["type"] for e in json.loads(out)["entries"]] == [kind]
 
@@ -189,32 +180,32 @@ def test_strings_stay_text_and_numbers_in_strings_are_numbers(folder, capsys, gu
 def test_a_plain_text_file_stays_one_value_a_line_and_takes_no_select(folder, capsys, guard):
     (folder / "labels.txt").write_text("# labels\nDrone Answer Key\nheldout: not a mapping\n")
     guard.patterns += LeakGuard(["Drone Answer Key"]).patterns
-    code, out, err = cli(capsys, guard, "withheld", "build", "--values", "labels.txt")
+    code, out, err = run_cli("withheld", "build", "--values", "labels.txt", guard=guard)
     assert code == 0, err
     assert [e["id"] for e in json.loads(out)["entries"]] == ["labels.txt:2", "labels.txt:3"]
-    code, _, err = cli(capsys, guard, "withheld", "build", "--values", "labels.txt",
-                       "--select", "[*]")
+    code, _, err = run_cli("withheld", "build", "--values", "labels.txt",
+                       "--select", "[*]", guard=guard)
     assert code == 2 and "--select given" in err
 
 
 def test_selects_pair_with_the_structured_files_in_order(folder, capsys, guard):
-    code, out, err = cli(capsys, guard, "withheld", "build", "--values", "seeds.txt",
+    code, out, err = run_cli("withheld", "build", "--values", "seeds.txt",
                          "--id-prefix", "plain", "--values", "seeds.csv", "--id-prefix", "csv",
                          "--values", "seeds.toml", "--id-prefix", "toml",
-                         "--select", "seed", "--select", "heldout.seeds[0]")
+                         "--select", "seed", "--select", "heldout.seeds[0]", guard=guard)
     assert code == 0, err
     ids = [e["id"] for e in json.loads(out)["entries"]]
     assert ids[15:18] == ["plain:16", "csv:2", "csv:3"] and ids[-1] == "toml:heldout.seeds[0]"
-    code, _, err = cli(capsys, guard, "withheld", "build", "--values", "seeds.csv",
-                       "--select", "seed", "--select", "seed")
+    code, _, err = run_cli("withheld", "build", "--values", "seeds.csv",
+                       "--select", "seed", "--select", "seed", guard=guard)
     assert code == 2 and "give it once per structured file" in err
 
 
 def test_sealed_build_reads_structured_files_the_same_way(folder, capsys, guard):
-    code, _, err = cli(capsys, guard, "sealed", "build", "--values", "seeds.toml")
+    code, _, err = run_cli("sealed", "build", "--values", "seeds.toml", guard=guard)
     assert code == 2 and "heldout.seeds[*] (16 numbers)" in err
-    code, out, err = cli(capsys, guard, "sealed", "build", "--values", "seeds.toml",
-                         "--select", "heldout.seeds[*]")
+    code, out, err = run_cli("sealed", "build", "--values", "seeds.toml",
+                         "--select", "heldout.seeds[*]", guard=guard)
     assert code == 0, err
     doc = json.loads(out)
     assert doc["format"] == "plimsoll-sealed/1"
@@ -239,7 +230,7 @@ def test_sealed_build_reads_structured_files_the_same_way(folder, capsys, guard)
 def test_a_hostile_or_broken_structured_file_is_refused_within_its_bounds(
         folder, capsys, guard, name, text, words):
     (folder / name).write_text(text)
-    code, _, err = cli(capsys, guard, "withheld", "build", "--values", name, "--select", "[*]")
+    code, _, err = run_cli("withheld", "build", "--values", name, "--select", "[*]", guard=guard)
     assert code == 2 and words in err, err
     assert "Traceback" not in err
 
@@ -247,6 +238,6 @@ def test_a_hostile_or_broken_structured_file_is_refused_within_its_bounds(
 def test_a_values_file_over_the_bound_is_refused_before_it_is_parsed(folder, capsys, guard,
                                                                       monkeypatch):
     monkeypatch.setattr(valuefiles, "VALUES_BOUND", 100)
-    code, _, err = cli(capsys, guard, "withheld", "build", "--values", "seeds.yaml",
-                       "--select", "heldout.seeds[*]")
+    code, _, err = run_cli("withheld", "build", "--values", "seeds.yaml",
+                       "--select", "heldout.seeds[*]", guard=guard)
     assert code == 2 and "values file seeds.yaml" in err and "over the bound of 100 bytes" in err

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import attest_demo as demo
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from kit import attest_demo as demo
 from plimsoll_ci.attest import bundle, canonical, dsse, keys, record
 
 

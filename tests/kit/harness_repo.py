@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from kit.cli import Ran, run_process
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 KEY = "hook-test-key-not-a-secret"
@@ -97,6 +98,8 @@ def fix(repo: Path) -> None:
     (repo / "viewer/replay.html").write_text('<a href="seed-EXAMPLE.json">example replay</a>\n')
 
 
-def run_cli(repo: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci.cli", *args], cwd=repo,
-                          capture_output=True, text=True, env=env or hook_env())
+def repo_cli(repo: Path, *args: str, env: dict | None = None) -> Ran:
+    """`plimsoll-ci ARGS` as a process in `repo`, with the hooks' environment (`hook_env()`) unless
+    `env` is given: the hostile-repository tests need the boundary (git runs in the child)."""
+    return run_process(*args, cwd=repo, env=env or hook_env(), module="plimsoll_ci.cli",
+                       inherit=False)

@@ -1,6 +1,6 @@
 """A real chat-completions endpoint on 127.0.0.1 that answers from a script, for tests.
 
-    from chat_server import ChatServer, text, tool_call
+    from kit.chat_server import ChatServer, text, tool_call
 
     with ChatServer([tool_call("write_file", {"path": "controller.py", "content": "..."}),
                      tool_call("fly", {}),
@@ -21,10 +21,9 @@ Every request is kept in `requests`, in order, with its headers, bytes and arriv
 With `key=` set, a request whose `Authorization` is not `Bearer KEY` gets a 401 whose message
 quotes the header it got (as careless servers do), to prove clients scrub what they echo.
 
-From another test folder:
+A test folder's conftest.py offers the fixture by importing it:
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "model"))
-    from chat_server import ChatServer, chat_server  # noqa: F401 (the fixture, re-exported)
+    from kit.chat_server import ChatServer, chat_server  # noqa: F401 (the fixture, re-exported)
 """
 
 from __future__ import annotations

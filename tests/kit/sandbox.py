@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
+
+from kit.cli import cli_argv
 
 SLEEPER = """
 import time
@@ -62,7 +63,7 @@ def grade_cli(controller: Path, provider: str, flights: int, *extra: str,
               env: dict[str, str] | None = None) -> subprocess.Popen:
     """`plimsoll-ci grade` on `flights` easy seeds, started in the background."""
     return subprocess.Popen(
-        [sys.executable, "-m", "plimsoll_ci", "grade", "--controller", str(controller),
+        [*cli_argv(), "grade", "--controller", str(controller),
          "--course", "easy", "--seeds", f"5000000001-{5000000000 + flights}",
          "--provider", provider, "--format", "json", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

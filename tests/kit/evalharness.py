@@ -8,13 +8,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chat_server import Answer, text
-
+from kit.chat_server import Answer, text
+from kit.cli import Ran, run_process
 from plimsoll_ci.evalharness.run import EvalRequest, EvalResult, run_eval
 from plimsoll_ci.model import ModelConfig
 from plimsoll_ci.sandbox.command import CommandLimits
@@ -100,10 +99,10 @@ def evaluate(url: str, repo: Path, task_dir: Path, out: Path, **kw: Any) -> Eval
     return run_eval(request, signer, bundle, environ={KEY_ENV: KEY})
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """`plimsoll-ci ARGS` as a user runs it, with the test key in its variable."""
-    return subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], capture_output=True,
-                          text=True, env={**os.environ, KEY_ENV: KEY, **(env or {})}, timeout=600)
+def eval_cli(*args: str, env: dict[str, str] | None = None) -> Ran:
+    """`plimsoll-ci ARGS` as a user runs it (a process: the eval's timeouts and signals are its
+    own), with the test key in its variable."""
+    return run_process(*args, env={KEY_ENV: KEY, **(env or {})})
 
 
 def user_messages(request_json: dict) -> list[str]:

@@ -15,7 +15,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from evalkit import commit, git
+from kit.evalharness import commit, git
 
 VERSION = "2.32.3"
 DEPS = ("urllib3", "idna", "certifi", "charset_normalizer", "pytest")

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hook"))
-from harness_repo import KEY, hook_env  # noqa: E402
+from kit.harness_repo import KEY, hook_env
 
 ACTION = Path(__file__).resolve().parents[2] / "actions" / "ship-scan"
 

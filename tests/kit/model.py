@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from kit.cli import cli_argv
 from plimsoll_ci.model import ModelConfig
 
 _ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +49,7 @@ def start_recorder(upstream: str, out: Path) -> tuple[subprocess.Popen, str]:
     """`plimsoll-ci record` as a user runs it, on a free port; (process, its base URL)."""
     env = dict(os.environ, PYTHONPATH=str(_ROOT))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "plimsoll_ci", "record", "--upstream", upstream,
+        [*cli_argv(), "record", "--upstream", upstream,
          "--out", str(out), "--port", "0"],
         stderr=subprocess.PIPE, text=True, env=env, cwd=_ROOT)
     line = proc.stderr.readline()

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
+from kit.chat_server import Answer, Received, text, tool_call
 from plimsoll_ci.squeeze.plan import FORMAT, Grading
 from plimsoll_ci.squeeze.records import GradingRecord, Read, Score
 
@@ -62,6 +62,24 @@ def copy_example(dest: Path) -> Path:
     return dest / "squeeze.yaml"
 
 
+def tiny_job(folder: Path, twin: bool = False, sets: int | None = None) -> Path:
+    """The tiny job (course easy, 4 fresh seeds) in `folder`, its squeeze.yaml returned: the loop
+    `solo` (the honest controller) and its rebuild `hover` (lands nothing); with `twin`, a second
+    rebuild that lands everything (the honest controller again); `sets`, the fresh sets flown."""
+    (folder / "rebuilds").mkdir(parents=True)
+    honest = (REPO / "plimsoll_sim" / "controllers" / "honest.py").read_text()
+    (folder / "loop.py").write_text(honest)
+    (folder / "rebuilds" / "hover.py").write_text(
+        (REPO / "plimsoll_sim" / "controllers" / "hover.py").read_text())
+    if twin:
+        (folder / "rebuilds" / "twin.py").write_text(honest)
+    fresh = "{count: 4}" if sets is None else f"{{count: 4, sets: {sets}}}"
+    (folder / "squeeze.yaml").write_text(
+        f"course: easy\nfresh: {fresh}\nloops:\n  solo:\n    controller: loop.py\n"
+        "    rebuilds: [rebuilds/*.py]\n")
+    return folder / "squeeze.yaml"
+
+
 def chromium() -> str:
     """The chromium binary; skip outside CI when missing, fail in CI (it is in .ci/run)."""
     for name in CHROMIUM:
@@ -88,8 +106,6 @@ def need_gvisor() -> None:
 
 # ---- rebuilds made through a scripted model -------------------------------------------------------
 
-sys.path.insert(0, str(REPO / "tests" / "model"))  # also done by conftest.py
-from chat_server import Answer, Received, text, tool_call  # noqa: E402
 
 # a made-up key shaped like a real one; the tests that could leak it look for it
 KEY = "sk-proj-PLIMSOLLrebuildKEY9f8e7d6c5b4a3f2e1d0c9b8a7"

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kit.cli import Ran, run_cli
+
 PYTHON = shlex.quote(sys.executable)  # the builder runs with the interpreter running the tests
 START = 1767261600  # 2026-01-01 10:00:00 UTC
 SEEDS = [
@@ -103,13 +105,13 @@ def make_set(folder: Path, seeds: list[str] | None = None, name: str = "seeds.tx
     return out
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`plimsoll-ci ARGS` in a subprocess; its output must never carry the leaked value."""
-    proc = subprocess.run([sys.executable, "-m", "plimsoll_ci", *args], cwd=cwd,
-                          capture_output=True, text=True, errors="replace")
-    leaked = LEAK in proc.stdout or LEAK in proc.stderr
+def checked_cli(*args: str, cwd: Path) -> Ran:
+    """`plimsoll-ci ARGS` in this process (kit.cli.run_cli); its output must never carry the
+    leaked value."""
+    ran = run_cli(*args, cwd=cwd)
+    leaked = LEAK in ran.stdout or LEAK in ran.stderr
     assert not leaked, "the withheld value was printed"  # never show it, not even in a failure
-    return proc
+    return ran
 
 
 def viewer(example: str) -> str:
@@ -122,7 +124,7 @@ GLOB_CONFIG = ("withheld: withheld.json\nship:\n  task:\n"
 
 
 def history_json(repo: GitRepo, wset: Path, *args: str) -> tuple[int, dict]:
-    proc = run_cli("history", "--set", str(wset), "--format", "json", "--no-progress", *args,
-                   cwd=repo.path)
+    proc = checked_cli("history", "--set", str(wset), "--format", "json", "--no-progress", *args,
+                       cwd=repo.path)
     assert proc.returncode in (0, 1), proc.stderr
     return proc.returncode, json.loads(proc.stdout)
