@@ -100,7 +100,7 @@ def test_ship_list_takes_ship_set_and_the_old_set_with_one_deprecation_line(
 def _auditor_config(tmp_path: Path, limits: str) -> tuple[GitRepo, Path]:
     """A harness whose viewer leaks in its first bytes and runs past 1000 bytes, and an
     auditor's config outside it with the `limits:` lines given."""
-    from history_repos import make_set
+    from kit.history import make_set
 
     make_set(tmp_path)
     config = tmp_path / "audit.yaml"
