@@ -200,7 +200,7 @@ class Batch:
         self._base = np.zeros((4, n))
         self._wind = np.zeros((3, n))
         self._bad_touch = np.zeros(n, dtype=bool)
-        self._obs_cache: tuple[int, np.ndarray] | None = None
+        self._obs_cache: tuple[int, np.ndarray, list[dict] | None] | None = None
 
         # Constants of the substep.
         ix, iy, iz = d.inertia
@@ -293,13 +293,14 @@ class Batch:
     def observations(self) -> list[dict]:
         """One noisy observation per live flight, aligned with `live` (JSON-serialisable)."""
         table = self.observation_table()
-        rows = table[:, 1:13].tolist()
-        gates = self.next_gate.tolist()
-        t = self.time
-        return [
-            {"t": t, "pos": r[0:3], "vel": r[3:6], "att": r[6:9], "rates": r[9:12], "gate": gate}
-            for r, gate in zip(rows, gates, strict=True)
-        ]
+        assert self._obs_cache is not None
+        if self._obs_cache[2] is None:
+            rows = table[:, 1:13].tolist()
+            t = self.time
+            obs = [{"t": t, "pos": r[0:3], "vel": r[3:6], "att": r[6:9], "rates": r[9:12],
+                    "gate": gate} for r, gate in zip(rows, self.next_gate.tolist(), strict=True)]
+            self._obs_cache = (self._tick, table, obs)
+        return self._obs_cache[2]
 
     def observation_table(self) -> np.ndarray:
         """The live flights' observations as one (n, 14) float64 table, a row per flight: t, pos,
@@ -321,7 +322,7 @@ class Batch:
         table[:, 0] = self.time
         np.round(arr.T, 6, out=table[:, 1:13])
         table[:, 13] = self.next_gate
-        self._obs_cache = (self._tick, table)
+        self._obs_cache = (self._tick, table, None)
         return table
 
     def step(self, commands: list) -> None:
