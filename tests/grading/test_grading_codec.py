@@ -103,3 +103,13 @@ def test_a_table_of_the_wrong_length_is_a_wrong_count():
     commands = [{"thrust": 7.0, "roll": 0.0, "pitch": 0.0, "yaw_rate": 0.0}] * 2
     _, _, problem = _read_reply(_reply(commands), 0, 0, 3)
     assert problem == "wrong count: 2 commands for 3 live flights"
+
+
+def test_observations_are_the_same_list_within_a_tick_and_new_after_a_flight_ends():
+    batch = sim.Batch(SEEDS[:3], sim.course("easy"))
+    first = batch.observations()
+    assert batch.observation_table().shape == (3, 14)
+    assert batch.observations() is first
+    batch.end(1, "protocol", "test")
+    assert batch.observations() is not first
+    assert batch.observations() == [first[0], first[2]]
