@@ -16,7 +16,14 @@ gVisor, against 192 one-at-a-time `grade` calls on the same fresh set in the sam
 at most 150 s with `--jobs 2`). `--also-jobs M` runs the squeeze again with M workers and checks
 that `result.json` is the same bytes.
 
+`--components` measures what one grading costs, part by part, on a machine too busy for a wall
+time to mean much: CPU seconds of the grader (this process: simulator, protocol), of the runsc
+processes (start, stop) and of the sandbox (its cgroup: interpreter, runner, controller), for one
+controller's 80 hard-course flights in gVisor and with the process provider, and for a sandbox
+that starts and stops with a trivial controller (medians of `--repeat` runs).
+
     python3 benchmarks/bench_squeeze.py [--jobs N] [--skip-cli] [--regrade [--also-jobs M]]
+    python3 benchmarks/bench_squeeze.py --components [--repeat N]
 """
 
 from __future__ import annotations
@@ -159,6 +166,65 @@ def regrade(args: argparse.Namespace) -> int:
     return 0 if same is not False else 1
 
 
+TRIVIAL = """class Controller:
+    def __init__(self, info):
+        pass
+
+    def step(self, obs):
+        return {"thrust": float("nan"), "roll": 0.0, "pitch": 0.0, "yaw_rate": 0.0}
+"""
+
+
+def _cpu() -> tuple[float, float]:
+    import resource
+
+    me, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def _one_grading(controller: Path, provider: str, seeds: list) -> tuple[float, ...]:
+    """(wall, grader CPU, runsc processes' CPU, sandbox CPU, start wall) of one grading."""
+    import plimsoll_sim as sim
+    from plimsoll_ci.grading.request import GradeRequest
+    from plimsoll_ci.grading.run import grade
+
+    before, t = _cpu(), time.perf_counter()
+    doc = grade(GradeRequest(str(controller), "hard", seeds, provider, None, "controller", (),
+                             batch_size=len(seeds), practice=sim.PRACTICE_SEEDS,
+                             allow_weak_seeds=True, pipeline=False)).document()
+    wall, after = time.perf_counter() - t, _cpu()
+    sandbox = doc["cpu"]["total_s"] + doc["cpu"]["startup_s"]
+    if provider == "process":  # its runner is this process's child: counted once, as the sandbox
+        return wall, after[0] - before[0], 0.0, sandbox, doc["timing"]["start_s"]
+    return (wall, after[0] - before[0], after[1] - before[1], sandbox, doc["timing"]["start_s"])
+
+
+def components(repeat: int) -> int:
+    """Cost components of one grading (`--components`)."""
+    import statistics
+
+    import plimsoll_sim as sim
+    from plimsoll_ci.grading.seeds import Seed
+
+    flights = [Seed(f"practice:{n}", s, False) for n, s in enumerate(sim.PRACTICE_SEEDS, 1)]
+    flights += [Seed(f"fresh:{n}", s, True) for n, s in enumerate(fresh.draw(64).seeds, 1)]
+    with tempfile.TemporaryDirectory() as tmp:
+        trivial = Path(tmp) / "controller.py"
+        trivial.write_text(TRIVIAL)
+        cases = [("80 flights, gvisor", EXAMPLE / "loops" / "honest.py", "gvisor", flights),
+                 ("80 flights, process", EXAMPLE / "loops" / "honest.py", "process", flights),
+                 ("start + stop, gvisor", trivial, "gvisor", flights[16:17])]
+        print(f"one grading, part by part (median of {repeat}; CPU seconds); load {load()}")
+        print(f"{'case':<22} {'wall':>7} {'grader':>7} {'runsc':>7} {'sandbox':>8} {'start':>7}")
+        for name, controller, provider, seeds in cases:
+            _one_grading(controller, provider, seeds)  # warm: imports, the rootfs, page cache
+            got = [_one_grading(controller, provider, seeds) for _ in range(repeat)]
+            row = [statistics.median(x) for x in zip(*got, strict=True)]
+            print(f"{name:<22} " + " ".join(f"{v:>7.2f}" for v in row))
+    print(f"load {load()}")
+    return 0
+
+
 def main() -> int:
     """Run the measurements and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -168,11 +234,16 @@ def main() -> int:
                         help="the hackathon's scale: 96 controllers, 192 grade calls")
     parser.add_argument("--also-jobs", type=int, default=0,
                         help="with --regrade: run again with this many workers and compare")
+    parser.add_argument("--components", action="store_true",
+                        help="one grading's cost, part by part (CPU seconds)")
+    parser.add_argument("--repeat", type=int, default=3, help="with --components: runs per case")
     args = parser.parse_args()
     ok, why = all_providers.get("gvisor").available()
     if not ok:
         print(f"gvisor unavailable: {why}")
         return 2
+    if args.components:
+        return components(max(1, args.repeat))
     if args.regrade:
         return regrade(args)
     job = job_mod.load(JOB)

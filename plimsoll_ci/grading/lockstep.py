@@ -13,14 +13,25 @@ using CPU altogether (a hang), so a busy machine cannot fail a flight an idle on
 
 from __future__ import annotations
 
+import base64
 import collections
 import json
 import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from plimsoll_ci.sandbox.runner import PackError, pack, unpack
+import numpy as np
+
+from plimsoll_ci.sandbox.runner import PackError, unpack
 from plimsoll_ci.sandbox.session import Session
+
+# The columns of `pack(batch.observations())`: the observation table is sent as those bytes.
+OBS_COLS = [["t", 0, "float"], ["pos", 3, "list"], ["vel", 3, "list"], ["att", 3, "list"],
+            ["rates", 3, "list"], ["gate", 0, "int"]]
+# A reply's commands of one mode, in the order `Batch.step_table` takes them.
+TABLE_KEYS = {frozenset(keys): (keys, attitude) for keys, attitude in (
+    (("thrust", "roll", "pitch", "yaw_rate"), True),
+    (("thrust", "roll_rate", "pitch_rate", "yaw_rate"), False))}
 
 
 class CpuBudget(NamedTuple):
@@ -103,12 +114,12 @@ def fly(session: Session, groups: list, budget: CpuBudget,
         batch = groups[g]
         live = list(batch.live)
         s0 = time.monotonic()
-        obs = batch.observations()
+        obs = packed_observations(batch)
         sim_s += time.monotonic() - s0
         ids = [offsets[g] + i for i in live]
         drop = [offsets[g] + i for i in sorted(last_live[g] - set(live))]
         last_live[g] = set(live)
-        line = json.dumps({"tick": ticks[g], "seq": seq, "ids": ids, "obs": pack(obs),
+        line = json.dumps({"tick": ticks[g], "seq": seq, "ids": ids, "obs": obs,
                            "drop": drop}, separators=(",", ":")).encode() + b"\n"
         pending.append((g, live, seq, time.monotonic()))
         seq += 1
@@ -173,11 +184,11 @@ def fly(session: Session, groups: list, budget: CpuBudget,
                 batch.end(i, "budget", f"the flight used {flight_cpu[offsets[g] + i]:.3g} s of "
                           f"CPU, over its limit of {budget.per_flight_s:g} s")
             else:
-                keep.append(commands[pos])
+                keep.append(pos)
         if batch.live:
             s0 = time.monotonic()
             try:
-                batch.step(keep)
+                _step(batch, commands, keep)
             except (TypeError, ValueError, OverflowError) as e:
                 # The simulator validates commands; anything it cannot even judge ends the group.
                 for i in list(batch.live):
@@ -196,7 +207,61 @@ def fly(session: Session, groups: list, budget: CpuBudget,
                  time.monotonic() - started, waited)
 
 
-def _read_reply(line: bytes, tick: int, seq: int, count: int) -> tuple[list, dict, str]:
+def packed_observations(batch) -> dict:
+    """`pack(batch.observations())`, made from the batch's observation table without a dict per
+    flight: the same columns and the same bytes (tests hold the two equal)."""
+    table = batch.observation_table()
+    return {"cols": OBS_COLS, "n": len(table),
+            "f64": base64.b64encode(table.astype("<f8", copy=False).tobytes()).decode("ascii")}
+
+
+class _Table(NamedTuple):
+    """A reply's commands as packed columns of plain floats, all of one mode (`Batch.step_table`)."""
+
+    cmd: np.ndarray  # (n, 4) in the mode's key order
+    attitude: bool
+    packed: dict  # the reply's `commands`, for `unpack` when a value is not finite
+
+    def __len__(self) -> int:
+        return len(self.cmd)
+
+
+def _table(packed: object) -> _Table | None:
+    """The commands as a table when they are columns of floats with one mode's keys; else None
+    (and `unpack` reads them as before)."""
+    if type(packed) is not dict or "json" in packed:
+        return None
+    cols, n = packed.get("cols"), packed.get("n")
+    if type(cols) is not list or len(cols) != 4 or type(n) is not int or not 0 <= n <= 1 << 16:
+        return None  # (unpack's bound on rows: past it, its error is the one to give)
+    if any(type(c) is not list or len(c) != 3 or type(c[0]) is not str or c[1:] != [0, "float"]
+           for c in cols):
+        return None
+    names = [c[0] for c in cols]
+    mode = TABLE_KEYS.get(frozenset(names))
+    if mode is None or len(set(names)) != 4 or type(packed.get("f64")) is not str:
+        return None
+    try:
+        data = base64.b64decode(packed["f64"], validate=True)
+    except (ValueError, TypeError):
+        return None
+    if len(data) != 32 * n:
+        return None
+    got = np.frombuffer(data, dtype="<f8").reshape(n, 4)
+    order = [names.index(k) for k in mode[0]]
+    return _Table(got[:, order].astype(float), mode[1], packed)
+
+
+def _step(batch, commands, keep: list[int]) -> None:
+    """Step `batch` with the commands at positions `keep` (a list, or a `_Table`)."""
+    if isinstance(commands, _Table):
+        if batch.step_table(commands.cmd[keep], commands.attitude):
+            return
+        commands = unpack(commands.packed)  # a value not finite: the simulator says which
+    batch.step([commands[pos] for pos in keep])
+
+
+def _read_reply(line: bytes, tick: int, seq: int, count: int) -> tuple[list | _Table, dict, str]:
     """(commands, errors, problem): problem is '' when the line is a well-formed reply."""
     try:
         msg = json.loads(line)
@@ -207,10 +272,12 @@ def _read_reply(line: bytes, tick: int, seq: int, count: int) -> tuple[list, dic
     if msg.get("tick") != tick or msg.get("seq") != seq:
         return [], {}, (f"malformed output: reply for tick {str(msg.get('tick'))[:20]} line "
                         f"{str(msg.get('seq'))[:20]}, expected tick {tick} line {seq}")
-    try:
-        commands = unpack(msg.get("commands"))
-    except PackError as e:
-        return [], {}, f"malformed output: commands {e}"
+    commands: list | _Table | None = _table(msg.get("commands"))
+    if commands is None:
+        try:
+            commands = unpack(msg.get("commands"))
+        except PackError as e:
+            return [], {}, f"malformed output: commands {e}"
     if len(commands) != count:
         return [], {}, f"wrong count: {len(commands)} commands for {count} live flights"
     errors = msg.get("errors", {})

@@ -149,3 +149,28 @@ def test_grading_into_a_tampered_bundle_is_refused_before_anything_is_flown(tmp_
         grade_and_sign(GradeRequest(quick, "easy", seeds.given("5000000001"), "process"), signer,
                        tmp_path / "missing" / "runs.intoto.jsonl", events.append)
     assert events == []
+
+
+def test_the_scan_sets_are_built_once_per_process_and_again_when_their_bytes_change(tmp_path):
+    import plimsoll_sim as sim
+    from plimsoll_ci.grading import checks
+    from plimsoll_ci.scan import Scanner
+
+    here = Path(sim.__file__).parent
+    first = checks.suspicious_set(sim.PRACTICE_SEEDS, here, sim.generator.MAGIC)
+    assert checks.suspicious_set(sim.PRACTICE_SEEDS, here, sim.generator.MAGIC) is first
+    copy = tmp_path / "sim"
+    copy.mkdir()
+    for name in checks.SIM_SOURCES:
+        if (here / name).is_file():
+            (copy / name).write_bytes((here / name).read_bytes())
+    assert checks.suspicious_set(sim.PRACTICE_SEEDS, copy, sim.generator.MAGIC) is first
+    (copy / "fly.py").write_bytes((here / "fly.py").read_bytes() + b"\n# changed\n")
+    changed = checks.suspicious_set(sim.PRACTICE_SEEDS, copy, sim.generator.MAGIC)
+    assert changed is not first
+    assert checks.suspicious_set(sim.PRACTICE_SEEDS[:3], here, sim.generator.MAGIC) is not first
+    seeds = [("fresh:1", 4821730956), ("fresh:2", 7234512890)]
+    own, _ = checks.sealed_set(seeds)
+    assert checks.sealed_set(seeds)[0] is own
+    found, _ = Scanner(own).scan_file(b"SEED = 7234512890\n", "controller.py")
+    assert [f.entry for f in found] == ["fresh:2"]  # a set built once still finds its values
