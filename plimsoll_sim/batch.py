@@ -300,6 +300,7 @@ class Batch:
             obs = [{"t": t, "pos": r[0:3], "vel": r[3:6], "att": r[6:9], "rates": r[9:12],
                     "gate": gate} for r, gate in zip(rows, self.next_gate.tolist(), strict=True)]
             self._obs_cache = (self._tick, table, obs)
+            return obs
         return self._obs_cache[2]
 
     def observation_table(self) -> np.ndarray:

@@ -154,7 +154,7 @@ def test_grading_into_a_tampered_bundle_is_refused_before_anything_is_flown(tmp_
 def test_the_scan_sets_are_built_once_per_process_and_again_when_their_bytes_change(tmp_path):
     import plimsoll_sim as sim
     from plimsoll_ci.grading import checks
-    from plimsoll_ci.scan import Scanner
+    from plimsoll_ci.shipscan.scan import Scanner
 
     here = Path(sim.__file__).parent
     first = checks.suspicious_set(sim.PRACTICE_SEEDS, here, sim.generator.MAGIC)
