@@ -12,8 +12,8 @@ import pytest
 from kit.squeeze import REPO, need_gvisor
 
 from plimsoll_ci.attest import keys
+from plimsoll_ci.digests import make
 from plimsoll_ci.errors import ConfigError
-from plimsoll_ci.grading import fresh
 from plimsoll_ci.squeeze import job as job_mod
 from plimsoll_ci.squeeze import progress
 from plimsoll_ci.squeeze import run as run_mod
@@ -21,6 +21,7 @@ from plimsoll_ci.squeeze.grader import Setup
 from plimsoll_ci.squeeze.verify import verify
 
 CONTROLLERS = REPO / "plimsoll_sim" / "controllers"
+FIXED_FRESH = make([623347347958, 884107995872, 71999863749, 129944532029])
 JOB = """\
 course: hard
 fresh: {count: 4}
@@ -69,8 +70,11 @@ def test_a_job_mixing_python_and_javascript_grades_each_and_verifies(tmp_path):
     job = job_mod.load(mixed_job(tmp_path / "job"))
     out = tmp_path / "out"
     log = io.StringIO()
+    # Four fixed fresh seeds: the cheater matches a flight by its start within a tolerance, so
+    # about one fresh flight in 150 passes for a practice one (and may land); drawn afresh each
+    # run, four of them made this test fail now and then.
     outcome = run_mod.run(job, run_mod.Options(out, 2, Setup("gvisor", "kernel")),
-                          progress.Plain(log), fresh_set=fresh.draw(4))
+                          progress.Plain(log), fresh_set=FIXED_FRESH)
     assert outcome.status == "done" and outcome.signed == 6, log.getvalue()
     assert verify(out, keys.load_public_key(out / "harness.pub")).ok
     records = {r["controller"]: r for r in json.loads((out / "evidence.json").read_text())
