@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from plimsoll_ci import yamlsafe
 from plimsoll_ci.errors import BadInput
 from plimsoll_ci.files import MiB, read_bounded
 
@@ -58,16 +59,8 @@ class Value(NamedTuple):
     line: int
 
 
-class _Map(dict):
-    """A mapping with the line of each key's value (0 when the format gives none)."""
-
-    lines: dict[Any, int]
-
-
-class _Seq(list):
-    """A list with the line of each item."""
-
-    lines: list[int]
+_Map = yamlsafe.LinedMap  # a mapping with the line of each key's value (0 when none is given)
+_Seq = yamlsafe.LinedSeq  # a list with the line of each item
 
 
 def _is_name(key: Any) -> bool:
@@ -174,42 +167,14 @@ def _twice(origin: str, where: str) -> str:
 
 
 def _yaml(text: str, origin: str) -> Any:
-    import yaml
+    def check_key(key: Any, line: int, twice: bool) -> BadInput | None:
+        if isinstance(key, list | dict):
+            return BadInput(f"values file {origin} line {line}: a key must be a name or a number")
+        return BadInput(_twice(origin, f" line {line}")) if twice else None
 
-    from plimsoll_ci import yamlsafe
-
-    # (a base made at run time: mypy cannot see its class)
-    class Loader(yamlsafe.bounded_loader()):  # type: ignore[misc]
-        pass
-
-    def construct_map(loader: Any, node: Any) -> _Map:
-        loader.flatten_mapping(node)
-        m = _Map()
-        m.lines = {}
-        for k_node, v_node in node.value:
-            key = loader.construct_object(k_node, deep=True)
-            if isinstance(key, list | dict):
-                raise BadInput(f"values file {origin} line {k_node.start_mark.line + 1}: a key "
-                               "must be a name or a number")
-            if key in m:
-                raise BadInput(_twice(origin, f" line {k_node.start_mark.line + 1}"))
-            m[key] = loader.construct_object(v_node, deep=True)
-            m.lines[key] = v_node.start_mark.line + 1
-        return m
-
-    def construct_seq(loader: Any, node: Any) -> _Seq:
-        s = _Seq()
-        s.lines = []
-        for child in node.value:
-            s.append(loader.construct_object(child, deep=True))
-            s.lines.append(child.start_mark.line + 1)
-        return s
-
-    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_map)
-    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_seq)
     # the one YAML loader (nesting and aliases bounded while composing, one error shape)
-    return yamlsafe.load(text, f"values file {origin}", Loader,
-                         yamlsafe.Bounds(MAX_DEPTH, MAX_NODES))
+    return yamlsafe.load_lined(text, f"values file {origin}", check_key,
+                               yamlsafe.Bounds(MAX_DEPTH, MAX_NODES))
 
 
 def _csv(text: str, origin: str) -> _Seq:
@@ -220,7 +185,6 @@ def _csv(text: str, origin: str) -> _Seq:
 
     reader = csv.reader(io.StringIO(text, newline=""))
     rows = _Seq()
-    rows.lines = []
     start = 1
     try:
         for row in reader:
@@ -243,7 +207,6 @@ def with_header(rows: list, origin: str) -> _Seq:
         raise BadInput(f"values file {origin}: empty, no header row to name a column")
     header = rows[0]
     out = _Seq()
-    out.lines = []
     for row in rows[1:]:
         item = _Map(zip(header, row, strict=False))
         item.lines = dict.fromkeys(header, getattr(row, "lines", [0])[0])

@@ -12,8 +12,10 @@ One loader and one error handler for every YAML file plimsoll-ci reads:
   libyaml's parser when PyYAML was built with it (a values file may be 64 MiB), else from
   PyYAML's own; the nodes are composed here either way, never by libyaml's composer, which
   recurses in C without a bound (a million `[` crashed the process).
-- `compose(text, origin, bounds)` (the node tree, for a reader that keeps every node's line) and
-  `load(text, origin, loader, bounds)` (constructed values, with the caller's constructors);
+- `compose(text, origin, bounds)` (the node tree, for a reader that keeps every node's line),
+  `load(text, origin, loader, bounds)` (constructed values, with the caller's constructors) and
+  `load_lined(text, origin, check_key, bounds)` (every mapping a `LinedMap`, every sequence a
+  `LinedSeq`: values that keep their lines, for errors that name them);
 - `config_error(e, origin, text)`: a PyYAML error as the `ConfigError` (exit 2) every caller
   prints, `origin line N: problem; fix the YAML syntax`, N counted from 1 (line 1 when PyYAML
   gives no place).
@@ -24,6 +26,7 @@ PyYAML is imported when a YAML file is first read, never at import time (the hoo
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import ConfigError
@@ -178,3 +181,68 @@ def _run(cls: type, text: str, origin: str, method: str, bounds: Bounds) -> Any:
     finally:
         if loader is not None:
             loader.dispose()
+
+
+class LinedMap(dict):
+    """A mapping as read, with where each part stood (lines from 1): `line`, its own; `lines`,
+    a key -> its value's line; `key_lines`, a key -> the key's own line."""
+
+    line = 0
+
+    def __init__(self, items: Iterable[tuple[Any, Any]] = ()) -> None:
+        super().__init__(items)
+        self.lines: dict[Any, int] = {}
+        self.key_lines: dict[Any, int] = {}
+
+
+class LinedSeq(list):
+    """A list as read, with `line` (its own) and `lines` (each item's), lines from 1."""
+
+    line = 0
+
+    def __init__(self, items: Iterable[Any] = ()) -> None:
+        super().__init__(items)
+        self.lines: list[int] = []
+
+
+# check_key(key, line, twice) -> the error a key raises, or None: a key of a kind the reader
+# does not take (twice False), or one given twice in one mapping (twice True)
+KeyCheck = Callable[[Any, int, bool], Exception | None]
+
+
+def load_lined(text: str, origin: str, check_key: KeyCheck, bounds: Bounds = CONFIG) -> Any:
+    """The value of `text` with every mapping a `LinedMap` and every sequence a `LinedSeq`,
+    within `bounds`; each key passes `check_key` (its kind first, then whether it was given
+    twice), whose error is raised as it is."""
+    import yaml
+
+    # (a base made at run time: mypy cannot see its class)
+    class Loader(bounded_loader()):  # type: ignore[misc]
+        pass
+
+    def construct_map(loader: Any, node: Any) -> LinedMap:
+        loader.flatten_mapping(node)
+        m = LinedMap()
+        m.line = node.start_mark.line + 1
+        for k_node, v_node in node.value:
+            key = loader.construct_object(k_node, deep=True)
+            line = k_node.start_mark.line + 1
+            wrong = check_key(key, line, False) or (key in m and check_key(key, line, True))
+            if wrong:
+                raise wrong
+            m[key] = loader.construct_object(v_node, deep=True)
+            m.lines[key] = v_node.start_mark.line + 1
+            m.key_lines[key] = line
+        return m
+
+    def construct_seq(loader: Any, node: Any) -> LinedSeq:
+        s = LinedSeq()
+        s.line = node.start_mark.line + 1
+        for child in node.value:
+            s.append(loader.construct_object(child, deep=True))
+            s.lines.append(child.start_mark.line + 1)
+        return s
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_map)
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_seq)
+    return load(text, origin, Loader, bounds)

@@ -63,57 +63,20 @@ class Config(NamedTuple):
 # --------------------------------------------------------------------------- config
 
 
-class _Map(dict):
-    line = 0
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lines: dict[Any, int] = {}  # key -> line of its value
-        self.key_lines: dict[Any, int] = {}  # key -> line of the key itself
-
-
-class _Seq(list):
-    line = 0
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lines: list[int] = []
+_Map = yamlsafe.LinedMap
+_Seq = yamlsafe.LinedSeq
 
 
 def _yaml_load(text: str, origin: str) -> Any:
-    import yaml
+    def check_key(key: Any, line: int, twice: bool) -> ConfigError | None:
+        if twice:
+            return ConfigError(f"{origin} line {line}: duplicate key {key!r}; keep one")
+        if not isinstance(key, str | int | float | bool) and key is not None:
+            return ConfigError(f"{origin} line {line}: keys must be plain names")
+        return None
 
-    # nesting and aliases bounded, with a line (a base made at run time: yaml loads lazily)
-    class Loader(yamlsafe.bounded_loader()):  # type: ignore[misc]
-        pass
-
-    def construct_map(loader: yaml.SafeLoader, node: yaml.MappingNode) -> _Map:
-        loader.flatten_mapping(node)
-        m = _Map()
-        m.line = node.start_mark.line + 1
-        for k_node, v_node in node.value:
-            key = loader.construct_object(k_node, deep=True)
-            kline = k_node.start_mark.line + 1
-            if not isinstance(key, str | int | float | bool) and key is not None:
-                raise ConfigError(f"{origin} line {kline}: keys must be plain names")
-            if key in m:
-                raise ConfigError(f"{origin} line {kline}: duplicate key {key!r}; keep one")
-            m[key] = loader.construct_object(v_node, deep=True)
-            m.lines[key] = v_node.start_mark.line + 1
-            m.key_lines[key] = kline
-        return m
-
-    def construct_seq(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> _Seq:
-        s = _Seq()
-        s.line = node.start_mark.line + 1
-        for child in node.value:
-            s.append(loader.construct_object(child, deep=True))
-            s.lines.append(child.start_mark.line + 1)
-        return s
-
-    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_map)
-    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_seq)
-    return yamlsafe.load(text, origin, Loader)
+    # nesting and aliases bounded, with a line; every mapping and list keeps its lines
+    return yamlsafe.load_lined(text, origin, check_key)
 
 
 def _line_of(m: Any, key: Any) -> int:
