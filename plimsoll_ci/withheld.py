@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput, WithheldSetError
-from plimsoll_ci.files import MiB, cannot_read, read_bounded
+from plimsoll_ci.files import MiB, read_bounded
 from plimsoll_ci.match.canonical import classify, digest, file_digest, key_id
 from plimsoll_ci.match.fingerprint import fingerprints
 from plimsoll_ci.match.index import number_shape, text_shape_dict
@@ -36,6 +36,8 @@ SEALED_FORMAT = "plimsoll-sealed/1"
 FORMATS = (FORMAT, SEALED_FORMAT)
 DEFAULT_SOURCE_THRESHOLD = 0.3
 MAX_SET_BYTES = 64 * MiB  # far past any set built from a harness; /dev/zero is refused
+MAX_KEY_FILE_BYTES = 64 * 1024  # an HMAC key is a line; anything bigger is not a key
+MAX_WITHHELD_FILE_BYTES = 64 * MiB  # a whole file withheld (`--file`, `--source`), as a set
 HASH_RATE = 1e10  # SHA-256 per second on one GPU, the attacker we warn about
 
 
@@ -98,10 +100,8 @@ def key_from(env: str | None = None, file: str | None = None,
             raise BadInput(f"{file_flag}: cannot read: no such file (the path given is not "
                            "repeated, in case it is the key itself); give the path of the "
                            "file holding the key")
-        try:
-            data = Path(file).read_bytes().rstrip(b"\r\n")
-        except OSError as e:
-            raise BadInput(f"key file {file}: {cannot_read(e)}") from None
+        # bounded, a regular file only: /dev/zero or a FIFO given as the key file is refused
+        data = read_bounded(file, MAX_KEY_FILE_BYTES, f"key file {file}").rstrip(b"\r\n")
         if not data:
             raise BadInput(f"key file {file}: empty")
         return data

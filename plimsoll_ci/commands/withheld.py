@@ -57,12 +57,17 @@ def add_build_arguments(b: argparse.ArgumentParser) -> None:
 
 def build_document(args: argparse.Namespace, tag: str) -> tuple[dict, list[str]]:
     """Read the inputs named by `args` and build the set document (shared with `sealed build`)."""
-    from pathlib import Path
 
     from plimsoll_ci.errors import BadInput
-    from plimsoll_ci.files import cannot_read
+    from plimsoll_ci.files import read_bounded
     from plimsoll_ci.grading.seedlint import value_warnings
-    from plimsoll_ci.withheld import build_set, entry_name, key_from, read_values
+    from plimsoll_ci.withheld import (
+        MAX_WITHHELD_FILE_BYTES,
+        build_set,
+        entry_name,
+        key_from,
+        read_values,
+    )
 
     if not (args.values or args.file or args.source):
         raise BadInput("nothing to build from: give --values FILE, --file PATH or --source PATH")
@@ -81,10 +86,8 @@ def build_document(args: argparse.Namespace, tag: str) -> tuple[dict, list[str]]
         values += got
 
     def read(p: str) -> bytes:
-        try:
-            return Path(p).read_bytes()
-        except OSError as e:
-            raise BadInput(f"{p}: {cannot_read(e)}") from None
+        # a whole file withheld is read within the bound of a set (a device or FIFO refused)
+        return read_bounded(p, MAX_WITHHELD_FILE_BYTES, p)
 
     files = [(entry_name(p), read(p)) for p in args.file]
     sources = [(entry_name(p), read(p)) for p in args.source]

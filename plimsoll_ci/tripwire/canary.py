@@ -22,11 +22,13 @@ from typing import NamedTuple
 
 from plimsoll_ci.engine import Scanner
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.files import cannot_read
+from plimsoll_ci.files import MiB, read_bounded
 from plimsoll_ci.shipscan.scan import scan_items
 from plimsoll_ci.tripwire.formats import CANARY_FORMAT
 from plimsoll_ci.tripwire.requests import scan_requests
 from plimsoll_ci.withheld import SEALED_FORMAT, WithheldSet, build_set, parse
+
+MAX_CANARY_BYTES = 64 * MiB  # a canary file `make` wrote: its markers and their sealed set
 
 KINDS = ("word", "number", "time", "filename")
 _PLACE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -143,12 +145,8 @@ class Canary(NamedTuple):
 
 def load(path: str) -> Canary:
     """Read a canary file; BadInput (exit 2) when it is not one `make` wrote."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as e:
-        raise BadInput(f"canary file {path}: {cannot_read(e)}; "
-                       "make one with `plimsoll-ci canary make`") from None
+    # bounded, a regular file only (a FIFO given as the canary file blocked the check)
+    raw = read_bounded(path, MAX_CANARY_BYTES, f"canary file {path}")
     try:
         doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:

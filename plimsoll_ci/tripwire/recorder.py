@@ -385,6 +385,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's backlog is 5: twenty requests an agent sends at once on a loaded machine
+    # overflowed it, and the kernel reset the connections it could not queue
+    request_queue_size = 128
     folder: RecordingFolder
 
     def server_close(self) -> None:

@@ -67,6 +67,11 @@ class _UpstreamHandler(http.server.BaseHTTPRequestHandler):
     do_PUT = do_POST
 
 
+class _Upstream(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+
 @pytest.fixture
 def upstream() -> Iterator[Upstream]:
     received: list = []
@@ -74,8 +79,8 @@ def upstream() -> Iterator[Upstream]:
     release = threading.Event()
     handler = type("H", (_UpstreamHandler,), {"received": received, "release": release,
                                               "released": released})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
+    # (a backlog for many requests at once, as the recorder has: socketserver's is 5)
+    server = _Upstream(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                      daemon=True).start()
     try:
