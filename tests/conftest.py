@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -26,6 +27,17 @@ import pytest
 from kit.scan import LeakGuard
 
 HEAVY = ("slow", "gvisor", "docker")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started in the background by a non-interactive shell inherits SIGINT ignored, and
+    every process it starts would too: the tests that stop a child with SIGINT (Ctrl-C) need it
+    live. A handler (not SIG_IGN) is reset to the default in a child, so children get Ctrl-C."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        try:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        except ValueError:  # not the main thread: leave it
+            pass
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
