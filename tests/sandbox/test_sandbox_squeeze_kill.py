@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from kit.cli import cli_argv
 from kit.sandbox import SLEEPER, leftovers, no_leftovers, wait_for_sandbox
+from kit.squeeze import CLIMB
 
 REPO = Path(__file__).resolve().parents[2]
 JOB = """\
@@ -101,7 +102,7 @@ def test_after_a_killed_squeeze_the_next_run_leaves_nothing_of_it(
         account = json.loads((out / "run.json").read_text())
         assert account["status"] == "interrupted"
         assert not (out / "bundle.intoto.jsonl").exists()  # a half-flown grading is never signed
-    quick = _job(tmp_path / "quick", (REPO / "plimsoll_sim/controllers/hover.py").read_text())
+    quick = _job(tmp_path / "quick", CLIMB)
     nxt = subprocess.run([sys.executable, "-m", "plimsoll_ci", "squeeze", "run", str(quick),
                           "--out", str(tmp_path / "next"), "--provider", "process"],
                          capture_output=True, text=True, timeout=600)

@@ -24,7 +24,7 @@ from kit.chat_server import (
     trickled,
 )
 from kit.cli import run_process
-from kit.squeeze import HONEST, KEY, REPO, assistant_turns, builder, need_gvisor
+from kit.squeeze import CLIMB, HONEST, KEY, assistant_turns, builder, need_gvisor
 
 import plimsoll_sim as sim
 from plimsoll_ci.attest import keys
@@ -38,7 +38,6 @@ from plimsoll_ci.squeeze import progress, rebuild, wall
 from plimsoll_ci.squeeze import run as run_mod
 from plimsoll_ci.squeeze.grader import Setup
 
-HOVER = (REPO / "plimsoll_sim" / "controllers" / "hover.py").read_text()
 # Seeds of the hard course the honest controller lands (flown in-process, `sim.fly.fly`)
 LANDED = (8742514865654379576, 3641603986678484279, 445363685911929936)
 JOB = """\
@@ -52,7 +51,7 @@ loops:
   seeder:
     controller: loop2.py
     recipe: seeder.txt
-    rebuilds: [hover.py]
+    rebuilds: [climb.py]
     build: 1
 control: {build: 1}
 sessions: {max_turns: 8, smoke: 2}
@@ -64,7 +63,7 @@ def job_folder(folder: Path, text_: str = JOB, honest_recipe: str = "Weigh the d
     folder.mkdir(parents=True)
     (folder / "loop.py").write_text(HONEST)
     (folder / "loop2.py").write_text(HONEST)
-    (folder / "hover.py").write_text(HOVER)
+    (folder / "climb.py").write_text(CLIMB)
     (folder / "honest.txt").write_text(honest_recipe + "\n")
     (folder / "seeder.txt").write_text("Remember the practice flights.\n")
     (folder / "squeeze.yaml").write_text(text_)
@@ -153,7 +152,7 @@ def test_built_rebuilds_are_graded_and_refused_ones_counted_apart(built):
     out, r, _ = built
     result = json.loads((out / "result.json").read_text())
     honest, seeder = result["loops"]
-    assert honest["rebuilds"]["count"] == 2 and seeder["rebuilds"]["count"] == 1  # hover only
+    assert honest["rebuilds"]["count"] == 2 and seeder["rebuilds"]["count"] == 1  # climb only
     assert honest["sessions"] | {"note": ""} == {
         "count": 2, "graded": 2, "refused": 0, "no_controller": 0, "tokens": 180, "note": "",
         "stopped": {"budget": 0, "rate_limit": 0, "error": 0}}
@@ -207,8 +206,8 @@ def test_every_request_went_through_the_recorder_and_the_key_is_nowhere(built):
 def test_a_recipe_carrying_a_fresh_seed_is_a_tripwire_hit_that_fails_the_run(tmp_path):
     drawn = fresh.draw(8)
     job = job_mod.load(job_folder(
-        tmp_path / "job", JOB.replace("    rebuilds: [hover.py]\n    build: 1\n",
-                                      "    rebuilds: [hover.py]\n"),
+        tmp_path / "job", JOB.replace("    rebuilds: [climb.py]\n    build: 1\n",
+                                      "    rebuilds: [climb.py]\n"),
         honest_recipe=f"Practise on flight {drawn.seeds[3]} first."))
     err = io.StringIO()
     with ChatServer([text("nothing to build")] * 10) as server:
@@ -248,7 +247,7 @@ def test_a_job_that_builds_needs_the_model_flags(tmp_path):
 
 def test_a_loop_whose_sessions_leave_nothing_to_grade_gets_no_verdict(tmp_path):
     job = job_mod.load(job_folder(tmp_path / "job", JOB.replace(
-        "    rebuilds: [hover.py]\n    build: 1\n", "    rebuilds: [hover.py]\n")))
+        "    rebuilds: [climb.py]\n    build: 1\n", "    rebuilds: [climb.py]\n")))
 
     def chatter(got: Received) -> Answer:
         return text("I would rather not write code.") if assistant_turns(got) < 1 else text("")
@@ -300,8 +299,8 @@ def test_even_the_key_holder_cannot_drop_a_session_or_restate_what_it_did(tmp_pa
     import copy as copy_mod
 
     job = job_mod.load(job_folder(tmp_path / "job", JOB.replace("    build: 2\n", "    build: 1\n")
-                                  .replace("    rebuilds: [hover.py]\n    build: 1\n",
-                                           "    rebuilds: [hover.py]\n")
+                                  .replace("    rebuilds: [climb.py]\n    build: 1\n",
+                                           "    rebuilds: [climb.py]\n")
                                   .replace("control: {build: 1}\n", "")))
     signer = keys.write_keypair(tmp_path / "ci")
     with ChatServer([builder()] * 10) as server:
@@ -313,7 +312,7 @@ def test_even_the_key_holder_cannot_drop_a_session_or_restate_what_it_did(tmp_pa
     assert outcome.status == "done"
     out = tmp_path / "out"
     made, graded = _records(out / "bundle.intoto.jsonl")
-    assert len(made) == 1 and len(graded) == 4  # honest: loop + built/honest/1; seeder: loop+hover
+    assert len(made) == 1 and len(graded) == 4  # honest: loop + built/honest/1; seeder: loop+climb
     assert _reseal(out, made, graded, signer) == []
     # The session dropped (its rebuild then looks imported from nowhere):
     assert any("no record of session honest/1" in p

@@ -113,11 +113,11 @@ def test_even_the_key_holder_cannot_mix_runs_drop_or_repeat_a_grading(tmp_path):
     # A rebuild's grading dropped (the loop looks better against fewer rebuilds):
     dropped = shutil.copytree(outs[0], tmp_path / "dropped")
     problems = _reseal(dropped, a[:1], signer)
-    assert any("no record for solo/rebuild rebuilds/hover.py" in p for p in problems)
+    assert any("no record for solo/rebuild rebuilds/climb.py" in p for p in problems)
     # A grading repeated:
     twice = shutil.copytree(outs[0], tmp_path / "twice")
     problems = _reseal(twice, [a[0], a[1], a[1]], signer)
-    assert any("bundle line 3: solo/rebuild rebuilds/hover.py was already graded on line 2" in p
+    assert any("bundle line 3: solo/rebuild rebuilds/climb.py was already graded on line 2" in p
                for p in problems)
     # A fresh flight swapped for an easier seed:
     swapped = shutil.copytree(outs[0], tmp_path / "swapped")
