@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kit.squeeze import REPO, need_gvisor
+from kit.squeeze import CLIMB, REPO, need_gvisor
 
 from plimsoll_ci.attest import keys
 from plimsoll_ci.attest.bundle import verify_bundle
@@ -29,7 +29,6 @@ from plimsoll_ci.squeeze.verify import verify
 pytestmark = [pytest.mark.gvisor, pytest.mark.slow]
 
 HONEST = (REPO / "plimsoll_sim" / "controllers" / "honest.py").read_text()
-HOVER = (REPO / "plimsoll_sim" / "controllers" / "hover.py").read_text()
 BROKEN = {
     # The sandbox process dies half a second into every flight.
     "crash.py": HONEST.replace("    def step(self, obs: dict) -> dict:\n",
@@ -70,7 +69,7 @@ def small_job(tmp_path: Path) -> Path:
     (tmp_path / "loop.py").write_text(HONEST)
     for name, text in BROKEN.items():
         (tmp_path / "rebuilds" / name).write_text(text)
-    (tmp_path / "control" / "hover.py").write_text(HOVER)
+    (tmp_path / "control" / "climb.py").write_text(CLIMB)
     (tmp_path / "squeeze.yaml").write_text(JOB)
     return tmp_path / "squeeze.yaml"
 
@@ -93,7 +92,7 @@ def test_broken_controllers_cost_their_flights_and_jobs_change_no_score(tmp_path
         assert reasons["rebuilds/crash.py"] == {"crash": 24}
         assert reasons["rebuilds/spin.py"] == {"budget": 24}
         assert reasons["rebuilds/protocol.py"] == {"protocol": 24}
-        assert sum(reasons["control/hover.py"].values()) == 24  # timeouts, now and then a wall
+        assert reasons["control/climb.py"] == {"wall": 24}  # into the ceiling
         run = json.loads((out / "run.json").read_text())
         assert run["jobs"] == jobs
         crash = next(g for g in run["per_grading"] if g["grading"][2] == "rebuilds/crash.py")
