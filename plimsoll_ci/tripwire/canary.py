@@ -17,6 +17,7 @@ import json
 import os
 import re
 import secrets
+import stat
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -29,6 +30,7 @@ from plimsoll_ci.tripwire.requests import scan_requests
 from plimsoll_ci.withheld import SEALED_FORMAT, WithheldSet, build_set, parse
 
 MAX_CANARY_BYTES = 64 * MiB  # a canary file `make` wrote: its markers and their sealed set
+MAX_PLANTED_BYTES = 64 * MiB  # one file of the planted tree (seed files, a generator's source)
 
 KINDS = ("word", "number", "time", "filename")
 _PLACE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -229,10 +231,14 @@ def _planted_items(root: str, skip_sha256: str):
         for f in sorted(files):
             path = os.path.join(folder, f)
             try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
+                mode = os.lstat(path).st_mode
             except OSError:
                 continue
+            if not stat.S_ISREG(mode):
+                # a link is not followed out of the tree, a FIFO or device never read: a marker
+                # only there is not planted (the check then fails, never passes wrongly)
+                continue
+            data = read_bounded(path, MAX_PLANTED_BYTES, f"--planted file {path}", follow=False)
             # the canary file itself holds every marker; finding markers there proves nothing
             if hashlib.sha256(data).hexdigest() == skip_sha256:
                 continue

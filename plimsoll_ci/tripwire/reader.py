@@ -36,13 +36,14 @@ import hashlib
 import json
 import os
 import re
+import stat
 import urllib.parse
 import zlib
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput
-from plimsoll_ci.files import cannot_read
+from plimsoll_ci.files import cannot_read, read_bounded
 from plimsoll_ci.shipscan.redact import pointer_escape
 from plimsoll_ci.tripwire.formats import NUMBERED, RECORD_FORMAT, RECORDER_LOCK, UNFINISHED
 
@@ -195,15 +196,26 @@ class RequestReader:
 
     def _read_bytes(self, path: str, rel: str) -> bytes | None:
         try:
-            size = os.path.getsize(path)
-            if size > self.limits.max_file_bytes:
-                self.notes.append(f"{rel}: {size} bytes is over the {self.limits.max_file_bytes}"
-                                  "-byte read bound; only its name was checked")
-                return None
-            with open(path, "rb") as fh:
-                data = fh.read()
+            st = os.lstat(path)
         except OSError as e:
             self.notes.append(f"{rel}: {cannot_read(e)}; only its name was checked")
+            return None
+        if stat.S_ISLNK(st.st_mode):  # never followed out of the folder given
+            self.notes.append(f"{rel}: a symbolic link, not followed; only its name was checked")
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            self.notes.append(f"{rel}: not a regular file (a FIFO, device or socket is never "
+                              "read); only its name was checked")
+            return None
+        if st.st_size > self.limits.max_file_bytes:
+            self.notes.append(f"{rel}: {st.st_size} bytes is over the "
+                              f"{self.limits.max_file_bytes}-byte read bound; only its name was "
+                              "checked")
+            return None
+        try:  # (bounded again while reading: a file that grows, or is swapped for a link)
+            data = read_bounded(path, self.limits.max_file_bytes, rel, follow=False)
+        except BadInput as e:
+            self.notes.append(f"{e}; only its name was checked")
             return None
         self.files += 1
         self.bytes += len(data)
