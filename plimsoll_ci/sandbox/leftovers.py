@@ -49,10 +49,11 @@ class Reaped(NamedTuple):
 
     def summary(self) -> str:
         """One line for a log, e.g. '1 container, 1 folder of a killed run (pid 4242)'."""
-        parts = [f"{n} {what}{'' if n == 1 else 's'}" for n, what in (
-            (self.containers, "container"), (self.sandboxes, "runsc sandbox"),
-            (self.processes, "process"), (self.cgroups, "cgroup"), (self.folders, "folder"))
-            if n]
+        parts = [f"{n} {one if n == 1 else many}" for n, one, many in (
+            (self.containers, "container", "containers"),
+            (self.sandboxes, "runsc sandbox", "runsc sandboxes"),
+            (self.processes, "process", "processes"), (self.cgroups, "cgroup", "cgroups"),
+            (self.folders, "folder", "folders")) if n]
         runs = ", ".join(str(p) for p in self.owners)
         plural = "s" if len(self.owners) != 1 else ""
         return f"{', '.join(parts) or 'nothing'} of killed run{plural} (pid {runs})"

@@ -75,7 +75,8 @@ def test_after_a_killed_squeeze_the_next_run_leaves_nothing_of_it(
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     workers: list[int] = []
     try:
-        wait_for_sandbox(proc, private_tmp)
+        # (after a SIGKILL of the group the sandboxes must still run: past their start)
+        wait_for_sandbox(proc, private_tmp, settle=5.0 if how == "SIGKILL-group" else 1.0)
         workers = _workers_of(proc.pid)
         if how == "SIGKILL-group":
             os.killpg(proc.pid, signal.SIGKILL)
