@@ -29,14 +29,6 @@ from kit.scan import LeakGuard
 HEAVY = ("slow", "gvisor", "docker")
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: one worker more than the usable cores. A worker often waits (on a sandbox's
-    start, a child's wall-clock bound, a subprocess, git) rather than computes: one per core
-    left the cores idle a fifth of the time (measured: 78% busy with 2 workers on 2 cores, 92%
-    with 3; the suite 637 s against 576 s)."""
-    return len(os.sched_getaffinity(0)) + 1
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """A suite started in the background by a non-interactive shell inherits SIGINT ignored, and
     every process it starts would too: the tests that stop a child with SIGINT (Ctrl-C) need it
