@@ -220,7 +220,8 @@ class CheckResult(NamedTuple):
 def _planted_items(root: str, skip_sha256: str):
     """(relative path, bytes) of every file under the planted tree, minus the canary file."""
     walk: Iterable[tuple[str, list[str], list[str]]]
-    if os.path.isfile(root):
+    given = os.path.isfile(root)  # a file named on the command line is read as named
+    if given:
         walk = [(os.path.dirname(root) or ".", [], [os.path.basename(root)])]
         base = os.path.dirname(root) or "."
     else:
@@ -231,14 +232,15 @@ def _planted_items(root: str, skip_sha256: str):
         for f in sorted(files):
             path = os.path.join(folder, f)
             try:
-                mode = os.lstat(path).st_mode
+                mode = (os.stat if given else os.lstat)(path).st_mode
             except OSError:
                 continue
             if not stat.S_ISREG(mode):
                 # a link is not followed out of the tree, a FIFO or device never read: a marker
                 # only there is not planted (the check then fails, never passes wrongly)
                 continue
-            data = read_bounded(path, MAX_PLANTED_BYTES, f"--planted file {path}", follow=False)
+            data = read_bounded(path, MAX_PLANTED_BYTES, f"--planted file {path}",
+                                follow=given)
             # the canary file itself holds every marker; finding markers there proves nothing
             if hashlib.sha256(data).hexdigest() == skip_sha256:
                 continue

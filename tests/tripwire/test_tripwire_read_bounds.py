@@ -74,7 +74,7 @@ def test_a_marker_behind_a_link_out_of_the_planted_tree_is_not_planted(tmp_path)
     assert r.returncode == 1 and json.loads(r.stdout)["markers"][0]["ok"] is False
 
 
-def test_a_planted_file_over_the_bound_is_bad_input(tmp_path, monkeypatch):
+def test_a_planted_file_over_the_bound_is_bad_input_naming_it(tmp_path, monkeypatch, capsys):
     from plimsoll_ci.tripwire import canary as canary_mod
 
     canary, (labels,) = _canary(tmp_path, "labels")
@@ -82,7 +82,22 @@ def test_a_planted_file_over_the_bound_is_bad_input(tmp_path, monkeypatch):
     planted.mkdir()
     (planted / "labels.txt").write_text(labels + "\n" + "x" * 200)
     (tmp_path / "req").mkdir()
+    capsys.readouterr()
     monkeypatch.setattr(canary_mod, "MAX_PLANTED_BYTES", 100)
     code = main(["canary", "check", "--sealed", str(canary), "--planted", str(planted),
                  "--requests", str(tmp_path / "req")])
+    out = capsys.readouterr()
     assert code == 2
+    assert "labels.txt" in out.err and "over the bound" in out.err, out.err
+    assert labels not in out.out + out.err
+
+
+def test_a_planted_file_named_on_the_command_line_may_be_a_link(tmp_path):
+    canary, (labels,) = _canary(tmp_path, "labels")
+    real = tmp_path / "labels.txt"
+    real.write_text(labels + "\n")
+    named = tmp_path / "named.txt"
+    named.symlink_to(real)
+    (tmp_path / "req").mkdir()
+    assert main(["canary", "check", "--sealed", str(canary), "--planted", str(named),
+                 "--requests", str(tmp_path / "req")]) == 0
