@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from plimsoll_ci.errors import BadInput, SandboxError
-from plimsoll_ci.sandbox import all_providers, rootfs
+from plimsoll_ci.sandbox import all_providers, leftovers, rootfs
 from plimsoll_ci.sandbox import cpu as cpumod
 from plimsoll_ci.sandbox.session import Tail, drain
 
@@ -281,11 +281,7 @@ def _gvisor(folder: Path, argv: tuple[str, ...], limits: CommandLimits,
 
     def stop() -> None:
         if proc.poll() is None:  # still running (timed out, or interrupted): delete the sandbox
-            try:
-                subprocess.run([runsc, f"--root={state}", "delete", "--force", cid],
-                               capture_output=True, timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                pass  # the process group goes anyway
+            leftovers.stop_runsc(runsc, state, cid)  # the process group goes anyway
         _group_killer(proc)()
         if cgroup:
             cpumod.remove_cgroup(cgroup)  # runsc leaves it behind when the sandbox was killed

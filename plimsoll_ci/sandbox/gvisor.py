@@ -20,7 +20,7 @@ from typing import NamedTuple
 from plimsoll_ci.errors import SandboxError
 from plimsoll_ci.sandbox import cpu as cpumod
 from plimsoll_ci.sandbox import owner
-from plimsoll_ci.sandbox.leftovers import runsc_path
+from plimsoll_ci.sandbox.leftovers import runsc_path, stop_runsc
 from plimsoll_ci.sandbox.session import Limits, Session, kill_group, pipe_up
 from plimsoll_ci.sandbox.stage import Stage
 
@@ -167,11 +167,7 @@ def start(stage: Stage, limits: Limits) -> Session:
                             stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
 
     def kill() -> None:
-        try:
-            subprocess.run([runsc, f"--root={state}", "delete", "--force", cid],
-                           capture_output=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            pass  # the process group goes anyway
+        stop_runsc(runsc, state, cid, running=proc.poll() is None)  # the process group goes anyway
         kill_group(proc)
         if cgroup:
             cpumod.remove_cgroup(cgroup)

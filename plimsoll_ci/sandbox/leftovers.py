@@ -148,6 +148,25 @@ def runsc_path() -> str | None:
     return os.environ.get("PLIMSOLL_RUNSC") or shutil.which("runsc")
 
 
+def stop_runsc(runsc: str, state: str | os.PathLike[str], cid: str, running: bool = True) -> bool:
+    """Stop and delete the runsc sandbox `cid` whose state lives in `state`; True when runsc
+    deleted it. A sandbox still `running` gets SIGKILL in every process first (`kill --all`):
+    `delete --force` alone on a running sandbox waits out runsc's five-second stop deadline and
+    then fails ("context deadline exceeded"), which cost every hung, over-budget or interrupted
+    flight five seconds."""
+    root = f"--root={state}"
+    if running:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run([runsc, root, "kill", "--all", cid, "KILL"], capture_output=True,
+                           timeout=10)
+    try:
+        done = subprocess.run([runsc, root, "delete", "--force", cid], capture_output=True,
+                              timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False  # the caller kills the process group anyway
+    return done.returncode == 0
+
+
 def _delete_runsc(folder: Path) -> int:
     """Delete the runsc sandboxes whose state lives in a gone run's folder (which also removes
     the cgroups runsc made); how many state folders there were."""
@@ -157,9 +176,7 @@ def _delete_runsc(folder: Path) -> int:
         return 0
     for state in states:
         cid = state.name.removeprefix("runsc-state-")
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run([runsc, f"--root={state}", "delete", "--force", cid],
-                           capture_output=True, timeout=30)
+        stop_runsc(runsc, state, cid)
         cpumod.remove_cgroup(f"/plimsoll/{cid}")
     return len(states)
 
