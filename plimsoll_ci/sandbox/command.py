@@ -281,7 +281,7 @@ def _gvisor(folder: Path, argv: tuple[str, ...], limits: CommandLimits,
 
     def stop() -> None:
         if proc.poll() is None:  # still running (timed out, or interrupted): delete the sandbox
-            leftovers.stop_runsc(runsc, state, cid)  # the process group goes anyway
+            leftovers.stop_runsc(runsc, state, cid, proc)  # the process group goes anyway
         _group_killer(proc)()
         if cgroup:
             cpumod.remove_cgroup(cgroup)  # runsc leaves it behind when the sandbox was killed

@@ -167,7 +167,7 @@ def start(stage: Stage, limits: Limits) -> Session:
                             stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
 
     def kill() -> None:
-        stop_runsc(runsc, state, cid, running=proc.poll() is None)  # the process group goes anyway
+        stop_runsc(runsc, state, cid, proc)  # the process group goes anyway
         kill_group(proc)
         if cgroup:
             cpumod.remove_cgroup(cgroup)

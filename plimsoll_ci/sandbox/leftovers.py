@@ -28,6 +28,7 @@ from plimsoll_ci.sandbox import cpu as cpumod
 from plimsoll_ci.sandbox import owner as owner_mod
 
 DOCKER_TIMEOUT_S = 5
+STOP_WAIT_S = 1.0  # how long a killed sandbox may take to end before its group is killed
 _DONE: list[int] = []  # pids of processes that reaped once already
 _LOCK = threading.Lock()
 
@@ -148,17 +149,27 @@ def runsc_path() -> str | None:
     return os.environ.get("PLIMSOLL_RUNSC") or shutil.which("runsc")
 
 
-def stop_runsc(runsc: str, state: str | os.PathLike[str], cid: str, running: bool = True) -> bool:
+def stop_runsc(runsc: str, state: str | os.PathLike[str], cid: str,
+               proc: subprocess.Popen | None = None) -> bool:
     """Stop and delete the runsc sandbox `cid` whose state lives in `state`; True when runsc
-    deleted it. A sandbox still `running` gets SIGKILL in every process first (`kill --all`):
-    `delete --force` alone on a running sandbox waits out runsc's five-second stop deadline and
-    then fails ("context deadline exceeded"), which cost every hung, over-budget or interrupted
-    flight five seconds."""
+    deleted it. `proc` is the `runsc run` process when this process started the sandbox (None
+    for a gone run's sandbox). A sandbox still running gets SIGKILL in every process first (`kill
+    --all`): `delete --force` alone on a running sandbox waits out runsc's five-second stop
+    deadline and then fails ("context deadline exceeded"), which cost every hung, over-budget or
+    interrupted flight five seconds. A sandbox that does not end within `STOP_WAIT_S` of the kill
+    (a program deep in its memory bound) has its process group killed from here before the
+    delete."""
     root = f"--root={state}"
-    if running:
+    if proc is None or proc.poll() is None:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run([runsc, root, "kill", "--all", cid, "KILL"], capture_output=True,
                            timeout=10)
+        if proc is not None:
+            try:
+                proc.wait(timeout=STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
     try:
         done = subprocess.run([runsc, root, "delete", "--force", cid], capture_output=True,
                               timeout=30)

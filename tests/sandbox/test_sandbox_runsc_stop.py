@@ -66,6 +66,24 @@ def test_a_flight_hanging_in_step_is_stopped_and_deleted_by_runsc(runsc_log: Pat
     assert _calls(runsc_log, "kill")  # every process in it killed first
 
 
+def test_a_sandbox_deep_in_its_memory_bound_is_deleted_after_the_kill(runsc_log: Path,
+                                                                       tmp_path: Path) -> None:
+    """A program filling its memory bound does not end within runsc's deadline even after `kill
+    --all` (a JavaScript controller allocating 8 GB under the 1 GB bound): its process group is
+    killed from the host, then the delete succeeds."""
+    controller = tmp_path / "controller.mjs"
+    controller.write_text("export default class {\n  constructor(info) {}\n  step(obs) {\n"
+                          "    const kept = [];\n    for (let i = 0; i < 32; i++) {\n"
+                          "      const b = new Uint8Array(256 * 1024 * 1024);\n"
+                          "      b.fill(1);\n      kept.push(b);\n    }\n"
+                          "    throw new Error('ALLOCATED ' + kept.length);\n  }\n}\n")
+    graded = grade(GradeRequest(str(controller), "easy", [Seed("seeds:1", 4111111111, True)],
+                                "gvisor"))
+    assert "ALLOCATED" not in graded.flights[0].detail
+    deletes = _calls(runsc_log, "delete")
+    assert deletes and all(rc == 0 for rc, _ in deletes), deletes  # before: 128
+
+
 def test_a_command_past_its_timeout_is_stopped_and_deleted_by_runsc(runsc_log: Path,
                                                                     tmp_path: Path) -> None:
     folder = tmp_path / "copy"
